@@ -1,0 +1,100 @@
+"""One exception hierarchy for agentkit (httpx-style).
+
+Everything agentkit raises on purpose derives from :class:`AgentkitError`, so an
+embedding application can catch one type.
+"""
+
+from __future__ import annotations
+
+
+class AgentkitError(Exception):
+    """Base class of every error agentkit raises on purpose."""
+
+
+class ConfigurationError(AgentkitError):
+    """Settings are missing or invalid (no model, no key, bad workspace...).
+
+    The CLI turns it into one line on stderr and exit code 2.
+    """
+
+
+class LLMError(AgentkitError):
+    """A model request failed after classification (and retries, when transient).
+
+    Attributes:
+        kind: a stable string: ``rate_limit``, ``quota_exhausted``, ``request_too_large``,
+            ``context_length_exceeded``, ``content_filter``, ``invalid_request``,
+            ``authentication``, ``not_found``, ``server_error``, ``overloaded``,
+            ``connection``, ``timeout``, ``incomplete_stream``, ``truncated_tool_call``,
+            ``empty_response``. Kinds follow testdata/providers/README.md §4.2.
+        status: the HTTP status, or None for transport and in-stream failures.
+        retryable: whether the failure is transient (retried by LLMClient).
+        retry_after: a server hint in seconds, or None.
+    """
+
+    def __init__(
+        self,
+        kind: str,
+        message: str,
+        *,
+        status: int | None = None,
+        retryable: bool = False,
+        retry_after: float | None = None,
+        code: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.status = status
+        self.retryable = retryable
+        self.retry_after = retry_after
+        self.code = code
+
+    def one_line(self) -> str:
+        """Return ``"<kind> (HTTP <status>): <message>"`` on one line, for people."""
+        status = f" (HTTP {self.status})" if self.status else ""
+        text = " ".join(self.message.split())
+        if len(text) > 300:
+            text = text[:300] + "…"
+        return f"{self.kind}{status}: {text}"
+
+
+class ContextLengthExceeded(LLMError):
+    """The provider refused the request because the prompt is too long.
+
+    Attributes:
+        limit_tokens: the model's context limit parsed from the message, or None.
+        requested_tokens: the size the provider counted, or None.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        limit_tokens: int | None = None,
+        requested_tokens: int | None = None,
+        code: str | None = None,
+    ) -> None:
+        super().__init__(
+            "context_length_exceeded", message, status=status, retryable=False, code=code
+        )
+        self.limit_tokens = limit_tokens
+        self.requested_tokens = requested_tokens
+
+
+class ToolError(AgentkitError):
+    """Raised inside a tool to return a clean ``Error: <code>: <message>`` to the model.
+
+    The registry catches it; it never reaches the engine loop. ``code`` is one of the
+    stable strings of shared TOOLS.md ("not_found", "outside_workspace", ...).
+    """
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class Cancelled(AgentkitError):
+    """The run was cancelled from another thread (Agent.cancel, Ctrl-C, close)."""

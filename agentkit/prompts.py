@@ -1,0 +1,94 @@
+"""Loading and rendering the prompt and message templates of ``agentkit/prompts/<lang>/``.
+
+Every text the model reads (system prompts, tool descriptions, the seed's message
+templates) is a plain file there, so it can be reviewed and translated without
+touching code. ``zh`` holds the seed's templates word for word; ``en`` a faithful
+rendering.
+"""
+
+from __future__ import annotations
+
+import functools
+import string
+from importlib import resources
+from typing import Any
+
+LANGUAGES = ("zh", "en")
+
+
+class _Missing(dict):
+    def __missing__(self, key: str) -> str:
+        return "{" + key + "}"
+
+
+@functools.lru_cache(maxsize=256)
+def load(language: str, name: str) -> str:
+    """Return the text of ``prompts/<language>/<name>`` (UTF-8).
+
+    Raises FileNotFoundError when the template does not exist; ValueError for an
+    unknown language.
+    """
+    if language not in LANGUAGES:
+        raise ValueError(f"unknown language {language!r}; use one of {LANGUAGES}")
+    path = resources.files("agentkit").joinpath("prompts", language, *name.split("/"))
+    return path.read_text(encoding="utf-8")
+
+
+def render(language: str, name: str, **values: Any) -> str:
+    """Render template ``name`` with ``str.format`` fields filled from ``values``.
+
+    Unknown fields are left as written rather than raising, so a template edit
+    cannot crash a run. Trailing newlines of the file are stripped.
+    """
+    text = load(language, name).rstrip("\n")
+    return string.Formatter().vformat(text, (), _Missing(values))
+
+
+@functools.lru_cache(maxsize=256)
+def tool_description(language: str, tool: str, fallback: str = "") -> tuple[str, dict[str, str]]:
+    """Return ``(description, {parameter: description})`` for ``tool``.
+
+    Reads ``prompts/<language>/tools/<tool>.md``: the description, then optionally a
+    line ``## parameters`` followed by ``- name: text`` lines. Falls back to
+    ``fallback`` (a user tool's own docstring) when no file exists.
+    """
+    try:
+        text = load(language, f"tools/{tool}.md")
+    except (FileNotFoundError, ValueError):
+        return fallback, {}
+    head, _, params_part = text.partition("\n## parameters\n")
+    params: dict[str, str] = {}
+    current: str | None = None
+    for line in params_part.splitlines():
+        if line.startswith("- ") and ":" in line:
+            current, _, doc = line[2:].partition(":")
+            current = current.strip()
+            params[current] = doc.strip()
+        elif current and line.strip():
+            params[current] += "\n" + line.strip()
+    return head.strip(), params
+
+
+@functools.lru_cache(maxsize=8)
+def _actions(language: str) -> dict[str, str]:
+    table: dict[str, str] = {}
+    for line in load(language, "actions.txt").splitlines():
+        key, sep, template = line.partition("=")
+        if sep and not line.lstrip().startswith("#"):
+            table[key.strip()] = template.strip()
+    return table
+
+
+def last_action(language: str, tool: str, arguments: dict[str, Any] | None) -> str:
+    """Return the short progress phrase for a tool call, e.g. ``正在读取 src/app.py``.
+
+    Long argument values are shortened to 60 characters; unknown tools get the
+    generic ``default`` entry of ``actions.txt``.
+    """
+    table = _actions(language)
+    template = table.get(tool) or table.get("default", "{tool}")
+    values: dict[str, Any] = {"tool": tool}
+    for key, value in (arguments or {}).items():
+        text = " ".join(str(value).split())
+        values[key] = text if len(text) <= 60 else text[:57] + "..."
+    return string.Formatter().vformat(template, (), _Missing(values))

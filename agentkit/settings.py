@@ -1,0 +1,147 @@
+"""Settings: every knob of agentkit, read from arguments first, then the environment.
+
+Environment fallbacks: ``OPENAI_API_KEY`` and ``OPENAI_BASE_URL`` (the openai
+package's own names), and every field as ``AGENTKIT_<FIELD_NAME>`` (for example
+``AGENTKIT_MODEL``, ``AGENTKIT_LANGUAGE``, ``AGENTKIT_MAX_CONCURRENT_SUBAGENTS``).
+List fields accept a comma-separated string from the environment.
+Defaults for sub-agent limits come from the seed specification
+(shared/spec/seed-subagent-design.zh.md §1 and §8).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import AliasChoices, Field, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+CommaList = Annotated[list[str], NoDecode]
+
+MiB = 1024 * 1024
+
+
+class Settings(BaseSettings):
+    """All configuration of an Agent and its sub-agents (pydantic model).
+
+    Units: durations in seconds, sizes in bytes, lengths in characters unless a
+    name says lines or tokens. Raises ``pydantic.ValidationError`` on bad values.
+    """
+
+    model_config = SettingsConfigDict(
+        env_prefix="AGENTKIT_",
+        populate_by_name=True,
+        extra="ignore",
+        validate_default=True,
+    )
+
+    # --- model endpoint -------------------------------------------------------
+    model: str | None = Field(default=None, description="Model name sent to the endpoint.")
+    base_url: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("base_url", "AGENTKIT_BASE_URL", "OPENAI_BASE_URL"),
+        description="OpenAI-compatible base URL, e.g. http://localhost:11434/v1.",
+    )
+    api_key: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("api_key", "AGENTKIT_API_KEY", "OPENAI_API_KEY"),
+        description="API key; local servers accept any non-empty string.",
+    )
+    language: Literal["zh", "en"] = Field(
+        default="zh", description="Language of prompts, templates and last_action texts."
+    )
+    stream: bool = Field(default=True, description="Stream replies (SSE); false sends plain requests.")
+    temperature: float | None = None
+    max_output_tokens: int | None = Field(
+        default=None, description="max_tokens sent with each request (None: the server's default)."
+    )
+    request_timeout: float = Field(default=120.0, gt=0, description="Seconds per model request.")
+    max_retries: int = Field(default=4, ge=0, description="Retries of a transient model error.")
+    retry_base_delay: float = Field(default=1.0, ge=0, description="First backoff delay, seconds.")
+    retry_max_delay: float = Field(
+        default=60.0, ge=0, description="Cap on one wait, seconds; a longer Retry-After fails fast."
+    )
+    replay_reasoning: bool = Field(
+        default=False,
+        description="Send reasoning_content back on assistant tool-call messages (DeepSeek thinking mode with tools).",
+    )
+    system_role_after_start: bool = Field(
+        default=True,
+        description="Whether mid-conversation system messages may be sent; turned off for the session when a server refuses one.",
+    )
+
+    # --- conversation loop ----------------------------------------------------
+    max_turns: int = Field(default=100, ge=1, description="Model requests per run (main agent).")
+    context_window: int = Field(default=128_000, ge=1024, description="Model context, tokens.")
+    context_budget: float = Field(
+        default=0.8, gt=0, le=1, description="Share of context_window a request may use."
+    )
+    tool_workers: int = Field(default=8, ge=1, description="Tool calls of one message run at once.")
+
+    # --- files and search -----------------------------------------------------
+    read_only_roots: CommaList = Field(
+        default_factory=list, description="Extra folders outside the workspace that tools may read."
+    )
+    read_max_lines: int = 2000
+    read_max_line_chars: int = 2000
+    read_max_output_chars: int = 60_000
+    max_file_bytes: int = Field(default=10 * MiB, description="Largest file decoded whole (edit).")
+    search_max_results: int = Field(default=1000, description="Upper bound for max_results.")
+    search_max_output_chars: int = 30_000
+    search_max_file_bytes: int = 5 * MiB
+    search_timeout: float = 20.0
+    use_ripgrep: bool = Field(default=True, description="Use rg when it is on PATH.")
+
+    # --- commands -------------------------------------------------------------
+    command_timeout_max: float = 600.0
+    command_kill_grace: float = 3.0
+    command_max_output_chars: int = 30_000
+    command_allow: CommaList = Field(
+        default_factory=list, description="If set, only commands starting with one of these run."
+    )
+    command_deny: CommaList = Field(
+        default_factory=list, description="Commands starting with one of these are refused."
+    )
+
+    # --- web ------------------------------------------------------------------
+    web_search_backend: str = "auto"
+    web_search_region: str = "wt-wt"
+    web_search_safesearch: str = "moderate"
+    web_search_timeout: float = Field(default=20.0, description="Whole web_search call, seconds.")
+    web_fetch_timeout: float = Field(default=30.0, description="Whole extract_webpage fetch, seconds.")
+    web_max_bytes: int = 5 * MiB
+    web_max_redirects: int = 5
+    web_allow_hosts: CommaList = Field(
+        default_factory=list,
+        description="Hosts or CIDR networks extract_webpage may reach although private/loopback.",
+    )
+
+    # --- sub-agents (seed §1, §8) ---------------------------------------------
+    max_concurrent_subagents: int = Field(default=5, ge=1, description="Seed §8.1.")
+    subagent_timeout_min: int = Field(default=60, ge=1, description="Seed §1: 60-3600 s.")
+    subagent_timeout_max: int = Field(default=3600, ge=1)
+    subagent_max_turns: int = Field(default=100, ge=1)
+    subagent_max_nudges: int = Field(default=3, ge=0, description="Seed §4 reminders before failing.")
+    subagent_wrapup_at: float = Field(
+        default=0.85, gt=0, lt=1, description="Share of the timeout when the wrap-up message is sent."
+    )
+    subagent_start_method: Literal["forkserver", "spawn"] = "forkserver"
+    result_summary_max_chars: int = Field(
+        default=2000, description="Cap on a sub-agent's result_summary returned to the main agent."
+    )
+    deliverables_list_max: int = Field(
+        default=50, description="Cap on deliverables_files listed to the main agent."
+    )
+
+    @field_validator("read_only_roots", "command_allow", "command_deny", "web_allow_hosts", mode="before")
+    @classmethod
+    def _split_commas(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
+        if isinstance(value, (list, tuple)):
+            return [str(part) for part in value]
+        return value
+
+    def read_only_paths(self) -> list[Path]:
+        """Return ``read_only_roots`` as resolved absolute paths."""
+        return [Path(p).expanduser().resolve() for p in self.read_only_roots]

@@ -1,0 +1,265 @@
+"""Tool definitions, the per-run tool context, and the registry that runs tool calls.
+
+A tool is a plain function ``func(params, ctx) -> str | dict | ToolResult`` whose
+parameters are a pydantic model; the JSON schema sent to the model is generated
+from that model. Descriptions come from ``prompts/<lang>/tools/<name>.md`` when
+the tool does not carry its own. The registry turns every failure (unknown tool,
+bad arguments, ToolError, any exception) into an ``Error:`` result; nothing
+raises into the loop (DESIGN §3, Tools).
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from agentkit.errors import ToolError
+from agentkit.settings import Settings
+
+
+@dataclass
+class ToolResult:
+    """What a tool returns (shared TOOLS.md envelope).
+
+    ``output`` is the text the model sees; for a failure it begins with ``Error:``.
+    ``meta`` holds machine-readable facts (exit code, truncation, sizes).
+    """
+
+    output: str
+    ok: bool = True
+    error_code: str | None = None
+    truncated: bool = False
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def error(cls, code: str, message: str, **meta: Any) -> ToolResult:
+        """Build a failed result whose output is ``Error: <code>: <message>``."""
+        return cls(output=f"Error: {code}: {message}", ok=False, error_code=code, meta=meta)
+
+
+WriteClaim = Callable[[Path], None]
+"""Called with an absolute path before a tool writes it; raises ToolError("write_conflict", ...)
+when another running agent owns the file."""
+
+
+def _no_claim(path: Path) -> None:
+    return None
+
+
+@dataclass
+class ToolContext:
+    """Everything a tool may use besides its parameters.
+
+    Attributes:
+        workspace: absolute, resolved workspace root.
+        settings: the run's Settings.
+        cancel: set when the run is cancelled; long tools poll it.
+        claim_write: write-claim hook (sub-agents ask their parent; see subagent/).
+        file_state: per-conversation memory of files read (encoding, eol, snapshot),
+            keyed by absolute path; used by edit_file and write_file.
+        agent_label: who runs the tool ("main" or "sub-agent 3"), for messages and logs.
+        process_mark: value of the AGENTKIT_PROCESS_MARK variable given to every command,
+            so all processes of this agent can be found and killed (subagent timeouts).
+    """
+
+    workspace: Path
+    settings: Settings
+    cancel: threading.Event = field(default_factory=threading.Event)
+    claim_write: WriteClaim = _no_claim
+    file_state: dict[str, Any] = field(default_factory=dict)
+    agent_label: str = "main"
+    process_mark: str | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def language(self) -> str:
+        """The conversation language, ``zh`` or ``en``."""
+        return self.settings.language
+
+
+ToolFunc = Callable[[Any, ToolContext], "str | dict[str, Any] | ToolResult"]
+
+
+@dataclass
+class Tool:
+    """A tool the model can call.
+
+    Attributes:
+        name: the function name the model uses.
+        params: pydantic model of the parameters (its JSON schema is sent to the model).
+        func: ``func(params, ctx)``; returns text, a JSON-able dict (sent as JSON), or a ToolResult.
+        description: text for the model; empty means "load prompts/<lang>/tools/<name>.md".
+        counter: the seed stat this tool counts into (files_read, searches, web_pages,
+            commands) or None.
+        action: last_action template key in prompts/<lang>/actions.json (default: name).
+    """
+
+    name: str
+    params: type[BaseModel]
+    func: ToolFunc
+    description: str = ""
+    counter: str | None = None
+    action: str | None = None
+
+    def schema(self, language: str) -> dict[str, Any]:
+        """Return the OpenAI ``tools[]`` entry for this tool in ``language``."""
+        from agentkit.prompts import tool_description
+
+        description, param_docs = tool_description(language, self.name, self.description)
+        parameters = self.params.model_json_schema()
+        parameters.pop("title", None)
+        for name, prop in parameters.get("properties", {}).items():
+            prop.pop("title", None)
+            if name in param_docs:
+                prop["description"] = param_docs[name]
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": description, "parameters": parameters},
+        }
+
+
+def _format_validation_error(tool: str, exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors(include_url=False):
+        loc = ".".join(str(p) for p in err.get("loc", ())) or "(arguments)"
+        parts.append(f"{loc}: {err.get('msg')}")
+    return f"invalid arguments for {tool}: " + "; ".join(parts)
+
+
+class ToolRegistry:
+    """The tools offered in one conversation, by name, in registration order.
+
+    Use :meth:`register` with a :class:`Tool`, or :meth:`tool` as a decorator on a
+    function whose first parameter is annotated with a pydantic model.
+    """
+
+    def __init__(self, tools: list[Tool] | None = None) -> None:
+        self._tools: dict[str, Tool] = {}
+        self._schemas: dict[str, list[dict[str, Any]]] = {}
+        for tool in tools or []:
+            self.register(tool)
+
+    def register(self, tool: Tool) -> Tool:
+        """Add or replace ``tool``; returns it."""
+        self._tools[tool.name] = tool
+        self._schemas.clear()
+        return tool
+
+    def tool(
+        self,
+        func: Callable[..., Any] | None = None,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        counter: str | None = None,
+    ) -> Any:
+        """Decorator: register ``func(params: Model, ctx: ToolContext)`` (ctx optional).
+
+        The description defaults to the function's docstring. Raises TypeError when the
+        first parameter is not annotated with a pydantic model.
+        """
+
+        def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
+            self.register(tool_from_function(fn, name=name, description=description, counter=counter))
+            return fn
+
+        return wrap(func) if func is not None else wrap
+
+    def get(self, name: str) -> Tool | None:
+        """Return the tool called ``name`` or None."""
+        return self._tools.get(name)
+
+    def names(self) -> list[str]:
+        """Return the tool names in registration order."""
+        return list(self._tools)
+
+    def without(self, *names: str) -> ToolRegistry:
+        """Return a copy of this registry without the named tools."""
+        return ToolRegistry([t for n, t in self._tools.items() if n not in names])
+
+    def schemas(self, language: str) -> list[dict[str, Any]]:
+        """Return the ``tools`` list for a request (cached per language)."""
+        cached = self._schemas.get(language)
+        if cached is None:
+            cached = [t.schema(language) for t in self._tools.values()]
+            self._schemas[language] = cached
+        return cached
+
+    def execute(self, name: str, arguments: dict[str, Any] | None, ctx: ToolContext) -> ToolResult:
+        """Run one tool call and return its result; never raises (except KeyboardInterrupt).
+
+        Unknown tool, invalid arguments, ToolError and any other exception become
+        ``ToolResult.error`` with codes ``unknown_tool``, ``invalid_argument`` and
+        ``internal_error``.
+        """
+        tool = self._tools.get(name)
+        if tool is None:
+            known = ", ".join(self._tools)
+            return ToolResult.error("unknown_tool", f"there is no tool named {name!r}; available tools: {known}")
+        try:
+            params = tool.params.model_validate(arguments or {})
+        except ValidationError as exc:
+            return ToolResult.error("invalid_argument", _format_validation_error(name, exc))
+        started = time.monotonic()
+        try:
+            value = tool.func(params, ctx)
+        except ToolError as exc:
+            return ToolResult.error(exc.code, exc.message)
+        except Exception as exc:  # a tool bug must not crash the loop
+            return ToolResult.error("internal_error", f"{name} failed: {type(exc).__name__}: {exc}")
+        result = to_result(value)
+        result.meta.setdefault("duration_seconds", round(time.monotonic() - started, 3))
+        return result
+
+
+def to_result(value: Any) -> ToolResult:
+    """Normalise a tool's return value (str, dict, ToolResult) into a ToolResult.
+
+    A dict is sent as JSON (ensure_ascii off, so Chinese stays readable); a dict with
+    ``"success": false`` counts as a failure (seed tools' refusal shape).
+    """
+    if isinstance(value, ToolResult):
+        return value
+    if isinstance(value, dict):
+        ok = value.get("success", True) is not False
+        return ToolResult(output=json.dumps(value, ensure_ascii=False, indent=2), ok=ok, meta={"json": value})
+    text = "" if value is None else str(value)
+    return ToolResult(output=text, ok=not text.startswith("Error:"))
+
+
+def tool_from_function(
+    fn: Callable[..., Any],
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    counter: str | None = None,
+) -> Tool:
+    """Build a Tool from ``fn(params: Model[, ctx])``; see :meth:`ToolRegistry.tool`."""
+    sig = inspect.signature(fn)
+    hints = inspect.get_annotations(fn, eval_str=True)
+    params = list(sig.parameters.values())
+    if not params:
+        raise TypeError(f"{fn.__name__}: the first parameter must be annotated with a pydantic model")
+    model = hints.get(params[0].name)
+    if not (isinstance(model, type) and issubclass(model, BaseModel)):
+        raise TypeError(f"{fn.__name__}: the first parameter must be annotated with a pydantic model")
+    takes_ctx = len(params) > 1
+
+    def call(p: Any, ctx: ToolContext) -> Any:
+        return fn(p, ctx) if takes_ctx else fn(p)
+
+    return Tool(
+        name=name or fn.__name__,
+        params=model,
+        func=call,
+        description=description if description is not None else inspect.getdoc(fn) or "",
+        counter=counter,
+    )

@@ -1,0 +1,37 @@
+"""Shared fixtures: a fresh workspace folder, Settings for tests and a ToolContext."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agentkit.settings import Settings
+from agentkit.tools.base import ToolContext
+
+
+@pytest.fixture(autouse=True)
+def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Tests must not pick up a developer's real endpoint or key.
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "AGENTKIT_MODEL", "AGENTKIT_LANGUAGE"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    """An empty workspace folder (resolved, so symlinked /tmp cannot confuse guards)."""
+    root = tmp_path / "ws"
+    root.mkdir()
+    return root.resolve()
+
+
+@pytest.fixture
+def settings() -> Settings:
+    """Settings for tests: English texts, a dummy model and key."""
+    return Settings(model="test-model", api_key="test-key", language="en")
+
+
+@pytest.fixture
+def ctx(workspace: Path, settings: Settings) -> ToolContext:
+    """A ToolContext on the test workspace."""
+    return ToolContext(workspace=workspace, settings=settings)
