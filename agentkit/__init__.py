@@ -1,3 +1,84 @@
-"""agentkit: agents that delegate work to parallel, isolated, observable sub-agents."""
+"""agentkit: agents that delegate work to parallel, isolated, observable sub-agents.
+
+The public API (DESIGN §3)::
+
+    from agentkit import Agent, Settings
+    with Agent(workspace="proj", settings=Settings(model="gpt-4o-mini")) as agent:
+        result = agent.run("task", on_event=print)
+
+Heavy modules (openai, trafilatura) are imported on first use, so importing
+agentkit stays fast.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from agentkit.errors import (
+    AgentkitError,
+    Cancelled,
+    ConfigurationError,
+    ContextLengthExceeded,
+    LLMError,
+    ToolError,
+)
+from agentkit.events import (
+    AssistantMessage,
+    ContextCompacted,
+    Event,
+    RetryScheduled,
+    RunFinished,
+    RunStarted,
+    StateChanged,
+    SubAgentFinished,
+    SubAgentProgress,
+    SubAgentStarted,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+)
+from agentkit.settings import Settings
+from agentkit.tools.base import Tool, ToolContext, ToolRegistry, ToolResult
+
+if TYPE_CHECKING:
+    from agentkit.agent import Agent, RunResult
 
 __version__ = "0.1.0"
+
+__all__ = [
+    "Agent",
+    "AgentkitError",
+    "AssistantMessage",
+    "Cancelled",
+    "ConfigurationError",
+    "ContextCompacted",
+    "ContextLengthExceeded",
+    "Event",
+    "LLMError",
+    "RetryScheduled",
+    "RunFinished",
+    "RunResult",
+    "RunStarted",
+    "Settings",
+    "StateChanged",
+    "SubAgentFinished",
+    "SubAgentProgress",
+    "SubAgentStarted",
+    "TextDelta",
+    "Tool",
+    "ToolCallFinished",
+    "ToolCallStarted",
+    "ToolContext",
+    "ToolError",
+    "ToolRegistry",
+    "ToolResult",
+]
+
+
+def __getattr__(name: str) -> Any:
+    # Agent pulls in the engine and tools; load it when first asked for.
+    if name in ("Agent", "RunResult"):
+        from agentkit import agent
+
+        return getattr(agent, name)
+    raise AttributeError(f"module 'agentkit' has no attribute {name!r}")

@@ -69,14 +69,25 @@ def tool_description(language: str, tool: str, fallback: str = "") -> tuple[str,
     return head.strip(), params
 
 
-@functools.lru_cache(maxsize=8)
-def _actions(language: str) -> dict[str, str]:
-    table: dict[str, str] = {}
-    for line in load(language, "actions.txt").splitlines():
+@functools.lru_cache(maxsize=32)
+def table(language: str, name: str) -> dict[str, str]:
+    """Return the ``key = template`` lines of ``prompts/<language>/<name>`` as a dict
+    (lines starting with ``#`` are comments)."""
+    entries: dict[str, str] = {}
+    for line in load(language, name).splitlines():
         key, sep, template = line.partition("=")
         if sep and not line.lstrip().startswith("#"):
-            table[key.strip()] = template.strip()
-    return table
+            entries[key.strip()] = template.strip()
+    return entries
+
+
+def phrase(language: str, key: str, **values: Any) -> str:
+    """Render the short message ``key`` of ``prompts/<language>/phrases.txt``.
+
+    Raises KeyError for an unknown key (a bug, caught by the tests).
+    """
+    template = table(language, "phrases.txt")[key]
+    return string.Formatter().vformat(template, (), _Missing(values))
 
 
 def last_action(language: str, tool: str, arguments: dict[str, Any] | None) -> str:
@@ -85,8 +96,8 @@ def last_action(language: str, tool: str, arguments: dict[str, Any] | None) -> s
     Long argument values are shortened to 60 characters; unknown tools get the
     generic ``default`` entry of ``actions.txt``.
     """
-    table = _actions(language)
-    template = table.get(tool) or table.get("default", "{tool}")
+    actions = table(language, "actions.txt")
+    template = actions.get(tool) or actions.get("default", "{tool}")
     values: dict[str, Any] = {"tool": tool}
     for key, value in (arguments or {}).items():
         text = " ".join(str(value).split())

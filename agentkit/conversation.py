@@ -1,0 +1,157 @@
+"""Conversation: messages, state and statistics, persisted atomically as JSON.
+
+The main agent's conversation lives at ``<workspace>/.agentkit/conversations/<id>.json``
+(DESIGN §1) and is rewritten after every turn, so a crash loses at most the turn
+in flight and ``Agent(conversation_id=...)`` can load it and continue.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from agentkit.jsonfile import read_json, write_json_atomic
+from agentkit.turns import Usage
+
+STATES = ("idle", "running", "waiting_for_subagents", "done", "failed")
+COUNTERS = ("files_read", "searches", "web_pages", "commands")
+
+
+def utc_now() -> str:
+    """Return the current UTC time as ``2026-03-10T12:00:00Z`` (seed §6 format)."""
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def new_conversation_id() -> str:
+    """Return a fresh id like ``conv_3f2a9c1b7d4e`` (seed §1 shape ``conv_abc123``)."""
+    return "conv_" + uuid.uuid4().hex[:12]
+
+
+@dataclass
+class Stats:
+    """Counters of one conversation.
+
+    ``turns`` counts model requests answered; ``tool_calls`` counts calls by tool
+    name; token fields are summed usage (tokens), ``usage_estimated`` is True if any
+    turn's usage was counted locally. The four seed counters (seed §1 stats):
+    files_read = read_file calls, searches = search_workspace + web_search calls,
+    web_pages = extract_webpage calls, commands = run_command calls.
+    """
+
+    turns: int = 0
+    tool_calls: dict[str, int] = field(default_factory=dict)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+    usage_estimated: bool = False
+    files_read: int = 0
+    searches: int = 0
+    web_pages: int = 0
+    commands: int = 0
+
+    def add_usage(self, usage: Usage) -> None:
+        """Add one turn's usage."""
+        self.prompt_tokens += usage.prompt_tokens
+        self.completion_tokens += usage.completion_tokens
+        self.total_tokens += usage.total_tokens or usage.prompt_tokens + usage.completion_tokens
+        self.usage_estimated = self.usage_estimated or usage.estimated
+
+    def count_tool(self, name: str, counter: str | None) -> None:
+        """Count one call of tool ``name`` and, if given, the seed counter it feeds."""
+        self.tool_calls[name] = self.tool_calls.get(name, 0) + 1
+        if counter in COUNTERS:
+            setattr(self, counter, getattr(self, counter) + 1)
+
+    def token_usage(self) -> dict[str, int]:
+        """Return ``{"prompt", "completion", "total"}`` (seed §6 shape)."""
+        return {
+            "prompt": self.prompt_tokens,
+            "completion": self.completion_tokens,
+            "total": self.total_tokens,
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-able dict, including ``token_usage``."""
+        data = asdict(self)
+        data["tool_calls"] = dict(self.tool_calls)
+        data["token_usage"] = self.token_usage()
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Stats:
+        """Rebuild from :meth:`to_dict` output (unknown keys ignored)."""
+        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        return cls(**known)
+
+
+@dataclass
+class Conversation:
+    """One conversation: its messages (OpenAI shape), state and stats.
+
+    ``archive`` keeps the original text of messages shrunk or compacted to fit the
+    context window, so nothing is lost from the record.
+    """
+
+    id: str = field(default_factory=new_conversation_id)
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    state: str = "idle"
+    stats: Stats = field(default_factory=Stats)
+    created_at: str = field(default_factory=utc_now)
+    updated_at: str = field(default_factory=utc_now)
+    model: str | None = None
+    final_text: str | None = None
+    error: str | None = None
+    archive: list[dict[str, Any]] = field(default_factory=list)
+    subagents: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the JSON document saved on disk."""
+        return {
+            "conversation_id": self.id,
+            "state": self.state,
+            "created_at": self.created_at,
+            "updated_at": self.updated_at,
+            "model": self.model,
+            "final_text": self.final_text,
+            "error": self.error,
+            "stats": self.stats.to_dict(),
+            "subagents": self.subagents,
+            "messages": self.messages,
+            "archive": self.archive,
+        }
+
+    def save(self, path: Path) -> None:
+        """Write the conversation atomically to ``path`` (temp file + rename)."""
+        self.updated_at = utc_now()
+        write_json_atomic(path, self.to_dict())
+
+    @classmethod
+    def load(cls, path: Path) -> Conversation:
+        """Load a conversation saved by :meth:`save`.
+
+        Raises FileNotFoundError, or ValueError when the file is not a conversation.
+        """
+        data = read_json(path)
+        if not isinstance(data, dict) or not isinstance(data.get("messages"), list):
+            raise ValueError(f"{path} is not an agentkit conversation file")
+        return cls(
+            id=str(data.get("conversation_id") or path.stem),
+            messages=data["messages"],
+            state=str(data.get("state") or "idle"),
+            stats=Stats.from_dict(data.get("stats") or {}),
+            created_at=str(data.get("created_at") or utc_now()),
+            updated_at=str(data.get("updated_at") or utc_now()),
+            model=data.get("model"),
+            final_text=data.get("final_text"),
+            error=data.get("error"),
+            archive=list(data.get("archive") or []),
+            subagents=list(data.get("subagents") or []),
+        )
+
+
+def conversations_dir(workspace: Path) -> Path:
+    """Return ``<workspace>/.agentkit/conversations``."""
+    return workspace / ".agentkit" / "conversations"

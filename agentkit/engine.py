@@ -1,0 +1,407 @@
+"""The one conversation loop shared by the main agent and every sub-agent (DESIGN §1).
+
+Roles, as small protocols: a *model* (``Model.complete``: messages in, one
+normalised AssistantTurn out), an *environment* (the ToolRegistry and its
+ToolContext), and *hooks* that differ between the main agent and a sub-agent
+(notifications, waiting for sub-agents, the finish_task nudge). The loop:
+
+    request → append assistant message → run its tool calls concurrently →
+    append results in the model's order → hooks.after_tool_results → repeat;
+    an answer without tool calls → hooks.on_final_answer (stop, nudge or wait).
+
+The conversation is saved after every turn.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from agentkit import events as ev
+from agentkit import prompts
+from agentkit.compaction import compact_turns, shrink_tool_outputs
+from agentkit.conversation import Conversation
+from agentkit.errors import Cancelled, ContextLengthExceeded, LLMError
+from agentkit.settings import Settings
+from agentkit.tools.base import ToolContext, ToolRegistry, ToolResult
+from agentkit.turns import AssistantTurn, ToolCall
+
+
+class Model(Protocol):
+    """What the engine needs from an LLM client (agentkit.llm.LLMClient fits)."""
+
+    def complete(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        *,
+        cancel: threading.Event | None = None,
+        on_text: Callable[[str], None] | None = None,
+        on_retry: Callable[[LLMError, int, float], None] | None = None,
+    ) -> AssistantTurn: ...
+
+
+@dataclass
+class Step:
+    """A hook's answer: messages to append, and whether the run ends now."""
+
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    stop: bool = False
+
+
+class Hooks:
+    """Default hooks: nothing after tool results; stop on an answer without tool calls."""
+
+    def after_tool_results(self, engine: Engine) -> Step:
+        """Called after each batch of tool results; may inject messages or stop."""
+        return Step()
+
+    def on_final_answer(self, engine: Engine, turn: AssistantTurn) -> Step:
+        """Called when the model answers without tool calls: stop, nudge, or wait."""
+        return Step(stop=True)
+
+
+@dataclass
+class EngineResult:
+    """How a run ended: ``status`` is ``done``, ``failed`` or ``cancelled``."""
+
+    status: str
+    final_text: str | None
+    error: str | None = None
+    error_kind: str | None = None
+
+
+def _noop(_event: ev.Event) -> None:
+    return None
+
+
+class Engine:
+    """Runs a conversation until the hooks stop it, max_turns, an error or cancel.
+
+    Args:
+        model: the LLM client.
+        registry: the tools offered.
+        conversation: the conversation to extend (its messages are the history).
+        ctx: the tool context (workspace, settings, cancel event, write claims).
+        hooks: main-agent or sub-agent behaviour (see :class:`Hooks`).
+        emit: event callback (see agentkit.events).
+        save: called with the conversation after every turn (atomic JSON write).
+        max_turns: model requests allowed in this run (default settings.max_turns).
+        on_tool_call: called as ``(name, last_action)`` before each tool call runs,
+            after the stats were counted (sub-agents report progress with it).
+    """
+
+    def __init__(
+        self,
+        *,
+        model: Model,
+        registry: ToolRegistry,
+        conversation: Conversation,
+        ctx: ToolContext,
+        hooks: Hooks | None = None,
+        emit: ev.EventHandler | None = None,
+        save: Callable[[Conversation], None] | None = None,
+        max_turns: int | None = None,
+        on_tool_call: Callable[[str, str], None] | None = None,
+    ) -> None:
+        self.model = model
+        self.registry = registry
+        self.conversation = conversation
+        self.ctx = ctx
+        self.settings: Settings = ctx.settings
+        self.hooks = hooks or Hooks()
+        self.emit = emit or _noop
+        self._save = save
+        self.max_turns = max_turns or self.settings.max_turns
+        self.on_tool_call = on_tool_call
+        self.last_action = ""
+        self.allow_mid_system = self.settings.system_role_after_start
+        self._wire: list[dict[str, Any]] = []
+        self._sizes: list[int] = []
+        self._pool: ThreadPoolExecutor | None = None
+        self._tool_tokens: int | None = None
+
+    # ------------------------------------------------------------------ public
+    @property
+    def cancel_event(self) -> threading.Event:
+        """The event that cancels this run when set (from any thread)."""
+        return self.ctx.cancel
+
+    def append(self, message: dict[str, Any]) -> None:
+        """Append a message to the conversation (and the wire cache)."""
+        self.conversation.messages.append(message)
+        if len(self._wire) == len(self.conversation.messages) - 1:
+            wire = self._to_wire(message, len(self.conversation.messages) - 1)
+            self._wire.append(wire)
+            self._sizes.append(self._count(wire))
+
+    def save(self) -> None:
+        """Persist the conversation now (no-op without a save callback)."""
+        if self._save is not None:
+            self._save(self.conversation)
+
+    def set_state(self, state: str) -> None:
+        """Change the conversation state, emit StateChanged and save."""
+        if self.conversation.state != state:
+            self.conversation.state = state
+            self.emit(ev.StateChanged(state=state))
+            self.save()
+
+    def close(self) -> None:
+        """Release the tool thread pool."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
+
+    def run(self) -> EngineResult:
+        """Run the loop; returns how it ended. Never raises LLMError (the result says
+        ``failed`` with the error's one line); raises nothing on cancel either."""
+        conv = self.conversation
+        self._repair_history()
+        self.set_state("running")
+        turns = 0
+        try:
+            while True:
+                if self.ctx.cancel.is_set():
+                    raise Cancelled("cancelled")
+                if turns >= self.max_turns:
+                    return self._finish(
+                        "failed", conv.final_text, f"max_turns ({self.max_turns}) reached"
+                    )
+                turn = self._request()
+                turns += 1
+                conv.stats.turns += 1
+                conv.stats.add_usage(turn.usage)
+                self.append(turn.message())
+                self.emit(
+                    ev.AssistantMessage(
+                        content=turn.content,
+                        tool_calls=[c.wire() for c in turn.tool_calls],
+                        turn=conv.stats.turns,
+                    )
+                )
+                self.save()
+                if turn.tool_calls:
+                    self._run_tool_calls(turn.tool_calls)
+                    self.save()
+                    step = self.hooks.after_tool_results(self)
+                else:
+                    conv.final_text = turn.content
+                    step = self.hooks.on_final_answer(self, turn)
+                    if not step.messages:
+                        step.stop = True
+                for message in step.messages:
+                    self.append(message)
+                if step.messages:
+                    self.save()
+                if step.stop:
+                    return self._finish("done", conv.final_text, None)
+        except Cancelled:
+            return self._finish("cancelled", conv.final_text, "cancelled")
+        except LLMError as exc:
+            return self._finish("failed", conv.final_text, exc.one_line(), exc.kind)
+
+    # ----------------------------------------------------------------- helpers
+    def _finish(
+        self, status: str, final_text: str | None, error: str | None, error_kind: str | None = None
+    ) -> EngineResult:
+        self.conversation.error = error
+        self.set_state("done" if status == "done" else "failed")
+        self.save()
+        return EngineResult(status=status, final_text=final_text, error=error, error_kind=error_kind)
+
+    def _repair_history(self) -> None:
+        """Answer tool calls left without a result (an interrupted run), rule H1."""
+        messages = self.conversation.messages
+        answered = {m.get("tool_call_id") for m in messages if m.get("role") == "tool"}
+        for i in range(len(messages) - 1, -1, -1):
+            msg = messages[i]
+            if msg.get("role") == "assistant" and msg.get("tool_calls"):
+                missing = [c for c in msg["tool_calls"] if c.get("id") not in answered]
+                insert_at = i + 1
+                while insert_at < len(messages) and messages[insert_at].get("role") == "tool":
+                    insert_at += 1
+                for call in missing:
+                    messages.insert(
+                        insert_at,
+                        {
+                            "role": "tool",
+                            "tool_call_id": call.get("id"),
+                            "name": call.get("function", {}).get("name"),
+                            "content": "Error: cancelled: this tool call was interrupted before it finished.",
+                        },
+                    )
+                    insert_at += 1
+                break
+        self._rebuild_wire()
+
+    def _to_wire(self, msg: dict[str, Any], index: int) -> dict[str, Any]:
+        role = msg.get("role")
+        if role == "assistant":
+            out: dict[str, Any] = {"role": "assistant", "content": msg.get("content")}
+            if msg.get("tool_calls"):
+                out["tool_calls"] = msg["tool_calls"]
+                if self.settings.replay_reasoning and msg.get("reasoning_content"):
+                    out["reasoning_content"] = msg["reasoning_content"]
+            return out
+        if role == "tool":
+            return {
+                "role": "tool",
+                "tool_call_id": msg.get("tool_call_id"),
+                "name": msg.get("name"),
+                "content": msg.get("content") or "",
+            }
+        if role == "system" and index > 0 and not self.allow_mid_system:
+            return {"role": "user", "content": msg.get("content") or ""}
+        return {"role": role, "content": msg.get("content") or ""}
+
+    def _rebuild_wire(self) -> None:
+        msgs = self.conversation.messages
+        self._wire = [self._to_wire(m, i) for i, m in enumerate(msgs)]
+        self._sizes = [self._count(w) for w in self._wire]
+
+    @staticmethod
+    def _count(message: dict[str, Any]) -> int:
+        from agentkit.tokens import count_messages
+
+        return count_messages([message])
+
+    def _tools_schema(self) -> list[dict[str, Any]]:
+        return self.registry.schemas(self.settings.language)
+
+    def _budget(self) -> int:
+        if self._tool_tokens is None:
+            import json
+
+            from agentkit.tokens import count_text
+
+            self._tool_tokens = count_text(json.dumps(self._tools_schema(), ensure_ascii=False))
+        budget = int(self.settings.context_window * self.settings.context_budget)
+        return max(budget - self._tool_tokens - (self.settings.max_output_tokens or 0), 256)
+
+    def _fit_context(self, budget: int) -> None:
+        if len(self._wire) != len(self.conversation.messages):
+            self._rebuild_wire()
+        before = sum(self._sizes)
+        if before <= budget:
+            return
+        msgs = self.conversation.messages
+        archive = self.conversation.archive
+        # Shrinking works on the stored messages; the wire cache is rebuilt after.
+        sizes = list(self._sizes)
+        how = "shrink"
+        if not shrink_tool_outputs(
+            msgs, sizes, budget, archive, lambda m: self._count(self._to_wire(m, 1))
+        ):
+            how = "compact"
+            header = prompts.load(self.settings.language, "compaction_header.txt").strip()
+            compact_turns(
+                msgs, sizes, budget, archive, lambda m: self._count(self._to_wire(m, 1)), header
+            )
+        self._rebuild_wire()
+        self.emit(ev.ContextCompacted(tokens_before=before, tokens_after=sum(self._sizes), how=how))
+
+    def _request(self) -> AssistantTurn:
+        self._fit_context(self._budget())
+        tools = self._tools_schema() or None
+        retried_context = False
+        retried_system = False
+        while True:
+            try:
+                return self.model.complete(
+                    self._wire,
+                    tools,
+                    cancel=self.ctx.cancel,
+                    on_text=self._on_text,
+                    on_retry=self._on_retry,
+                )
+            except ContextLengthExceeded as exc:
+                if retried_context:
+                    raise
+                retried_context = True
+                limit = exc.limit_tokens or int(sum(self._sizes) * 0.8)
+                self._fit_context(min(self._budget(), int(limit * 0.75)))
+            except LLMError as exc:
+                if retried_system or exc.kind != "invalid_request" or not self._has_mid_system():
+                    raise
+                # Some servers refuse a system message after the first one: resend
+                # notifications as user messages, and remember it for the session.
+                retried_system = True
+                self.allow_mid_system = False
+                self._rebuild_wire()
+
+    def _has_mid_system(self) -> bool:
+        return any(m.get("role") == "system" for m in self._wire[1:])
+
+    def _on_text(self, text: str) -> None:
+        self.emit(ev.TextDelta(text=text))
+
+    def _on_retry(self, error: LLMError, attempt: int, delay: float) -> None:
+        self.emit(
+            ev.RetryScheduled(
+                kind=error.kind, attempt=attempt, delay_seconds=delay, message=error.one_line()
+            )
+        )
+
+    def _run_tool_calls(self, calls: list[ToolCall]) -> None:
+        stats = self.conversation.stats
+        language = self.settings.language
+        for call in calls:
+            tool = self.registry.get(call.name)
+            stats.count_tool(call.name, tool.counter if tool else None)
+            self.last_action = prompts.last_action(
+                language, tool.action or call.name if tool else call.name, call.arguments
+            )
+            self.emit(
+                ev.ToolCallStarted(
+                    call_id=call.id,
+                    name=call.name,
+                    arguments=call.arguments,
+                    last_action=self.last_action,
+                )
+            )
+            if self.on_tool_call is not None:
+                self.on_tool_call(call.name, self.last_action)
+        if len(calls) == 1:
+            results = [self._execute(calls[0])]
+        else:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(
+                    max_workers=self.settings.tool_workers, thread_name_prefix="agentkit-tool"
+                )
+            results = list(self._pool.map(self._execute, calls))
+        for call, (result, duration) in zip(calls, results, strict=False):
+            self.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": call.id,
+                    "name": call.name,
+                    "content": result.output,
+                }
+            )
+            self.emit(
+                ev.ToolCallFinished(
+                    call_id=call.id,
+                    name=call.name,
+                    ok=result.ok,
+                    output=result.output,
+                    duration_seconds=duration,
+                )
+            )
+
+    def _execute(self, call: ToolCall) -> tuple[ToolResult, float]:
+        started = time.monotonic()
+        if call.error is not None or call.arguments is None:
+            reason = call.error or "the arguments are not a JSON object"
+            result = ToolResult.error(
+                "invalid_argument",
+                f"the arguments of this {call.name} call could not be used: {reason}. "
+                f"Call {call.name} again with one complete JSON object.",
+            )
+        else:
+            result = self.registry.execute(call.name, call.arguments, self.ctx)
+        return result, round(time.monotonic() - started, 3)

@@ -1,0 +1,71 @@
+"""Write claims: no two running sub-agents write the same file (seed §8.2).
+
+Each running agent claims its deliverables_dir at creation and every file at its
+first write or edit. A claim ends with its agent. The table lives in the parent
+process; workers ask over their pipe.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+@dataclass
+class Claims:
+    """Thread-safe table of claimed folders and files, by owner (agent id)."""
+
+    folders: dict[int, Path] = field(default_factory=dict)
+    files: dict[Path, int] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def folder_overlap(self, folder: Path) -> int | None:
+        """Return the agent whose claimed folder overlaps ``folder`` (same, inside or
+        containing), else None."""
+        with self._lock:
+            for owner, other in self.folders.items():
+                if _inside(folder, other) or _inside(other, folder):
+                    return owner
+        return None
+
+    def claim_folder(self, owner: int, folder: Path) -> None:
+        """Record ``owner``'s deliverables folder."""
+        with self._lock:
+            self.folders[owner] = folder
+
+    def owner_of(self, path: Path, asking: int | None) -> int | None:
+        """Return the running agent other than ``asking`` that owns ``path`` (a claimed
+        file, or a file inside its claimed folder), else None."""
+        with self._lock:
+            owner = self.files.get(path)
+            if owner is not None and owner != asking:
+                return owner
+            for agent, folder in self.folders.items():
+                if agent != asking and _inside(path, folder):
+                    return agent
+        return None
+
+    def claim_file(self, owner: int, path: Path) -> int | None:
+        """Claim ``path`` for ``owner``; returns the conflicting owner instead when
+        another agent holds it (and claims nothing)."""
+        with self._lock:
+            current = self.files.get(path)
+            if current is not None and current != owner:
+                return current
+            for agent, folder in self.folders.items():
+                if agent != owner and _inside(path, folder):
+                    return agent
+            self.files[path] = owner
+            return None
+
+    def release(self, owner: int) -> None:
+        """Drop every claim of ``owner`` (its agent ended)."""
+        with self._lock:
+            self.folders.pop(owner, None)
+            for path in [p for p, o in self.files.items() if o == owner]:
+                del self.files[path]

@@ -1,0 +1,307 @@
+"""The shared loop, driven through the real LLMClient over HTTP against FakeOpenAIServer."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel
+
+from agentkit import events as ev
+from agentkit.conversation import Conversation
+from agentkit.engine import Engine, Hooks, Step
+from agentkit.errors import ToolError
+from agentkit.llm import LLMClient
+from agentkit.settings import Settings
+from agentkit.testing import ErrorReply, FakeOpenAIServer, Reply
+from agentkit.tools.base import Tool, ToolContext, ToolRegistry
+
+
+class EchoParams(BaseModel):
+    text: str
+
+
+class WaitParams(BaseModel):
+    name: str
+
+
+def make_registry(barrier: threading.Barrier | None = None) -> ToolRegistry:
+    registry = ToolRegistry()
+
+    @registry.tool
+    def echo(p: EchoParams) -> str:
+        """Echo text back."""
+        return f"echo:{p.text}"
+
+    @registry.tool
+    def boom(p: EchoParams) -> str:
+        """Always raises."""
+        raise RuntimeError("kaboom")
+
+    @registry.tool
+    def refuse(p: EchoParams) -> str:
+        """Raises a ToolError."""
+        raise ToolError("not_found", "nothing here")
+
+    @registry.tool
+    def rendezvous(p: WaitParams) -> str:
+        """Returns only if another call runs at the same time."""
+        assert barrier is not None
+        barrier.wait(timeout=5)
+        return f"met:{p.name}"
+
+    @registry.tool
+    def big(p: EchoParams) -> str:
+        """Returns a large output."""
+        return p.text * 3000
+
+    return registry
+
+
+def call(tool: str, **arguments: object) -> dict:
+    return {"name": tool, "arguments": arguments}
+
+
+def run_engine(
+    server: FakeOpenAIServer,
+    workspace: Path,
+    *,
+    registry: ToolRegistry | None = None,
+    hooks: Hooks | None = None,
+    events: list | None = None,
+    **overrides: object,
+) -> tuple[Engine, object, Conversation]:
+    settings = Settings(
+        model="m",
+        base_url=server.base_url,
+        api_key="k",
+        language="en",
+        retry_base_delay=0.01,
+        max_retries=1,
+        **overrides,
+    )
+    conv = Conversation()
+    conv.messages = [{"role": "system", "content": "sys"}, {"role": "user", "content": "task"}]
+    saved: list[int] = []
+    path = workspace / "conv.json"
+
+    def save(c: Conversation) -> None:
+        c.save(path)
+        saved.append(len(c.messages))
+
+    engine = Engine(
+        model=LLMClient(settings),
+        registry=registry or make_registry(),
+        conversation=conv,
+        ctx=ToolContext(workspace=workspace, settings=settings),
+        hooks=hooks,
+        emit=(events.append if events is not None else None),
+        save=save,
+    )
+    result = engine.run()
+    engine.close()
+    engine.saved = saved  # type: ignore[attr-defined]
+    return engine, result, conv
+
+
+def test_multi_turn_tool_calls_results_in_model_order(workspace: Path) -> None:
+    barrier = threading.Barrier(2)
+    script = [
+        {"tool_calls": [call("rendezvous", name="a"), call("rendezvous", name="b"), call("echo", text="c")]},
+        "all done",
+    ]
+    with FakeOpenAIServer(script) as server:
+        engine, result, conv = run_engine(server, workspace, registry=make_registry(barrier))
+        second = server.requests[1]["messages"]
+    assert result.status == "done" and result.final_text == "all done"
+    tools = [m for m in second if m["role"] == "tool"]
+    # Results follow the model's order, each names its call and tool (rule H2).
+    assert [m["content"] for m in tools] == ["met:a", "met:b", "echo:c"]
+    calls = second[2]["tool_calls"]
+    assert [m["tool_call_id"] for m in tools] == [c["id"] for c in calls]
+    assert all(m["name"] for m in tools)
+    assert conv.stats.turns == 2
+    assert conv.stats.tool_calls == {"rendezvous": 2, "echo": 1}
+    assert conv.state == "done"
+    on_disk = json.loads((workspace / "conv.json").read_text())
+    assert on_disk["messages"][-1]["content"] == "all done"
+    # Saved after every turn, not only at the end.
+    assert len(engine.saved) >= 3  # type: ignore[attr-defined]
+
+
+def test_tool_failures_become_error_messages_and_loop_goes_on(workspace: Path) -> None:
+    script = [
+        {
+            "tool_calls": [
+                call("nope", text="x"),
+                call("echo", wrong=1),
+                call("boom", text="x"),
+                call("refuse", text="x"),
+                {"name": "echo", "arguments": '{text: bare words}'},
+            ]
+        },
+        "recovered",
+    ]
+    with FakeOpenAIServer(script) as server:
+        _, result, _ = run_engine(server, workspace)
+        tools = [m for m in server.requests[1]["messages"] if m["role"] == "tool"]
+    assert result.status == "done"
+    texts = [t["content"] for t in tools]
+    assert texts[0].startswith("Error: unknown_tool:") and "echo" in texts[0]
+    assert texts[1].startswith("Error: invalid_argument:") and "text" in texts[1]
+    assert texts[2].startswith("Error: internal_error:") and "kaboom" in texts[2]
+    assert texts[3] == "Error: not_found: nothing here"
+    assert texts[4].startswith("Error: invalid_argument:") and "JSON" in texts[4]
+    # Invalid JSON is never replayed (rule T5).
+    replayed = server.requests[1]["messages"][2]["tool_calls"][4]["function"]["arguments"]
+    assert json.loads(replayed) == {}
+
+
+def test_max_turns_ends_as_failed(workspace: Path) -> None:
+    script = [{"tool_calls": [call("echo", text=str(i))]} for i in range(5)]
+    with FakeOpenAIServer(script) as server:
+        _, result, conv = run_engine(server, workspace, max_turns=3)
+    assert result.status == "failed" and "max_turns" in (result.error or "")
+    assert conv.stats.turns == 3 and conv.state == "failed"
+
+
+def test_cancel_from_another_thread_stops_a_slow_request(workspace: Path) -> None:
+    script = [Reply(content="late", latency=20)]
+    with FakeOpenAIServer(script) as server:
+        settings = Settings(model="m", base_url=server.base_url, api_key="k", language="en")
+        conv = Conversation(messages=[{"role": "user", "content": "t"}])
+        engine = Engine(
+            model=LLMClient(settings),
+            registry=make_registry(),
+            conversation=conv,
+            ctx=ToolContext(workspace=workspace, settings=settings),
+        )
+        threading.Timer(0.3, engine.cancel_event.set).start()
+        started = time.monotonic()
+        result = engine.run()
+        elapsed = time.monotonic() - started
+    assert result.status == "cancelled"
+    assert elapsed < 10  # no hang until the 20 s reply
+
+
+def test_model_error_after_retries_fails_cleanly_and_saves(workspace: Path) -> None:
+    script = [ErrorReply(503), ErrorReply(503)]
+    with FakeOpenAIServer(script) as server:
+        _, result, conv = run_engine(server, workspace)
+        assert len(server.requests) == 2  # one retry (max_retries=1)
+    assert result.status == "failed" and result.error_kind in ("server_error", "overloaded")
+    assert "\n" not in (result.error or "")
+    saved = json.loads((workspace / "conv.json").read_text())
+    assert saved["state"] == "failed" and saved["error"] == result.error
+
+
+def test_context_budget_shrinks_old_tool_outputs(workspace: Path) -> None:
+    script = [{"tool_calls": [call("big", text="abcdefghij ")]} for _ in range(8)] + ["done"]
+    events: list = []
+    with FakeOpenAIServer(script) as server:
+        _, result, conv = run_engine(server, workspace, events=events, context_window=40_000, context_budget=0.5)
+        last = server.requests[-1]["messages"]
+    assert result.status == "done"
+    assert any(isinstance(e, ev.ContextCompacted) for e in events)
+    shrunk = [m for m in last if m["role"] == "tool" and "removed to fit the context window" in m["content"]]
+    assert shrunk, "old tool outputs should have been shrunk"
+    # Nothing lost: the originals are in the archive.
+    assert any(len(a.get("content") or "") >= 33000 for a in conv.archive)
+    # The latest output, which the model is working with, is intact.
+    assert last[-1]["role"] == "tool" and len(last[-1]["content"]) == 33000
+
+
+def test_context_length_error_triggers_compaction_and_one_retry(workspace: Path) -> None:
+    overflow = ErrorReply(
+        400,
+        {
+            "error": {
+                "message": "This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens.",
+                "type": "invalid_request_error",
+                "code": "context_length_exceeded",
+            }
+        },
+    )
+    script = [{"tool_calls": [call("big", text="0123456789 ")]} for _ in range(3)] + [overflow, "fits now"]
+    with FakeOpenAIServer(script) as server:
+        _, result, conv = run_engine(server, workspace)
+        sizes = [len(json.dumps(r["messages"])) for r in server.requests]
+    assert result.status == "done" and result.final_text == "fits now"
+    assert sizes[-1] < sizes[-2]  # the retry sent less than the refused request
+    assert conv.archive
+
+
+def test_mid_conversation_system_message_refused_falls_back_to_user(workspace: Path) -> None:
+    class Notify(Hooks):
+        def after_tool_results(self, engine: Engine) -> Step:
+            return Step(messages=[{"role": "system", "content": "NOTICE"}])
+
+    def handler(request: dict) -> object:
+        roles = [m["role"] for m in request["messages"]]
+        if "system" in roles[1:]:
+            return ErrorReply(400, {"error": {"message": "System message must be at the beginning.", "type": "invalid_request_error"}})
+        if len(request["messages"]) <= 2:
+            return {"tool_calls": [call("echo", text="x")]}
+        return "ok"
+
+    with FakeOpenAIServer(handler) as server:
+        engine, result, conv = run_engine(server, workspace, hooks=Notify())
+        last = server.requests[-1]["messages"]
+    assert result.status == "done"
+    assert {"role": "user", "content": "NOTICE"} in last
+    assert engine.allow_mid_system is False
+    # The record keeps what it was.
+    assert any(m["role"] == "system" and m["content"] == "NOTICE" for m in conv.messages)
+
+
+def test_final_answer_hook_can_nudge(workspace: Path) -> None:
+    class Nudge(Hooks):
+        count = 0
+
+        def on_final_answer(self, engine: Engine, turn: object) -> Step:
+            if self.count == 0:
+                self.count += 1
+                return Step(messages=[{"role": "user", "content": "keep going"}])
+            return Step(stop=True)
+
+    with FakeOpenAIServer(["first", "second"]) as server:
+        _, result, _ = run_engine(server, workspace, hooks=Nudge())
+        assert server.requests[1]["messages"][-1] == {"role": "user", "content": "keep going"}
+    assert result.final_text == "second"
+
+
+def test_interrupted_history_is_repaired_before_the_next_request(workspace: Path) -> None:
+    with FakeOpenAIServer(["fine"]) as server:
+        settings = Settings(model="m", base_url=server.base_url, api_key="k")
+        conv = Conversation(
+            messages=[
+                {"role": "user", "content": "t"},
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "echo", "arguments": "{}"}}],
+                },
+            ]
+        )
+        engine = Engine(
+            model=LLMClient(settings),
+            registry=make_registry(),
+            conversation=conv,
+            ctx=ToolContext(workspace=workspace, settings=settings),
+        )
+        conv.messages.append({"role": "user", "content": "continue"})
+        result = engine.run()
+        sent = server.requests[0]["messages"]
+    assert result.status == "done"
+    assert sent[2]["role"] == "tool" and sent[2]["tool_call_id"] == "c1"
+
+
+@pytest.mark.parametrize("language", ["zh", "en"])
+def test_last_action_in_conversation_language(workspace: Path, language: str) -> None:
+    from agentkit.prompts import last_action
+
+    text = last_action(language, "read_file", {"path": "src/api/routes.py"})
+    assert text == ("正在读取 src/api/routes.py" if language == "zh" else "Reading src/api/routes.py")
