@@ -291,7 +291,12 @@ class Agent:
                 error_kind=outcome.error_kind,
             )
             self._emit(
-                ev.RunFinished(status=result.status, final_text=result.final_text, error=result.error, stats=result.stats)
+                ev.RunFinished(
+                    status=result.status,
+                    final_text=result.final_text,
+                    error=result.error,
+                    stats=result.stats,
+                )
             )
             self._on_event = None
             return result

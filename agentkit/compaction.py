@@ -36,7 +36,9 @@ def shrink_tool_outputs(
     assistant message are never shrunk: the model is working with them.
     """
     total = sum(sizes)
-    latest = max((i for i, m in enumerate(messages) if m.get("role") == "assistant"), default=len(messages))
+    latest = max(
+        (i for i, m in enumerate(messages) if m.get("role") == "assistant"), default=len(messages)
+    )
     for i, msg in enumerate(messages[:latest]):
         if total <= target:
             break

@@ -212,7 +212,9 @@ class Engine:
         self.conversation.error = error
         self.set_state("done" if status == "done" else "failed")
         self.save()
-        return EngineResult(status=status, final_text=final_text, error=error, error_kind=error_kind)
+        return EngineResult(
+            status=status, final_text=final_text, error=error, error_kind=error_kind
+        )
 
     def _repair_history(self) -> None:
         """Answer tool calls left without a result (an interrupted run), rule H1."""

@@ -17,7 +17,7 @@ from agentkit.errors import ToolError
 from agentkit.llm import LLMClient
 from agentkit.settings import Settings
 from agentkit.testing import ErrorReply, FakeOpenAIServer, Reply
-from agentkit.tools.base import Tool, ToolContext, ToolRegistry
+from agentkit.tools.base import ToolContext, ToolRegistry
 
 
 class EchoParams(BaseModel):
@@ -110,7 +110,13 @@ def run_engine(
 def test_multi_turn_tool_calls_results_in_model_order(workspace: Path) -> None:
     barrier = threading.Barrier(2)
     script = [
-        {"tool_calls": [call("rendezvous", name="a"), call("rendezvous", name="b"), call("echo", text="c")]},
+        {
+            "tool_calls": [
+                call("rendezvous", name="a"),
+                call("rendezvous", name="b"),
+                call("echo", text="c"),
+            ]
+        },
         "all done",
     ]
     with FakeOpenAIServer(script) as server:
@@ -140,7 +146,7 @@ def test_tool_failures_become_error_messages_and_loop_goes_on(workspace: Path) -
                 call("echo", wrong=1),
                 call("boom", text="x"),
                 call("refuse", text="x"),
-                {"name": "echo", "arguments": '{text: bare words}'},
+                {"name": "echo", "arguments": "{text: bare words}"},
             ]
         },
         "recovered",
@@ -202,11 +208,17 @@ def test_context_budget_shrinks_old_tool_outputs(workspace: Path) -> None:
     script = [{"tool_calls": [call("big", text="abcdefghij ")]} for _ in range(8)] + ["done"]
     events: list = []
     with FakeOpenAIServer(script) as server:
-        _, result, conv = run_engine(server, workspace, events=events, context_window=40_000, context_budget=0.5)
+        _, result, conv = run_engine(
+            server, workspace, events=events, context_window=40_000, context_budget=0.5
+        )
         last = server.requests[-1]["messages"]
     assert result.status == "done"
     assert any(isinstance(e, ev.ContextCompacted) for e in events)
-    shrunk = [m for m in last if m["role"] == "tool" and "removed to fit the context window" in m["content"]]
+    shrunk = [
+        m
+        for m in last
+        if m["role"] == "tool" and "removed to fit the context window" in m["content"]
+    ]
     assert shrunk, "old tool outputs should have been shrunk"
     # Nothing lost: the originals are in the archive.
     assert any(len(a.get("content") or "") >= 33000 for a in conv.archive)
@@ -225,7 +237,10 @@ def test_context_length_error_triggers_compaction_and_one_retry(workspace: Path)
             }
         },
     )
-    script = [{"tool_calls": [call("big", text="0123456789 ")]} for _ in range(3)] + [overflow, "fits now"]
+    script = [{"tool_calls": [call("big", text="0123456789 ")]} for _ in range(3)] + [
+        overflow,
+        "fits now",
+    ]
     with FakeOpenAIServer(script) as server:
         _, result, conv = run_engine(server, workspace)
         sizes = [len(json.dumps(r["messages"])) for r in server.requests]
@@ -242,7 +257,15 @@ def test_mid_conversation_system_message_refused_falls_back_to_user(workspace: P
     def handler(request: dict) -> object:
         roles = [m["role"] for m in request["messages"]]
         if "system" in roles[1:]:
-            return ErrorReply(400, {"error": {"message": "System message must be at the beginning.", "type": "invalid_request_error"}})
+            return ErrorReply(
+                400,
+                {
+                    "error": {
+                        "message": "System message must be at the beginning.",
+                        "type": "invalid_request_error",
+                    }
+                },
+            )
         if len(request["messages"]) <= 2:
             return {"tool_calls": [call("echo", text="x")]}
         return "ok"
@@ -282,7 +305,13 @@ def test_interrupted_history_is_repaired_before_the_next_request(workspace: Path
                 {
                     "role": "assistant",
                     "content": None,
-                    "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "echo", "arguments": "{}"}}],
+                    "tool_calls": [
+                        {
+                            "id": "c1",
+                            "type": "function",
+                            "function": {"name": "echo", "arguments": "{}"},
+                        }
+                    ],
                 },
             ]
         )
@@ -304,4 +333,6 @@ def test_last_action_in_conversation_language(workspace: Path, language: str) ->
     from agentkit.prompts import last_action
 
     text = last_action(language, "read_file", {"path": "src/api/routes.py"})
-    assert text == ("正在读取 src/api/routes.py" if language == "zh" else "Reading src/api/routes.py")
+    assert text == (
+        "正在读取 src/api/routes.py" if language == "zh" else "Reading src/api/routes.py"
+    )

@@ -132,7 +132,10 @@ class LocalLauncher:
     """
 
     def __init__(self, start_method: str = "forkserver") -> None:
-        if start_method == "forkserver" and "forkserver" not in multiprocessing.get_all_start_methods():
+        if (
+            start_method == "forkserver"
+            and "forkserver" not in multiprocessing.get_all_start_methods()
+        ):
             start_method = "spawn"
         self.start_method = start_method
         self._ctx = multiprocessing.get_context(start_method)

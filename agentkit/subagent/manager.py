@@ -142,7 +142,9 @@ class SubAgentManager:
         root = self.workspace
         target = (root / rel).resolve()
         if target == root or root not in target.parents:
-            return "it must be a folder inside the workspace, not the workspace itself or outside it"
+            return (
+                "it must be a folder inside the workspace, not the workspace itself or outside it"
+            )
         return rel.rstrip("/"), target
 
     # ---------------------------------------------------------------- create
@@ -168,13 +170,18 @@ class SubAgentManager:
                 return self._refuse(self._phrase("bad_id", agent_id=agent_id), agent_id=agent_id)
             if agent_id in self._used_ids:
                 return self._refuse(
-                    self._phrase("duplicate_id", agent_id=agent_id, summary=self._used_ids[agent_id]),
+                    self._phrase(
+                        "duplicate_id", agent_id=agent_id, summary=self._used_ids[agent_id]
+                    ),
                     agent_id=agent_id,
                 )
             if not s.subagent_timeout_min <= timeout_seconds <= s.subagent_timeout_max:
                 return self._refuse(
                     self._phrase(
-                        "bad_timeout", min=s.subagent_timeout_min, max=s.subagent_timeout_max, value=timeout_seconds
+                        "bad_timeout",
+                        min=s.subagent_timeout_min,
+                        max=s.subagent_timeout_max,
+                        value=timeout_seconds,
                     ),
                     agent_id=agent_id,
                 )
@@ -182,12 +189,19 @@ class SubAgentManager:
             if len(running) >= s.max_concurrent_subagents:
                 names = ", ".join(f"{a.agent_id} ({a.summary})" for a in running)
                 return self._refuse(
-                    self._phrase("too_many", count=len(running), running=names, max=s.max_concurrent_subagents),
+                    self._phrase(
+                        "too_many",
+                        count=len(running),
+                        running=names,
+                        max=s.max_concurrent_subagents,
+                    ),
                     agent_id=agent_id,
                 )
             resolved = self._resolve_deliverables(agent_id, deliverables_dir)
             if isinstance(resolved, str):
-                return self._refuse(self._phrase("bad_dir", reason=resolved, agent_id=agent_id), agent_id=agent_id)
+                return self._refuse(
+                    self._phrase("bad_dir", reason=resolved, agent_id=agent_id), agent_id=agent_id
+                )
             rel, path = resolved
             owner = self.claims.folder_overlap(path)
             if owner is not None:
@@ -238,7 +252,10 @@ class SubAgentManager:
                 self._finish(agent, "failed", error=f"could not start the worker: {exc}")
                 return self._result(agent)
             threading.Thread(
-                target=self._monitor, args=(agent,), name=f"agentkit-monitor-{agent_id}", daemon=True
+                target=self._monitor,
+                args=(agent,),
+                name=f"agentkit-monitor-{agent_id}",
+                daemon=True,
             ).start()
         self.emit(ev.SubAgentStarted(info=agent.status_row()))
         if run_in_background:
@@ -263,14 +280,18 @@ class SubAgentManager:
 
     def _result(self, agent: SubAgent) -> dict[str, Any]:
         """The blocking create_sub_agent result (seed §1), also used for failures."""
-        files, total = list_deliverables(agent.deliverables_path, self.settings.deliverables_list_max)
+        files, total = list_deliverables(
+            agent.deliverables_path, self.settings.deliverables_list_max
+        )
         if total > len(files):
             files.append(self._phrase("files_cut", more=total - len(files)))
         status = agent.status
         if status == "completed":
             message = self._phrase("completed", agent_id=agent.agent_id)
         elif status == "timeout":
-            message = self._phrase("timeout", agent_id=agent.agent_id, timeout_seconds=agent.timeout_seconds)
+            message = self._phrase(
+                "timeout", agent_id=agent.agent_id, timeout_seconds=agent.timeout_seconds
+            )
         elif status == "terminated":
             message = self._phrase("terminated", agent_id=agent.agent_id)
         else:
@@ -337,8 +358,8 @@ class SubAgentManager:
             conn.close()
         except OSError:
             pass
-        if agent.status != "running":
-            return  # already ended by _kill (timeout, terminate, shutdown)
+        if agent.status != "running" or agent.kill_reason is not None:
+            return  # ended (or being ended) by _kill: timeout, terminate, shutdown
         if result is not None:
             self._progress(agent, result, emit=False)
             agent.token_usage = result.get("token_usage") or {}
@@ -351,7 +372,11 @@ class SubAgentManager:
             )
         else:
             code = getattr(getattr(handle, "process", None), "exitcode", None)
-            self._finish(agent, "failed", error=f"the worker process ended without a result (exit code {code})")
+            self._finish(
+                agent,
+                "failed",
+                error=f"the worker process ended without a result (exit code {code})",
+            )
 
     def _send(self, agent: SubAgent, message: tuple[Any, ...]) -> None:
         if agent.handle is None:
@@ -377,7 +402,10 @@ class SubAgentManager:
         if owner is not None:
             other = self.agents.get(owner)
             error = self._phrase(
-                "write_conflict", path=self._display(path), owner=owner, summary=other.summary if other else ""
+                "write_conflict",
+                path=self._display(path),
+                owner=owner,
+                summary=other.summary if other else "",
             )
         self._send(agent, ("claim_reply", request, error))
 
@@ -395,7 +423,12 @@ class SubAgentManager:
             other = self.agents.get(owner)
             raise ToolError(
                 "write_conflict",
-                self._phrase("write_conflict", path=self._display(path), owner=owner, summary=other.summary if other else ""),
+                self._phrase(
+                    "write_conflict",
+                    path=self._display(path),
+                    owner=owner,
+                    summary=other.summary if other else "",
+                ),
             )
 
     # ------------------------------------------------------------ endings
@@ -425,7 +458,9 @@ class SubAgentManager:
             if agent.status != "running":
                 return
             agent.status = status
-            agent.runtime_seconds = runtime if isinstance(runtime, int) else int(time.monotonic() - agent.started)
+            agent.runtime_seconds = (
+                runtime if isinstance(runtime, int) else int(time.monotonic() - agent.started)
+            )
             if status == "failed" and not result_summary:
                 result_summary = self._phrase("crashed_summary", reason=error or "unknown")
             agent.result_summary = result_summary
@@ -435,7 +470,9 @@ class SubAgentManager:
         agent.done.set()
         with self._changed:
             self._changed.notify_all()
-        self.emit(ev.SubAgentFinished(info={**agent.status_row(), "result_summary": agent.result_summary}))
+        self.emit(
+            ev.SubAgentFinished(info={**agent.status_row(), "result_summary": agent.result_summary})
+        )
 
     def _finalise_record(self, agent: SubAgent) -> None:
         """Make the record say how the agent ended when the worker could not (killed)."""
@@ -456,7 +493,9 @@ class SubAgentManager:
             }
         stats = dict(record.get("stats") or {})
         stats.update(agent.stats())
-        stats.setdefault("token_usage", agent.token_usage or {"prompt": 0, "completion": 0, "total": 0})
+        stats.setdefault(
+            "token_usage", agent.token_usage or {"prompt": 0, "completion": 0, "total": 0}
+        )
         record.update(
             status=agent.status,
             completed_at=utc_now(),
@@ -474,7 +513,9 @@ class SubAgentManager:
         with self._lock:
             agent = self.agents.get(agent_id)
             if agent is None:
-                return self._refuse(self._phrase("unknown_agent", agent_id=agent_id), agent_id=agent_id)
+                return self._refuse(
+                    self._phrase("unknown_agent", agent_id=agent_id), agent_id=agent_id
+                )
             if agent.status != "running":
                 return self._refuse(
                     self._phrase("not_running", agent_id=agent_id, status=agent.status),
@@ -519,7 +560,11 @@ class SubAgentManager:
         """Return background agents that ended and were not announced yet, marking
         them announced (each completion is announced exactly once)."""
         with self._lock:
-            done = [a for a in self.agents.values() if a.background and not a.announced and a.status != "running"]
+            done = [
+                a
+                for a in self.agents.values()
+                if a.background and not a.announced and a.status != "running"
+            ]
             for agent in done:
                 agent.announced = True
             return sorted(done, key=lambda a: a.agent_id)
@@ -527,7 +572,10 @@ class SubAgentManager:
     def has_pending(self) -> bool:
         """True while a background agent runs or ended unannounced."""
         with self._lock:
-            return any(a.background and (a.status == "running" or not a.announced) for a in self.agents.values())
+            return any(
+                a.background and (a.status == "running" or not a.announced)
+                for a in self.agents.values()
+            )
 
     def wait_finished(self, cancel: threading.Event) -> list[SubAgent]:
         """Block until a background agent ends (or ``cancel`` is set); return the

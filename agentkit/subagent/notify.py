@@ -22,7 +22,9 @@ if TYPE_CHECKING:
     from agentkit.subagent.manager import SubAgent, SubAgentManager
 
 
-def render_notifications(language: str, agents: list[SubAgent], template: str, cap: Callable[[SubAgent], str]) -> str:
+def render_notifications(
+    language: str, agents: list[SubAgent], template: str, cap: Callable[[SubAgent], str]
+) -> str:
     """Render one notification text for ``agents`` with ``subagent/<template>.txt``
     (``notify_system`` or ``notify_user``), blank-line separated."""
     parts = []
@@ -59,7 +61,9 @@ class MainHooks(Hooks):
         done = manager.take_finished()
         if not done:
             return Step()
-        text = render_notifications(engine.settings.language, done, "notify_system", manager._capped_summary)
+        text = render_notifications(
+            engine.settings.language, done, "notify_system", manager._capped_summary
+        )
         return Step(messages=[{"role": "system", "content": text}])
 
     def on_final_answer(self, engine: Engine, turn: AssistantTurn) -> Step:
@@ -75,5 +79,7 @@ class MainHooks(Hooks):
             engine.set_state("running")
         if not done:
             return Step(stop=True)
-        text = render_notifications(engine.settings.language, done, "notify_user", manager._capped_summary)
+        text = render_notifications(
+            engine.settings.language, done, "notify_user", manager._capped_summary
+        )
         return Step(messages=[{"role": "user", "content": text}])

@@ -103,7 +103,7 @@ def parent_gone(mark: str) -> None:
     from agentkit.proctree import kill_tree
 
     try:
-        kill_tree(None, mark, grace=0.5, exclude=(os.getpid(),))
+        kill_tree(None, mark, grace=0.5)
     finally:
         os._exit(3)
 
@@ -160,7 +160,9 @@ def _progress_row(conv: Conversation, last_action: str) -> dict[str, Any]:
     }
 
 
-def build_record(spec: WorkerSpec, conv: Conversation, status: str, started: float, **extra: Any) -> dict[str, Any]:
+def build_record(
+    spec: WorkerSpec, conv: Conversation, status: str, started: float, **extra: Any
+) -> dict[str, Any]:
     """Return the conversations.json document (seed §6 fields plus status)."""
     stats = conv.stats
     record: dict[str, Any] = {
@@ -212,7 +214,10 @@ def worker_main(spec: WorkerSpec, conn: Connection) -> None:
         deliverables.mkdir(parents=True, exist_ok=True)
         values = prompt_values(Path(spec.workspace))
         conv.messages = [
-            {"role": "system", "content": prompts.render(language, "subagent/system.txt", **values)},
+            {
+                "role": "system",
+                "content": prompts.render(language, "subagent/system.txt", **values),
+            },
             {
                 "role": "user",
                 "content": prompts.render(
@@ -255,7 +260,9 @@ def worker_main(spec: WorkerSpec, conn: Connection) -> None:
             hooks=hooks,
             save=save,
             max_turns=settings.subagent_max_turns,
-            on_tool_call=lambda name, action: channel.send(("progress", _progress_row(conv, action))),
+            on_tool_call=lambda name, action: channel.send(
+                ("progress", _progress_row(conv, action))
+            ),
         )
         save(conv)
         outcome = engine.run()
@@ -302,7 +309,7 @@ def worker_main(spec: WorkerSpec, conn: Connection) -> None:
     # Leftover commands (started with & and never waited for) end with the agent.
     from agentkit.proctree import kill_tree
 
-    kill_tree(None, spec.process_mark, grace=0.5, exclude=(os.getpid(),))
+    kill_tree(None, spec.process_mark, grace=0.5)
     try:
         conn.close()
     except OSError:

@@ -1,0 +1,58 @@
+"""A scripted model for main agent + sub-agents, routed by who is asking."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+SUB_SYSTEM_STARTS = ("你是一个专注的子智能体", "You are a focused sub-agent")
+_AGENT_ID = re.compile(r"(?:你是子智能体 |You are sub-agent )(\d+)")
+
+
+def call(tool: str, **arguments: Any) -> dict[str, Any]:
+    """A tool call for a scripted reply."""
+    return {"name": tool, "arguments": arguments}
+
+
+def calls(*items: dict[str, Any]) -> dict[str, Any]:
+    """An assistant reply made of tool calls."""
+    return {"tool_calls": list(items)}
+
+
+def who(request: dict[str, Any]) -> int | None:
+    """Return the sub-agent id asking, or None for the main agent."""
+    messages = request["messages"]
+    first = messages[0].get("content") or ""
+    if first.startswith(SUB_SYSTEM_STARTS):
+        match = _AGENT_ID.search(messages[1].get("content") or "")
+        return int(match.group(1)) if match else -1
+    return None
+
+
+def step(request: dict[str, Any]) -> int:
+    """How many assistant messages the requester already has (0 = first request)."""
+    return sum(1 for m in request["messages"] if m["role"] == "assistant")
+
+
+class Router:
+    """Handler for FakeOpenAIServer: ``main[step]`` for the main agent,
+    ``subs[agent_id][step]`` for sub-agents. An item is a reply or a callable
+    ``request -> reply``; past the end, the last item repeats."""
+
+    def __init__(self, main: list[Any], subs: dict[int, list[Any]] | None = None) -> None:
+        self.main = main
+        self.subs = subs or {}
+
+    def __call__(self, request: dict[str, Any]) -> Any:
+        agent = who(request)
+        script = self.main if agent is None else self.subs[agent]
+        item = script[min(step(request), len(script) - 1)]
+        return item(request) if isinstance(item, Callable) else item  # type: ignore[arg-type]
+
+
+def finish(
+    summary: str = "Done: wrote the report with the findings.", success: bool = True
+) -> dict[str, Any]:
+    """A reply calling finish_task."""
+    return calls(call("finish_task", success=success, summary=summary))

@@ -1,0 +1,829 @@
+"""Sub-agents over real worker processes and FakeOpenAIServer (issue 5, seed §1-8)."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+from subagent_helpers import Router, call, calls, finish, who
+
+from agentkit import Agent, Settings
+from agentkit import events as ev
+from agentkit.proctree import processes_with_mark
+from agentkit.testing import FakeOpenAIServer
+
+pytestmark = pytest.mark.slow
+
+SEED_BLOCKING_KEYS = [
+    "success",
+    "agent_id",
+    "status",
+    "summary",
+    "message",
+    "deliverables_dir",
+    "deliverables_files",
+    "result_summary",
+    "sub_conversation_id",
+    "stats",
+]
+SEED_STATS_KEYS = ["runtime_seconds", "files_read", "searches", "web_pages", "commands"]
+
+
+def make_agent(server: FakeOpenAIServer, workspace: Path, **overrides: Any) -> Agent:
+    values: dict[str, Any] = {
+        "model": "fake-model",
+        "base_url": server.base_url,
+        "api_key": "k",
+        "language": "zh",
+        "retry_base_delay": 0.01,
+        "max_retries": 0,
+        "subagent_timeout_min": 1,
+    }
+    values.update(overrides)
+    return Agent(workspace=workspace, settings=Settings(**values))
+
+
+def tool_results(request: dict[str, Any]) -> list[str]:
+    return [m["content"] for m in request["messages"] if m["role"] == "tool"]
+
+
+def last_json(request: dict[str, Any]) -> dict[str, Any]:
+    return json.loads(tool_results(request)[-1])
+
+
+def main_requests(server: FakeOpenAIServer) -> list[dict[str, Any]]:
+    return [r for r in server.requests if who(r) is None]
+
+
+def sub_requests(server: FakeOpenAIServer, agent_id: int) -> list[dict[str, Any]]:
+    return [r for r in server.requests if who(r) == agent_id]
+
+
+def no_process_left(mark: str) -> bool:
+    return not [
+        p
+        for p in processes_with_mark(mark)
+        if p.is_running() and p.status() != psutil.STATUS_ZOMBIE
+    ]
+
+
+def test_blocking_run_returns_seed_json_and_writes_record(workspace: Path) -> None:
+    (workspace / "notes.txt").write_text("alpha\nbeta\n")
+    router = Router(
+        main=[
+            calls(
+                call(
+                    "create_sub_agent",
+                    agent_id=1,
+                    summary="生成笔记报告",
+                    task="读取 notes.txt 并写报告",
+                )
+            ),
+            "主任务完成",
+        ],
+        subs={
+            1: [
+                calls(
+                    call("read_file", path="notes.txt"), call("search_workspace", pattern="beta")
+                ),
+                calls(
+                    call(
+                        "write_file",
+                        path="sub_agent_results/agent_1/report.md",
+                        content="# 报告\nalpha beta\n",
+                    )
+                ),
+                calls(call("run_command", command="echo hi")),
+                finish("已生成报告 report.md，包含 notes.txt 的两行内容。"),
+            ]
+        },
+    )
+    with FakeOpenAIServer(router) as server, make_agent(server, workspace) as agent:
+        result = agent.run("请用子智能体处理 notes.txt")
+        main = main_requests(server)
+        subs = sub_requests(server, 1)
+    assert result.status == "done" and result.final_text == "主任务完成"
+    data = last_json(main[1])
+    assert list(data) == SEED_BLOCKING_KEYS
+    assert data["success"] is True and data["agent_id"] == 1 and data["status"] == "completed"
+    assert data["summary"] == "生成笔记报告"
+    assert data["message"] == "子智能体1 已完成任务"
+    assert data["deliverables_dir"] == "sub_agent_results/agent_1"
+    assert data["deliverables_files"] == ["report.md"]
+    assert data["result_summary"] == "已生成报告 report.md，包含 notes.txt 的两行内容。"
+    assert data["sub_conversation_id"].startswith("conv_")
+    assert list(data["stats"]) == SEED_STATS_KEYS
+    assert {k: data["stats"][k] for k in SEED_STATS_KEYS[1:]} == {
+        "files_read": 1,
+        "searches": 1,
+        "web_pages": 0,
+        "commands": 1,
+    }
+    # The worker's first messages: seed §5 system prompt and §2-3 initial message.
+    first = subs[0]["messages"]
+    assert first[0]["content"].startswith("你是一个专注的子智能体，负责独立完成分配的任务。")
+    assert f"- 工作区路径: {workspace}" in first[0]["content"]
+    assert first[1]["content"] == (
+        "你是子智能体 1，负责以下任务：\n\n【任务摘要】\n生成笔记报告\n\n【任务详情】\n读取 notes.txt 并写报告\n\n"
+        "【交付目录】\nsub_agent_results/agent_1\n\n【要求】\n1. 完成任务后，将所有结果文件放到交付目录\n"
+        "2. 使用 finish_task 工具提交任务完成报告\n3. 任务超时时间：600 秒\n\n现在开始执行任务。"
+    )
+    # Sub-agents get the base tools and finish_task, never the sub-agent tools.
+    names = {t["function"]["name"] for t in subs[0]["tools"]}
+    assert "finish_task" in names and "create_sub_agent" not in names
+    assert {t["function"]["name"] for t in main[0]["tools"]} >= {
+        "create_sub_agent",
+        "terminate_sub_agent",
+        "get_sub_agent_status",
+    }
+    # finish_task's own result is recorded (seed §1 JSON), then the worker exits.
+    record = json.loads(
+        (workspace / "sub_agent_results/agent_1/.subagent/conversations.json").read_text()
+    )
+    assert (
+        record["status"] == "completed"
+        and record["agent_id"] == 1
+        and record["summary"] == "生成笔记报告"
+    )
+    assert record["created_at"].endswith("Z") and record["completed_at"].endswith("Z")
+    assert json.loads(record["messages"][-1]["content"]) == {
+        "success": True,
+        "message": "任务已完成，子智能体即将退出",
+        "will_terminate": True,
+    }
+    assert record["stats"]["token_usage"]["total"] > 0
+    # Counters match the tool calls in the transcript.
+    called = [
+        c["function"]["name"]
+        for m in record["messages"]
+        if m["role"] == "assistant"
+        for c in m.get("tool_calls") or []
+    ]
+    assert record["stats"]["files_read"] == called.count("read_file")
+    assert record["stats"]["commands"] == called.count("run_command")
+
+
+def test_background_run_and_system_notification(workspace: Path) -> None:
+    holder: dict[str, Agent] = {}
+
+    def after_finished(request: dict[str, Any]) -> Any:
+        holder["agent"].manager.agents[1].done.wait(20)
+        return calls(call("search_workspace", pattern="x"))
+
+    router = Router(
+        main=[
+            calls(
+                call(
+                    "create_sub_agent",
+                    agent_id=1,
+                    summary="后台统计",
+                    task="统计",
+                    run_in_background=True,
+                )
+            ),
+            after_finished,
+            "完成",
+        ],
+        subs={
+            1: [
+                calls(call("write_file", path="sub_agent_results/agent_1/count.txt", content="3")),
+                finish("统计完成，结果在 count.txt。"),
+            ]
+        },
+    )
+    with FakeOpenAIServer(router) as server, make_agent(server, workspace) as agent:
+        holder["agent"] = agent
+        result = agent.run("后台统计")
+        main = main_requests(server)
+        runtime = agent.manager.agents[1].runtime()
+    assert result.status == "done"
+    started = last_json(main[1])
+    assert started == {
+        "success": True,
+        "agent_id": 1,
+        "status": "running",
+        "summary": "后台统计",
+        "message": "子智能体1 已启动，正在后台运行",
+        "deliverables_dir": "sub_agent_results/agent_1",
+        "sub_conversation_id": started["sub_conversation_id"],
+        "background": True,
+    }
+    notice = main[2]["messages"][-1]
+    assert notice["role"] == "system"
+    assert notice["content"] == (
+        f"子智能体1 (后台统计) 已完成。\n\n运行时间：{runtime}秒\n阅读了 0 个文件\n搜索了 0 次\n查看了 0 个网页\n"
+        "运行了 0 个指令\n\n交付目录：sub_agent_results/agent_1\n结果摘要：统计完成，结果在 count.txt。"
+    )
+    # Announced exactly once.
+    texts = [m["content"] for m in main[2]["messages"] if m["role"] in ("system", "user")]
+    assert sum("已完成。" in t for t in texts) == 1
+
+
+def test_idle_main_waits_then_gets_user_notification_for_agents_finishing_together(
+    workspace: Path,
+) -> None:
+    holder: dict[str, Agent] = {}
+    gate = threading.Event()
+
+    def sub_last(request: dict[str, Any]) -> Any:
+        gate.wait(20)
+        return finish(f"子任务{who(request)}完成。")
+
+    def idle(request: dict[str, Any]) -> Any:
+        return "我先等待子智能体完成。"
+
+    router = Router(
+        main=[
+            calls(
+                call(
+                    "create_sub_agent",
+                    agent_id=1,
+                    summary="甲任务",
+                    task="甲",
+                    run_in_background=True,
+                ),
+                call(
+                    "create_sub_agent",
+                    agent_id=2,
+                    summary="乙任务",
+                    task="乙",
+                    deliverables_dir="out/b",
+                    run_in_background=True,
+                ),
+            ),
+            idle,
+            "全部完成",
+        ],
+        subs={1: [sub_last], 2: [sub_last]},
+    )
+    states: list[str] = []
+
+    def on_event(event: ev.Event) -> None:
+        if isinstance(event, ev.StateChanged):
+            states.append(event.state)
+            if event.state == "waiting_for_subagents":
+                gate.set()  # both finish while the main agent waits
+
+    with FakeOpenAIServer(router) as server, make_agent(server, workspace) as agent:
+        holder["agent"] = agent
+        # Hold the announcement until both are done, so they are "finishing together".
+        original = agent.manager.wait_finished
+
+        def wait_both(cancel: threading.Event) -> Any:
+            for a in agent.manager.agents.values():
+                a.done.wait(20)
+            return original(cancel)
+
+        agent.manager.wait_finished = wait_both  # type: ignore[method-assign]
+        result = agent.run("并行两个任务", on_event=on_event)
+        main = main_requests(server)
+    assert result.status == "done" and result.final_text == "全部完成"
+    assert "waiting_for_subagents" in states and states[-1] == "done"
+    notice = main[2]["messages"][-1]
+    assert notice["role"] == "user"
+    assert notice["content"] == (
+        "子智能体1 (甲任务) 已完成任务。\n\n子任务1完成。\n\n交付目录：sub_agent_results/agent_1"
+        "\n\n"
+        "子智能体2 (乙任务) 已完成任务。\n\n子任务2完成。\n\n交付目录：out/b"
+    )
+    assert len(main) == 3  # each completion announced once, no extra round
+
+
+def test_nudge_when_subagent_answers_without_finish_task(workspace: Path) -> None:
+    router = Router(
+        main=[calls(call("create_sub_agent", agent_id=3, summary="写总结", task="写")), "好"],
+        subs={3: ["我做完了。", finish("总结写好了。")]},
+    )
+    with FakeOpenAIServer(router) as server, make_agent(server, workspace) as agent:
+        agent.run("t")
+        subs = sub_requests(server, 3)
+    assert subs[1]["messages"][-1] == {
+        "role": "user",
+        "content": "如果你已经完成了任务，请调用 finish_task 工具提交完成报告。如果还没有完成，请继续执行任务。",
+    }
+
+
+def test_subagent_that_never_finishes_fails_after_the_nudges(workspace: Path) -> None:
+    router = Router(
+        main=[calls(call("create_sub_agent", agent_id=4, summary="不听话", task="t")), "好"],
+        subs={4: ["我不调用工具。"]},
+    )
+    with (
+        FakeOpenAIServer(router) as server,
+        make_agent(server, workspace, subagent_max_nudges=2) as agent,
+    ):
+        agent.run("t")
+        data = last_json(main_requests(server)[1])
+        subs = sub_requests(server, 4)
+    assert data["success"] is False and data["status"] == "failed"
+    assert len(subs) == 3  # first answer + two nudged retries
+    record = json.loads(
+        (workspace / "sub_agent_results/agent_4/.subagent/conversations.json").read_text()
+    )
+    assert record["status"] == "failed"
+
+
+def test_sixth_agent_refused_naming_the_five_running(workspace: Path) -> None:
+    gate = threading.Event()
+
+    def hold(request: dict[str, Any]) -> Any:
+        gate.wait(30)
+        return finish()
+
+    def release_after(request: dict[str, Any]) -> Any:
+        gate.set()
+        return "ok"
+
+    five = [
+        call("create_sub_agent", agent_id=i, summary=f"任务{i}", task="t", run_in_background=True)
+        for i in range(1, 6)
+    ]
+    router = Router(
+        main=[
+            calls(*five),
+            calls(
+                call(
+                    "create_sub_agent",
+                    agent_id=6,
+                    summary="第六个",
+                    task="t",
+                    run_in_background=True,
+                )
+            ),
+            release_after,
+            "done",
+        ],
+        subs={i: [hold] for i in range(1, 7)},
+    )
+    with FakeOpenAIServer(router) as server, make_agent(server, workspace) as agent:
+        result = agent.run("t")
+        refusal = last_json(main_requests(server)[2])
+    assert result.status == "done"
+    assert refusal["success"] is False
+    for i in range(1, 6):
+        assert f"{i} (任务{i})" in refusal["error"]
+    assert "5" in refusal["error"]
+
+
+def test_duplicate_id_and_bad_limits_refused(workspace: Path) -> None:
+    router = Router(
+        main=[
+            calls(call("create_sub_agent", agent_id=7, summary="第一个", task="t")),
+            calls(
+                call("create_sub_agent", agent_id=7, summary="重复", task="t"),
+                call("create_sub_agent", agent_id=100, summary="越界", task="t"),
+                call(
+                    "create_sub_agent",
+                    agent_id=8,
+                    summary="超时太长",
+                    task="t",
+                    timeout_seconds=99999,
+                ),
+                call(
+                    "create_sub_agent",
+                    agent_id=9,
+                    summary="目录越界",
+                    task="t",
+                    deliverables_dir="../x",
+                ),
+                call(
+                    "create_sub_agent",
+                    agent_id=10,
+                    summary="绝对路径",
+                    task="t",
+                    deliverables_dir="/tmp/x",
+                ),
+            ),
+            "ok",
+        ],
+        subs={7: [finish()]},
+    )
+    with FakeOpenAIServer(router) as server, make_agent(server, workspace) as agent:
+        agent.run("t")
+        results = [json.loads(t) for t in tool_results(main_requests(server)[2])[1:]]
+    assert all(r["success"] is False for r in results)
+    assert "第一个" in results[0]["error"]
+    assert "1-99" in results[1]["error"]
+    assert "3600" in results[2]["error"]
+    assert "deliverables_dir" in results[3]["error"] and "deliverables_dir" in results[4]["error"]
+
+
+def test_two_agents_cannot_write_one_file(workspace: Path) -> None:
+    gate = threading.Event()
+
+    def hold_then_finish(request: dict[str, Any]) -> Any:
+        gate.wait(30)
+        return finish()
+
+    def agent2_done(request: dict[str, Any]) -> Any:
+        gate.set()
+        return finish("冲突已记录。")
+
+    def status_after_write(request: dict[str, Any]) -> Any:
+        # Agent 1 holds its claim before agent 2 tries.
+        for _ in range(400):
+            if (workspace / "shared/notes.txt").exists():
+                break
+            threading.Event().wait(0.05)
+        return calls(call("get_sub_agent_status", agent_ids=[1]))
+
+    router = Router(
+        main=[
+            calls(
+                call(
+                    "create_sub_agent",
+                    agent_id=1,
+                    summary="写共享文件",
+                    task="t",
+                    run_in_background=True,
+                )
+            ),
+            status_after_write,
+            calls(call("create_sub_agent", agent_id=2, summary="也写共享文件", task="t")),
+            "ok",
+        ],
+        subs={
+            1: [
+                calls(call("write_file", path="shared/notes.txt", content="one")),
+                hold_then_finish,
+            ],
+            2: [calls(call("write_file", path="shared/notes.txt", content="two")), agent2_done],
+        },
+    )
+    holder: dict[str, Agent] = {}
+
+    with FakeOpenAIServer(router) as server, make_agent(server, workspace) as agent:
+        holder["agent"] = agent
+        result = agent.run("t")
+        sub2 = sub_requests(server, 2)
+    assert result.status == "done"
+    conflict = tool_results(sub2[1])[-1]
+    assert conflict.startswith("Error: write_conflict:")
+    assert "shared/notes.txt" in conflict and "子智能体1" in conflict
+    assert (workspace / "shared/notes.txt").read_text() == "one"
+
+
+def test_timeout_kills_worker_and_commands_keeps_partial_files(workspace: Path) -> None:
+    router = Router(
+        main=[
+            calls(
+                call("create_sub_agent", agent_id=1, summary="会超时", task="t", timeout_seconds=3)
+            ),
+            "ok",
+        ],
+        subs={
+            1: [
+                calls(
+                    call("write_file", path="sub_agent_results/agent_1/partial.md", content="half")
+                ),
+                calls(
+                    call(
+                        "run_command", command="setsid sleep 1000 & sleep 1000", timeout_seconds=600
+                    )
+                ),
+            ]
+        },
+    )
+    with FakeOpenAIServer(router) as server, make_agent(server, workspace) as agent:
+        agent.run("t")
+        data = last_json(main_requests(server)[1])
+        mark = agent.manager.agents[1].process_mark
+        pid = agent.manager.agents[1].handle.pid
+    assert data["status"] == "timeout" and data["success"] is False
+    assert data["deliverables_files"] == ["partial.md"]
+    assert "partial.md" in data["result_summary"]
+    assert data["message"] == "子智能体1 超时（3 秒），已被终止，已生成的部分结果保留"
+    assert (workspace / "sub_agent_results/agent_1/partial.md").read_text() == "half"
+    assert no_process_left(mark)
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    record = json.loads(
+        (workspace / "sub_agent_results/agent_1/.subagent/conversations.json").read_text()
+    )
+    assert record["status"] == "timeout" and record["completed_at"]
+
+
+def test_wrapup_message_sent_before_the_timeout(workspace: Path) -> None:
+    def finish_if_told(request: dict[str, Any]) -> Any:
+        last = request["messages"][-1]
+        assert last["role"] == "user" and "finish_task" in last["content"]
+        return finish("按要求收尾。")
+
+    router = Router(
+        main=[
+            calls(
+                call(
+                    "create_sub_agent", agent_id=1, summary="收尾测试", task="t", timeout_seconds=8
+                )
+            ),
+            "ok",
+        ],
+        subs={1: [calls(call("run_command", command="sleep 2.5")), finish_if_told]},
+    )
+    with (
+        FakeOpenAIServer(router) as server,
+        make_agent(server, workspace, subagent_wrapup_at=0.2) as agent,
+    ):
+        agent.run("t")
+        data = last_json(main_requests(server)[1])
+        wrap = sub_requests(server, 1)[1]["messages"][-1]["content"]
+    assert data["status"] == "completed"
+    assert wrap.startswith("时间即将用完") and "sub_agent_results/agent_1" in wrap
+
+
+def test_terminate_returns_seed_json_and_ends_processes(workspace: Path) -> None:
+    holder: dict[str, Agent] = {}
+
+    def terminate_when_busy(request: dict[str, Any]) -> Any:
+        for _ in range(400):
+            if holder["agent"].manager.agents[1].counters["commands"] >= 1:
+                break
+            threading.Event().wait(0.05)
+        return calls(call("terminate_sub_agent", agent_id=1))
+
+    router = Router(
+        main=[
+            calls(
+                call(
+                    "create_sub_agent",
+                    agent_id=1,
+                    summary="长任务",
+                    task="t",
+                    run_in_background=True,
+                )
+            ),
+            terminate_when_busy,
+            calls(
+                call("terminate_sub_agent", agent_id=1), call("terminate_sub_agent", agent_id=42)
+            ),
+            "ok",
+        ],
+        subs={
+            1: [
+                calls(call("write_file", path="sub_agent_results/agent_1/a.txt", content="x")),
+                calls(call("run_command", command="sleep 1000")),
+            ]
+        },
+    )
+    with FakeOpenAIServer(router) as server, make_agent(server, workspace) as agent:
+        holder["agent"] = agent
+        result = agent.run("t")
+        main = main_requests(server)
+        mark = agent.manager.agents[1].process_mark
+    assert result.status == "done"
+    assert last_json(main[2]) == {
+        "success": True,
+        "agent_id": 1,
+        "status": "terminated",
+        "message": "子智能体1 已被终止",
+        "partial_results": True,
+        "deliverables_dir": "sub_agent_results/agent_1",
+    }
+    again, unknown = (json.loads(t) for t in tool_results(main[3])[-2:])
+    assert again["success"] is False and "terminated" in again["error"]
+    assert unknown["success"] is False and "42" in unknown["error"]
+    assert no_process_left(mark)
+    # A terminated agent is not announced as finished.
+    assert not any(
+        "已完成" in (m.get("content") or "") for m in main[3]["messages"] if m["role"] == "system"
+    )
+
+
+def test_status_rows_have_seed_fields(workspace: Path) -> None:
+    holder: dict[str, Agent] = {}
+
+    def status_when_busy(request: dict[str, Any]) -> Any:
+        for _ in range(400):
+            if holder["agent"].manager.agents[1].counters["files_read"] >= 1:
+                break
+            threading.Event().wait(0.05)
+        return calls(call("get_sub_agent_status", agent_ids=[1, 2]))
+
+    gate = threading.Event()
+
+    def held(request: dict[str, Any]) -> Any:
+        gate.wait(30)
+        return finish()
+
+    def release(request: dict[str, Any]) -> Any:
+        gate.set()
+        return "ok"
+
+    router = Router(
+        main=[
+            calls(
+                call(
+                    "create_sub_agent",
+                    agent_id=1,
+                    summary="读取文件",
+                    task="t",
+                    run_in_background=True,
+                )
+            ),
+            status_when_busy,
+            release,
+            "done",
+        ],
+        subs={1: [calls(call("read_file", path="missing.txt")), held]},
+    )
+    with FakeOpenAIServer(router) as server, make_agent(server, workspace) as agent:
+        holder["agent"] = agent
+        agent.run("t")
+        status = last_json(main_requests(server)[2])
+    row, missing = status["agents"]
+    assert status["success"] is True
+    assert list(row) == [
+        "agent_id",
+        "summary",
+        "status",
+        "runtime_seconds",
+        "files_read",
+        "searches",
+        "web_pages",
+        "commands",
+        "last_action",
+        "deliverables_dir",
+    ]
+    assert row["status"] == "running" and row["files_read"] == 1
+    assert row["last_action"] == "正在读取 missing.txt"
+    assert missing["status"] == "not_found"
+
+
+def test_failing_subagent_does_not_disturb_its_sibling(workspace: Path) -> None:
+    from agentkit.testing import ErrorReply
+
+    router = Router(
+        main=[
+            calls(
+                call("create_sub_agent", agent_id=1, summary="会失败", task="t"),
+                call("create_sub_agent", agent_id=2, summary="会成功", task="t"),
+            ),
+            "ok",
+        ],
+        subs={
+            1: [
+                ErrorReply(
+                    400,
+                    {
+                        "error": {
+                            "message": "bad request from model",
+                            "type": "invalid_request_error",
+                        }
+                    },
+                )
+            ],
+            2: [finish("成功。")],
+        },
+    )
+    events: list[ev.Event] = []
+    with FakeOpenAIServer(router) as server, make_agent(server, workspace) as agent:
+        result = agent.run("t", on_event=events.append)
+        first, second = (json.loads(t) for t in tool_results(main_requests(server)[1]))
+    assert result.status == "done"
+    assert first["status"] == "failed" and "bad request from model" in first["message"]
+    assert second["status"] == "completed"
+    finished = [e.info["agent_id"] for e in events if isinstance(e, ev.SubAgentFinished)]
+    assert sorted(finished) == [1, 2]
+    assert any(isinstance(e, ev.SubAgentStarted) for e in events)
+    assert any(isinstance(e, ev.SubAgentProgress) for e in events)
+
+
+def test_result_summary_is_capped(workspace: Path) -> None:
+    long = "很长的摘要。" * 500
+    router = Router(
+        main=[calls(call("create_sub_agent", agent_id=1, summary="长摘要", task="t")), "ok"],
+        subs={1: [finish(long)]},
+    )
+    with (
+        FakeOpenAIServer(router) as server,
+        make_agent(server, workspace, result_summary_max_chars=100) as agent,
+    ):
+        agent.run("t")
+        data = last_json(main_requests(server)[1])
+    assert data["result_summary"].startswith(long[:100])
+    assert len(data["result_summary"]) < 200
+    assert "sub_agent_results/agent_1/.subagent/conversations.json" in data["result_summary"]
+
+
+def test_new_conversation_and_close_end_every_worker(workspace: Path) -> None:
+    router = Router(
+        main=["unused"],
+        subs={
+            1: [calls(call("run_command", command="sleep 1000"))],
+            2: [calls(call("run_command", command="sleep 1000"))],
+        },
+    )
+    with FakeOpenAIServer(router) as server:
+        agent = make_agent(server, workspace)
+        manager = agent.manager
+        manager.create(agent_id=1, summary="a", task="t", run_in_background=True)
+        marks = [manager.agents[1].process_mark]
+        for _ in range(400):
+            if manager.agents[1].counters["commands"]:
+                break
+            threading.Event().wait(0.05)
+        agent.new_conversation()
+        assert manager.agents[1].status == "terminated"
+        assert no_process_left(marks[0])
+        manager2 = agent.manager
+        assert manager2 is not manager
+        manager2.create(agent_id=2, summary="b", task="t", run_in_background=True)
+        marks.append(manager2.agents[2].process_mark)
+        agent.close()
+        assert manager2.agents[2].status == "terminated"
+        assert no_process_left(marks[1])
+
+
+PARENT_SCRIPT = r"""
+import sys, time
+from agentkit import Agent, Settings
+settings = Settings(model="fake-model", base_url=sys.argv[1], api_key="k", language="en")
+agent = Agent(workspace=sys.argv[2], settings=settings)
+agent.manager.create(agent_id=1, summary="orphan test", task="t", run_in_background=True)
+print(agent.manager.agents[1].process_mark, agent.manager.agents[1].handle.pid, flush=True)
+time.sleep(1000)
+"""
+
+
+def test_sigkill_of_the_parent_leaves_no_worker_or_command(workspace: Path, tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    router = Router(
+        main=["unused"],
+        subs={1: [calls(call("run_command", command="setsid sleep 1000 & sleep 1000"))]},
+    )
+    with FakeOpenAIServer(router) as server:
+        parent = subprocess.Popen(
+            [sys.executable, "-c", PARENT_SCRIPT, server.base_url, str(workspace)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            mark, worker_pid = parent.stdout.readline().split()  # type: ignore[union-attr]
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline and len(processes_with_mark(mark)) < 3:
+                time.sleep(0.05)
+            commands = processes_with_mark(mark)
+            assert len(commands) >= 3, "the command and its setsid daemon should be running"
+            parent.send_signal(signal.SIGKILL)
+            parent.wait(5)
+            deadline = time.monotonic() + 15
+            while time.monotonic() < deadline and not (
+                no_process_left(mark) and not psutil.pid_exists(int(worker_pid))
+            ):
+                time.sleep(0.1)
+            assert no_process_left(mark)
+            assert (
+                not psutil.pid_exists(int(worker_pid))
+                or psutil.Process(int(worker_pid)).status() == psutil.STATUS_ZOMBIE
+            )
+        finally:
+            if parent.poll() is None:
+                parent.kill()
+                parent.wait(5)
+
+
+def test_record_is_valid_json_at_every_instant_and_after_a_kill(workspace: Path) -> None:
+    import time
+
+    body = "x" * 20000
+    (workspace / "big.txt").write_text("\n".join(body for _ in range(20)))
+    router = Router(
+        main=["unused"],
+        subs={
+            1: [
+                calls(
+                    call("read_file", path="big.txt"),
+                    call("write_file", path=f"sub_agent_results/agent_1/f{i}.txt", content=body),
+                )
+                for i in range(400)
+            ]
+        },
+    )
+    with FakeOpenAIServer(router) as server:
+        agent = make_agent(server, workspace)
+        manager = agent.manager
+        manager.create(agent_id=1, summary="many turns", task="t", run_in_background=True)
+        path = workspace / "sub_agent_results/agent_1/.subagent/conversations.json"
+        turns_seen: set[int] = set()
+        deadline = time.monotonic() + 20
+        while (
+            len(turns_seen) < 8
+            and time.monotonic() < deadline
+            and manager.agents[1].status == "running"
+        ):
+            if path.exists():
+                data = json.loads(path.read_text())  # never a half-written file
+                turns_seen.add(len(data["messages"]))
+        manager.terminate(1)
+        data = json.loads(path.read_text())
+        agent.close()
+    assert data["status"] == "terminated"
+    assert len(turns_seen) > 3  # it was rewritten turn after turn while read
+    assert not list(path.parent.glob("*.tmp"))
