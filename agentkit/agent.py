@@ -21,10 +21,11 @@ from typing import TYPE_CHECKING, Any
 
 from agentkit import events as ev
 from agentkit import prompts
-from agentkit.conversation import Conversation, conversations_dir
+from agentkit.conversation import Conversation, conversations_dir, utc_now
 from agentkit.engine import Engine, Hooks, Model
 from agentkit.environment import prompt_values
 from agentkit.errors import ConfigurationError
+from agentkit.jsonfile import JsonFileWriter
 from agentkit.settings import Settings
 from agentkit.tools.base import Tool, ToolContext, ToolRegistry
 
@@ -123,6 +124,7 @@ class Agent:
         self._cancel = threading.Event()
         self._lock = threading.Lock()
         self._file_state: dict[str, Any] = {}
+        self._writer: JsonFileWriter | None = None
         self.allow_mid_system = self.settings.system_role_after_start
         self.registry = self._build_registry()
         self.conversation = Conversation(model=self.settings.model)
@@ -178,13 +180,24 @@ class Agent:
     def _save(self, conversation: Conversation) -> None:
         if self._manager is not None:
             conversation.subagents = self._manager.records()
-        conversation.save(conversations_dir(self.workspace) / f"{conversation.id}.json")
+        path = conversations_dir(self.workspace) / f"{conversation.id}.json"
+        if self._writer is None or self._writer.path != path:
+            self._flush()
+            self._writer = JsonFileWriter(path)
+        conversation.updated_at = utc_now()
+        self._writer.submit(conversation.to_dict())
+
+    def _flush(self) -> None:
+        if self._writer is not None:
+            self._writer.flush()
 
     # ------------------------------------------------------- conversations
     def _end_subagents(self) -> None:
         if self._manager is not None:
             self._manager.shutdown()
+            self._save(self.conversation)
             self._manager = None
+        self._flush()
 
     def new_conversation(self) -> str:
         """Terminate running sub-agents and start an empty conversation; returns its id."""
@@ -281,6 +294,7 @@ class Agent:
                 if self._manager is not None and self._manager.running():
                     self._manager.terminate_all()
             self._save(conv)
+            self._flush()
             result = RunResult(
                 final_text=outcome.final_text,
                 conversation_id=conv.id,

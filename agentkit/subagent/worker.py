@@ -19,22 +19,34 @@ from pathlib import Path
 from typing import Any
 
 # Imported at module level on purpose: the forkserver preloads this module, so
-# workers start with openai, httpx and pydantic already imported.
+# workers start with openai, the tools and the tokenizer already loaded (import
+# openai alone takes over a second here).
 import httpx  # noqa: F401
 import openai  # noqa: F401
 import pydantic  # noqa: F401
 
+import agentkit.llm  # noqa: F401
+import agentkit.tools.files  # noqa: F401
+import agentkit.tools.search  # noqa: F401
+import agentkit.tools.shell  # noqa: F401
+import agentkit.tools.web  # noqa: F401
 from agentkit import prompts
 from agentkit.conversation import Conversation, utc_now
 from agentkit.engine import Engine, Hooks, Step
 from agentkit.environment import prompt_values
 from agentkit.errors import ToolError
+from agentkit.jsonfile import JsonFileWriter
 from agentkit.settings import Settings
 from agentkit.subagent.launcher import WorkerSpec
-from agentkit.subagent.records import write_record
+from agentkit.subagent.records import record_path
 from agentkit.subagent.tools import make_finish_tool
+from agentkit.tokens import count_text
 from agentkit.tools.base import ToolContext, ToolRegistry
 from agentkit.turns import AssistantTurn
+
+count_text("warm up the tokenizer tables once, in the forkserver")
+# Building a client imports the HTTP transport modules (lazily loaded by openai).
+openai.OpenAI(api_key="preload", base_url="http://127.0.0.1:9/v1", max_retries=0).close()
 
 MARK_VARIABLE = "AGENTKIT_PROCESS_MARK"
 CLAIM_TIMEOUT = 30.0
@@ -203,6 +215,7 @@ def worker_main(spec: WorkerSpec, conn: Connection) -> None:
     channel = Channel(conn, spec.process_mark)
     channel.start_reader()
     deliverables = Path(spec.deliverables_path)
+    writer = JsonFileWriter(record_path(deliverables))
     conv = Conversation(id=spec.sub_conversation_id)
     status = "failed"
     result_summary = ""
@@ -243,7 +256,7 @@ def worker_main(spec: WorkerSpec, conn: Connection) -> None:
         registry = ToolRegistry([*base_tools(), make_finish_tool(on_finish, language)])
 
         def save(c: Conversation) -> None:
-            write_record(deliverables, build_record(spec, c, "running", started))
+            writer.submit(build_record(spec, c, "running", started))
 
         ctx = ToolContext(
             workspace=Path(spec.workspace),
@@ -291,7 +304,8 @@ def worker_main(spec: WorkerSpec, conn: Connection) -> None:
         error=error,
     )
     try:
-        write_record(deliverables, record)
+        writer.submit(record)
+        writer.flush()
     except OSError as exc:
         error = f"{error or ''} (record not written: {exc})".strip()
     channel.send(

@@ -116,6 +116,7 @@ class Tool:
         description, param_docs = tool_description(language, self.name, self.description)
         parameters = self.params.model_json_schema()
         parameters.pop("title", None)
+        parameters.pop("description", None)  # the model's docstring is for developers
         for name, prop in parameters.get("properties", {}).items():
             prop.pop("title", None)
             if name in param_docs:
@@ -168,7 +169,9 @@ class ToolRegistry:
         """
 
         def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
-            self.register(tool_from_function(fn, name=name, description=description, counter=counter))
+            self.register(
+                tool_from_function(fn, name=name, description=description, counter=counter)
+            )
             return fn
 
         return wrap(func) if func is not None else wrap
@@ -203,7 +206,9 @@ class ToolRegistry:
         tool = self._tools.get(name)
         if tool is None:
             known = ", ".join(self._tools)
-            return ToolResult.error("unknown_tool", f"there is no tool named {name!r}; available tools: {known}")
+            return ToolResult.error(
+                "unknown_tool", f"there is no tool named {name!r}; available tools: {known}"
+            )
         try:
             params = tool.params.model_validate(arguments or {})
         except ValidationError as exc:
@@ -230,7 +235,9 @@ def to_result(value: Any) -> ToolResult:
         return value
     if isinstance(value, dict):
         ok = value.get("success", True) is not False
-        return ToolResult(output=json.dumps(value, ensure_ascii=False, indent=2), ok=ok, meta={"json": value})
+        return ToolResult(
+            output=json.dumps(value, ensure_ascii=False, indent=2), ok=ok, meta={"json": value}
+        )
     text = "" if value is None else str(value)
     return ToolResult(output=text, ok=not text.startswith("Error:"))
 
@@ -247,10 +254,14 @@ def tool_from_function(
     hints = inspect.get_annotations(fn, eval_str=True)
     params = list(sig.parameters.values())
     if not params:
-        raise TypeError(f"{fn.__name__}: the first parameter must be annotated with a pydantic model")
+        raise TypeError(
+            f"{fn.__name__}: the first parameter must be annotated with a pydantic model"
+        )
     model = hints.get(params[0].name)
     if not (isinstance(model, type) and issubclass(model, BaseModel)):
-        raise TypeError(f"{fn.__name__}: the first parameter must be annotated with a pydantic model")
+        raise TypeError(
+            f"{fn.__name__}: the first parameter must be annotated with a pydantic model"
+        )
     takes_ctx = len(params) > 1
 
     def call(p: Any, ctx: ToolContext) -> Any:
