@@ -184,20 +184,20 @@ class Engine:
                         turn=conv.stats.turns,
                     )
                 )
-                self.save()
                 if turn.tool_calls:
+                    # One save per turn, after the results: a crash while tools run
+                    # loses that turn's call, which the model simply makes again.
                     self._run_tool_calls(turn.tool_calls)
-                    self.save()
                     step = self.hooks.after_tool_results(self)
                 else:
                     conv.final_text = turn.content
+                    self.save()  # the hook may wait a long time for sub-agents
                     step = self.hooks.on_final_answer(self, turn)
                     if not step.messages:
                         step.stop = True
                 for message in step.messages:
                     self.append(message)
-                if step.messages:
-                    self.save()
+                self.save()
                 if step.stop:
                     return self._finish("done", conv.final_text, None)
         except Cancelled:
