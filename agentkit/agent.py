@@ -123,6 +123,7 @@ class Agent:
         self._manager: SubAgentManager | None = None
         self._cancel = threading.Event()
         self._lock = threading.Lock()
+        self._manager_lock = threading.Lock()
         self._file_state: dict[str, Any] = {}
         self._writer: JsonFileWriter | None = None
         self.allow_mid_system = self.settings.system_role_after_start
@@ -161,16 +162,20 @@ class Agent:
     @property
     def manager(self) -> SubAgentManager:
         """The sub-agent manager of the current conversation (created on first use)."""
-        if self._manager is None:
-            from agentkit.subagent.manager import SubAgentManager
+        with self._manager_lock:  # parallel create_sub_agent calls must share one manager
+            if self._manager is None:
+                self._manager = self._new_manager()
+            return self._manager
 
-            self._manager = SubAgentManager(
-                workspace=self.workspace,
-                settings=self.settings,
-                conversation=self.conversation,
-                emit=self._emit,
-            )
-        return self._manager
+    def _new_manager(self) -> SubAgentManager:
+        from agentkit.subagent.manager import SubAgentManager
+
+        return SubAgentManager(
+            workspace=self.workspace,
+            settings=self.settings,
+            conversation=self.conversation,
+            emit=self._emit,
+        )
 
     @property
     def transcript_path(self) -> Path:

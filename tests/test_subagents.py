@@ -827,3 +827,30 @@ def test_record_is_valid_json_at_every_instant_and_after_a_kill(workspace: Path)
     assert data["status"] == "terminated"
     assert len(turns_seen) > 3  # it was rewritten turn after turn while read
     assert not list(path.parent.glob("*.tmp"))
+
+
+def test_parallel_creates_on_first_use_share_one_manager(workspace: Path) -> None:
+    """Regression: two create_sub_agent calls in the very first message raced to
+    create the manager, and one agent was lost (never announced, not in records)."""
+    ids = list(range(1, 6))
+    router = Router(
+        main=[
+            calls(*(call("create_sub_agent", agent_id=i, summary=f"并行{i}", task="t", run_in_background=True) for i in ids)),
+            "等待",
+            "等待",
+            "等待",
+            "等待",
+            "等待",
+            "完成",
+        ],
+        subs={i: [finish(f"第{i}个完成。")] for i in ids},
+    )
+    with FakeOpenAIServer(router) as server, make_agent(server, workspace) as agent:
+        result = agent.run("t")
+        main = main_requests(server)
+        records = agent.conversation.subagents
+    assert result.status == "done"
+    assert [r["agent_id"] for r in records] == ids
+    announced = " ".join(m["content"] for m in main[-1]["messages"] if m["role"] in ("system", "user"))
+    for i in ids:
+        assert announced.count(f"子智能体{i} (并行{i})") == 1
