@@ -139,7 +139,9 @@ class DemoModel:
                 [_call("search_workspace", pattern="TODO|FIXME", glob="**/*.py")],
                 [_call("write_file", path=f"{folder}/todos.md", content=_todos(last))],
             ]
-            summary = "Wrote todos.md: every TODO and FIXME note of the Python files, grouped by file."
+            summary = (
+                "Wrote todos.md: every TODO and FIXME note of the Python files, grouped by file."
+            )
         elif agent_id == 2:
             command = "find . -name '*.py' -not -path './.agentkit/*' | sort | xargs wc -l"
             script = [
@@ -152,7 +154,9 @@ class DemoModel:
                 [_call("read_file", path="README.md")],
                 [_call("write_file", path=f"{folder}/summary.md", content=_summary(last))],
             ]
-            summary = "Wrote summary.md: the README's first lines, as a short summary of the project."
+            summary = (
+                "Wrote summary.md: the README's first lines, as a short summary of the project."
+            )
         if steps < len(script):
             return script[steps]
         return [_call("finish_task", success=True, summary=summary)]
@@ -169,7 +173,11 @@ def _strip_numbers(text: str) -> str:
 
 
 def _todos(search_output: str) -> str:
-    rows = [line for line in search_output.splitlines() if re.search(r"TODO|FIXME", line) and ":" in line]
+    rows = [
+        line
+        for line in search_output.splitlines()
+        if re.search(r"TODO|FIXME", line) and ":" in line
+    ]
     body = "\n".join(f"- `{row.strip()}`" for row in rows) or "- (none found)"
     return f"## TODO and FIXME notes\n\n{body}\n"
 
@@ -203,7 +211,9 @@ def prepare_workspace(workspace: str | None) -> Path:
     return target
 
 
-def main(workspace: str | None = None, language: str | None = None, latency: float | None = None) -> int:
+def main(
+    workspace: str | None = None, language: str | None = None, latency: float | None = None
+) -> int:
     """Run the scripted demo through ``agentkit run``'s code path; returns the exit code.
 
     ``latency`` defaults to env ``AGENTKIT_DEMO_LATENCY`` or 0.6 s per reply.
