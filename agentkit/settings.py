@@ -50,8 +50,13 @@ class Settings(BaseSettings):
     language: Literal["zh", "en"] = Field(
         default="zh", description="Language of prompts, templates and last_action texts."
     )
-    stream: bool = Field(default=True, description="Stream replies (SSE); false sends plain requests.")
-    temperature: float | None = None
+    stream: bool = Field(
+        default=True, description="Stream replies (SSE); false sends plain requests."
+    )
+    temperature: float | None = Field(
+        default=None,
+        description="Sampling temperature sent with each request (None: the server's default).",
+    )
     max_output_tokens: int | None = Field(
         default=None, description="max_tokens sent with each request (None: the server's default)."
     )
@@ -82,20 +87,40 @@ class Settings(BaseSettings):
     read_only_roots: CommaList = Field(
         default_factory=list, description="Extra folders outside the workspace that tools may read."
     )
-    read_max_lines: int = 2000
-    read_max_line_chars: int = 2000
-    read_max_output_chars: int = 60_000
+    read_max_lines: int = Field(
+        default=2000, description="read_file: lines returned by default (limit)."
+    )
+    read_max_line_chars: int = Field(
+        default=2000, description="read_file: a longer line is cut, with a note on how to read on."
+    )
+    read_max_output_chars: int = Field(
+        default=60_000, description="read_file: cap on one result, characters."
+    )
     max_file_bytes: int = Field(default=10 * MiB, description="Largest file decoded whole (edit).")
     search_max_results: int = Field(default=1000, description="Upper bound for max_results.")
-    search_max_output_chars: int = 30_000
-    search_max_file_bytes: int = 5 * MiB
-    search_timeout: float = 20.0
+    search_max_output_chars: int = Field(
+        default=30_000, description="search_workspace: cap on one result, characters."
+    )
+    search_max_file_bytes: int = Field(
+        default=5 * MiB, description="search_workspace: larger files are skipped."
+    )
+    search_timeout: float = Field(
+        default=20.0,
+        description="search_workspace: wall-clock limit, seconds; partial results after it.",
+    )
     use_ripgrep: bool = Field(default=True, description="Use rg when it is on PATH.")
 
     # --- commands -------------------------------------------------------------
-    command_timeout_max: float = 600.0
-    command_kill_grace: float = 3.0
-    command_max_output_chars: int = 30_000
+    command_timeout_max: float = Field(
+        default=600.0, description="run_command: the largest timeout_seconds accepted."
+    )
+    command_kill_grace: float = Field(
+        default=3.0,
+        description="run_command: seconds between SIGTERM and SIGKILL of a timed-out command.",
+    )
+    command_max_output_chars: int = Field(
+        default=30_000, description="run_command: output shown (head and tail kept), characters."
+    )
     command_allow: CommaList = Field(
         default_factory=list, description="If set, only commands starting with one of these run."
     )
@@ -104,13 +129,30 @@ class Settings(BaseSettings):
     )
 
     # --- web ------------------------------------------------------------------
-    web_search_backend: str = "auto"
-    web_search_region: str = "wt-wt"
-    web_search_safesearch: str = "moderate"
+    web_search_provider: str = Field(
+        default="ddgs",
+        description="web_search engine: ddgs, searxng:<base url>, or module:attribute naming a SearchProvider (or a factory of one), imported in every worker.",
+    )
+    web_search_backend: str = Field(
+        default="auto",
+        description="ddgs backend for web_search (auto, duckduckgo, bing, brave...).",
+    )
+    web_search_region: str = Field(
+        default="wt-wt", description="ddgs region, e.g. wt-wt, us-en, cn-zh."
+    )
+    web_search_safesearch: str = Field(
+        default="moderate", description="ddgs safesearch: on, moderate or off."
+    )
     web_search_timeout: float = Field(default=20.0, description="Whole web_search call, seconds.")
-    web_fetch_timeout: float = Field(default=30.0, description="Whole extract_webpage fetch, seconds.")
-    web_max_bytes: int = 5 * MiB
-    web_max_redirects: int = 5
+    web_fetch_timeout: float = Field(
+        default=30.0, description="Whole extract_webpage fetch, seconds."
+    )
+    web_max_bytes: int = Field(
+        default=5 * MiB, description="extract_webpage: bytes read from one response."
+    )
+    web_max_redirects: int = Field(
+        default=5, description="extract_webpage: redirects followed, each re-checked."
+    )
     web_allow_hosts: CommaList = Field(
         default_factory=list,
         description="Hosts or CIDR networks extract_webpage may reach although private/loopback.",
@@ -119,13 +161,27 @@ class Settings(BaseSettings):
     # --- sub-agents (seed §1, §8) ---------------------------------------------
     max_concurrent_subagents: int = Field(default=5, ge=1, description="Seed §8.1.")
     subagent_timeout_min: int = Field(default=60, ge=1, description="Seed §1: 60-3600 s.")
-    subagent_timeout_max: int = Field(default=3600, ge=1)
-    subagent_max_turns: int = Field(default=100, ge=1)
-    subagent_max_nudges: int = Field(default=3, ge=0, description="Seed §4 reminders before failing.")
-    subagent_wrapup_at: float = Field(
-        default=0.85, gt=0, lt=1, description="Share of the timeout when the wrap-up message is sent."
+    subagent_timeout_max: int = Field(
+        default=3600,
+        ge=1,
+        description="Largest timeout_seconds of create_sub_agent (seed §1: 3600).",
     )
-    subagent_start_method: Literal["forkserver", "spawn"] = "forkserver"
+    subagent_max_turns: int = Field(
+        default=100, ge=1, description="Model requests one sub-agent may make."
+    )
+    subagent_max_nudges: int = Field(
+        default=3, ge=0, description="Seed §4 reminders before failing."
+    )
+    subagent_wrapup_at: float = Field(
+        default=0.85,
+        gt=0,
+        lt=1,
+        description="Share of the timeout when the wrap-up message is sent.",
+    )
+    subagent_start_method: Literal["forkserver", "spawn"] = Field(
+        default="forkserver",
+        description="How workers start: forkserver (fast, preloaded) or spawn.",
+    )
     result_summary_max_chars: int = Field(
         default=2000, description="Cap on a sub-agent's result_summary returned to the main agent."
     )
@@ -133,7 +189,9 @@ class Settings(BaseSettings):
         default=50, description="Cap on deliverables_files listed to the main agent."
     )
 
-    @field_validator("read_only_roots", "command_allow", "command_deny", "web_allow_hosts", mode="before")
+    @field_validator(
+        "read_only_roots", "command_allow", "command_deny", "web_allow_hosts", mode="before"
+    )
     @classmethod
     def _split_commas(cls, value: Any) -> Any:
         if isinstance(value, str):

@@ -1,0 +1,114 @@
+"""The workspace path guard shared by every tool (DESIGN §6, TOOLS.md "Path resolution").
+
+Every path a tool touches goes through :func:`resolve_path`: it is joined with the
+workspace root, resolved after symlinks (``os.path.realpath``: the deepest existing
+ancestor is resolved and the remaining components appended), then checked with
+``Path.is_relative_to`` against the resolved root, never with a string prefix test.
+``Settings.read_only_roots`` are extra roots that may be read but never written.
+
+Public API (kept small and stable, other tool modules import it):
+``resolve_path(ctx, path, *, write=False) -> Path`` and ``display_path(ctx, path) -> str``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from agentkit.errors import ToolError
+from agentkit.tools.base import ToolContext
+
+__all__ = ["resolve_path", "display_path", "workspace_root"]
+
+
+def workspace_root(ctx: ToolContext) -> Path:
+    """Return the resolved (symlink-free) workspace root of ``ctx``."""
+    return Path(os.path.realpath(ctx.workspace))
+
+
+def _inside(path: Path, root: Path) -> bool:
+    return path == root or path.is_relative_to(root)
+
+
+def resolve_path(ctx: ToolContext, path: str, *, write: bool = False) -> Path:
+    """Resolve a tool's ``path`` argument to an absolute, symlink-free path inside the workspace.
+
+    Args:
+        ctx: the tool context (``ctx.workspace`` is the root; ``ctx.settings.read_only_paths()``
+            are extra roots allowed when ``write`` is False).
+        path: relative to the workspace, or absolute inside it. ``~`` is expanded so that a
+            home-relative path is refused clearly instead of creating a folder named ``~``.
+        write: True when the caller will create or modify the path.
+
+    Returns:
+        The resolved absolute path (it may not exist yet).
+
+    Raises:
+        ToolError("invalid_argument"): empty path or a NUL byte in it.
+        ToolError("outside_workspace"): the path, after ``..`` and symlinks, leaves the
+            workspace (and, for reads, every read-only root); or ``write`` is True and the
+            path is inside a read-only root only.
+    """
+    if not isinstance(path, str) or not path.strip():
+        raise ToolError(
+            "invalid_argument", "path is empty; give a file path relative to the workspace"
+        )
+    if "\x00" in path:
+        raise ToolError("invalid_argument", "path contains a NUL byte")
+    root = workspace_root(ctx)
+    raw = path
+    if raw == "~" or raw.startswith("~/"):
+        raw = os.path.expanduser(raw)
+    joined = Path(raw) if os.path.isabs(raw) else root / raw
+    if raw != raw.strip() and not os.path.lexists(joined):
+        # Models often add a stray space or newline; use the trimmed name unless the
+        # untrimmed one really exists.
+        raw = raw.strip()
+        joined = Path(raw) if os.path.isabs(raw) else root / raw
+    # realpath resolves symlinks of every existing component and appends the rest;
+    # a dangling symlink is followed to its (missing) target, so it is checked too.
+    resolved = Path(os.path.realpath(joined))
+    if _inside(resolved, root):
+        return resolved
+    for extra in ctx.settings.read_only_paths():
+        extra_root = Path(os.path.realpath(extra))
+        if _inside(resolved, extra_root):
+            if write:
+                raise ToolError(
+                    "outside_workspace",
+                    f"{path} is in the read-only folder {extra_root}; only files inside the "
+                    f"workspace {root} can be written",
+                )
+            return resolved
+    how = "through a symbolic link " if _leaves_by_symlink(joined, root) else ""
+    raise ToolError(
+        "outside_workspace",
+        f"{path} resolves {how}to {resolved}, which is outside the workspace {root}; "
+        "use a path inside the workspace",
+    )
+
+
+def _leaves_by_symlink(joined: Path, root: Path) -> bool:
+    # Only for the error message: did ".." alone stay inside (so a symlink must be to blame)?
+    return _inside(Path(os.path.normpath(joined)), root)
+
+
+def display_path(ctx: ToolContext, path: Path) -> str:
+    """Return ``path`` for tool output: workspace-relative with forward slashes.
+
+    The root itself is ``"."``; a path outside the workspace (a read-only root) is shown
+    absolute, with forward slashes.
+    """
+    root = workspace_root(ctx)
+    p = Path(path)
+    if not p.is_absolute():
+        p = root / p
+    try:
+        rel = p.relative_to(root)
+    except ValueError:
+        try:
+            rel = Path(os.path.realpath(p)).relative_to(root)
+        except ValueError:
+            return p.as_posix()
+    text = rel.as_posix()
+    return text if text else "."

@@ -1,0 +1,270 @@
+"""extract_webpage security: schemes, private/loopback/link-local/metadata addresses, allow-list,
+redirect re-validation, loops, connection pinning (shared TOOLS.md, DESIGN §6).
+
+No test connects to a non-loopback address: a refusal must happen before connecting,
+and the tests would otherwise hang on the connect timeout and fail with another code.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import shutil
+import socket
+import ssl
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentkit.errors import ToolError
+from agentkit.settings import Settings
+from agentkit.tools.base import ToolContext, ToolRegistry, ToolResult
+from agentkit.tools.web import WEB_TOOLS
+from agentkit.tools.web._guard import check_url, is_blocked_address
+
+
+class Handler(BaseHTTPRequestHandler):
+    """Routes: /go?to=URL (302), /loop-a <-> /loop-b, /chain/N -> /chain/N-1 -> ... /chain/0,
+    /host (echoes the Host header and the local address the request came in on)."""
+
+    def setup(self) -> None:
+        super().setup()
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def _redirect(self, target: str) -> None:
+        self.send_response(302)
+        self.send_header("Location", target)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def do_GET(self) -> None:
+        path, _, query = self.path.partition("?")
+        if path == "/go":
+            self._redirect(query.removeprefix("to="))
+        elif path == "/loop-a":
+            self._redirect("/loop-b")
+        elif path == "/loop-b":
+            self._redirect("/loop-a")
+        elif path.startswith("/chain/"):
+            n = int(path.rsplit("/", 1)[1])
+            if n:
+                self._redirect(f"/chain/{n - 1}")
+            else:
+                self._text("end of chain")
+        elif path == "/host":
+            self._text(f"host={self.headers['Host']} local={self.connection.getsockname()[0]}")
+        else:
+            self.send_error(404)
+
+    def _text(self, text: str) -> None:
+        body = text.encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def port() -> Iterator[int]:
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    httpd.daemon_threads = True
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield httpd.server_address[1]
+    httpd.shutdown()
+    httpd.server_close()
+    thread.join(5)
+
+
+def make_ctx(workspace: Path, allow: list[str], **extra: Any) -> ToolContext:
+    settings = Settings(model="m", api_key="k", language="en", web_allow_hosts=allow, **extra)
+    return ToolContext(workspace=workspace, settings=settings)
+
+
+def run(ctx: ToolContext, url: str) -> ToolResult:
+    return ToolRegistry(WEB_TOOLS).execute("extract_webpage", {"url": url}, ctx)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "file:///etc/passwd",
+        "ftp://example.com/x",
+        "data:text/html,<p>x</p>",
+        "javascript:alert(1)",
+        "//x",
+    ],
+)
+def test_only_http_and_https(workspace: Path, url: str) -> None:
+    result = run(make_ctx(workspace, []), url)
+    assert result.error_code == "invalid_argument", result.output
+    assert "http" in result.output
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://169.254.169.254/latest/meta-data/",  # cloud metadata
+        "http://[::1]/",
+        "http://127.0.0.1/",
+        "http://127.0.0.2/",
+        "http://10.1.2.3/",
+        "http://192.168.1.1:8080/",
+        "http://172.16.0.1/",
+        "http://100.64.0.1/",  # CGNAT
+        "http://0.0.0.0/",
+        "http://224.0.0.1/",  # multicast
+        "http://[fd00::1]/",  # unique local
+        "http://[fe80::1]/",  # link local
+        "http://[::ffff:127.0.0.1]/",  # IPv4-mapped loopback
+        "http://[::ffff:169.254.169.254]/",
+        "http://[2002:7f00:1::1]/",  # 6to4 wrapping 127.0.0.1
+        "https://localhost/",
+        "http://0x7f000001/",  # other spellings of 127.0.0.1
+        "http://2130706433/",
+        "http://127.1/",
+    ],
+)
+def test_private_addresses_refused_without_connecting(workspace: Path, url: str) -> None:
+    started = time.monotonic()
+    result = run(make_ctx(workspace, []), url)
+    assert result.error_code == "blocked_host", result.output
+    assert "web_allow_hosts" in result.output
+    assert time.monotonic() - started < 2  # refused before any connect attempt
+
+
+@pytest.mark.parametrize(
+    ("address", "blocked"),
+    [
+        ("8.8.8.8", False),
+        ("1.1.1.1", False),
+        ("2606:4700:4700::1111", False),
+        ("93.184.216.34", False),
+        ("169.254.169.254", True),
+        ("127.0.0.1", True),
+        ("::1", True),
+        ("::", True),
+        ("fc00::1", True),
+        ("ff02::1", True),
+        ("240.0.0.1", True),
+        ("255.255.255.255", True),
+        ("198.18.0.1", True),
+        ("::ffff:10.0.0.1", True),
+        ("::ffff:8.8.8.8", False),
+    ],
+)
+def test_address_classification(address: str, blocked: bool) -> None:
+    assert is_blocked_address(ipaddress.ip_address(address)) is blocked
+
+
+def test_allow_list_is_exact(workspace: Path) -> None:
+    # 127.0.0.1 allowed as an address does not open the rest of 127/8 ...
+    with pytest.raises(ToolError) as info:
+        check_url("http://127.0.0.2:9/", ["127.0.0.1"], 2)
+    assert info.value.code == "blocked_host"
+    assert check_url("http://127.0.0.1:9/", ["127.0.0.1"], 2).ip == "127.0.0.1"
+    # ... a CIDR network does, and a host name entry allows that name.
+    assert check_url("http://127.0.0.2:9/", ["127.0.0.0/8"], 2).ip == "127.0.0.2"
+    assert check_url("http://localhost:9/", ["localhost"], 2).host == "localhost"
+    assert check_url("http://[::1]:9/", ["::1"], 2).ip == "::1"
+
+
+def test_allowed_loopback_is_fetched(workspace: Path, port: int) -> None:
+    result = run(make_ctx(workspace, ["127.0.0.1"]), f"http://127.0.0.1:{port}/host")
+    assert result.ok, result.output
+    assert f"host=127.0.0.1:{port}" in result.output
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        "http://127.0.0.2:{port}/host",  # loopback, but only 127.0.0.1 is allowed
+        "http://10.0.0.5/admin",
+        "http://169.254.169.254/latest/meta-data/iam/",
+        "http://[::1]:{port}/host",
+    ],
+)
+def test_redirect_into_private_address_blocked(workspace: Path, port: int, target: str) -> None:
+    url = f"http://127.0.0.1:{port}/go?to={target.format(port=port)}"
+    result = run(make_ctx(workspace, ["127.0.0.1"]), url)
+    assert result.error_code == "blocked_host", result.output
+    assert "redirected from" in result.output
+
+
+def test_redirect_to_file_scheme_refused(workspace: Path, port: int) -> None:
+    result = run(
+        make_ctx(workspace, ["127.0.0.1"]), f"http://127.0.0.1:{port}/go?to=file:///etc/passwd"
+    )
+    assert result.error_code == "invalid_argument", result.output
+
+
+def test_redirect_loop_reports_chain(workspace: Path, port: int) -> None:
+    result = run(make_ctx(workspace, ["127.0.0.1"]), f"http://127.0.0.1:{port}/loop-a")
+    assert result.error_code == "redirect_loop", result.output
+    assert "/loop-a -> " in result.output and "/loop-b -> " in result.output
+
+
+def test_redirect_chain_too_long(workspace: Path, port: int) -> None:
+    ctx = make_ctx(workspace, ["127.0.0.1"], web_max_redirects=3)
+    assert run(ctx, f"http://127.0.0.1:{port}/chain/3").ok  # exactly the limit
+    result = run(ctx, f"http://127.0.0.1:{port}/chain/4")
+    assert result.error_code == "redirect_loop", result.output
+    assert "more than 3 redirects" in result.output
+
+
+def test_connects_to_the_checked_address(
+    workspace: Path, port: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DNS rebinding: the name resolves to an allowed address when checked and to another
+    one afterwards (127.0.0.3: not allowed, nothing listens there, so a second lookup would
+    fail fast without leaving the machine); the request must go to the checked address,
+    with the real name in the Host header."""
+    real = socket.getaddrinfo
+    answers = iter(["127.0.0.1"] + ["127.0.0.3"] * 20)
+
+    def fake_dns(host: Any, *args: Any, **kwargs: Any) -> Any:
+        if host == "rebind.test":
+            return real(next(answers), *args, **kwargs)
+        return real(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", fake_dns)
+    result = run(make_ctx(workspace, ["127.0.0.1"]), f"http://rebind.test:{port}/host")
+    assert result.ok, result.output
+    assert f"host=rebind.test:{port} local=127.0.0.1" in result.output
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
+def test_https_certificate_checked_against_host_name(workspace: Path, tmp_path: Path) -> None:
+    """Pinning the IP must not weaken TLS: a self-signed certificate is refused (http_error,
+    TLS named), proving verification still runs for the real host name."""
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+         "-nodes", "-keyout", str(key), "-out", str(cert), "-days", "1", "-subj", "/CN=localhost"],
+        check=True, capture_output=True, timeout=30,
+    )  # fmt: skip
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    httpd.socket = context.wrap_socket(httpd.socket, server_side=True)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        result = run(
+            make_ctx(workspace, ["127.0.0.1"]), f"https://localhost:{httpd.server_address[1]}/host"
+        )
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(5)
+    assert result.error_code == "http_error", result.output
+    assert "TLS" in result.output and "CERTIFICATE" in result.output.upper()
