@@ -22,26 +22,56 @@ from agentkit.errors import (
     LLMError,
     ToolError,
 )
-from agentkit.events import (
-    AssistantMessage,
-    ContextCompacted,
-    Event,
-    RetryScheduled,
-    RunFinished,
-    RunStarted,
-    StateChanged,
-    SubAgentFinished,
-    SubAgentProgress,
-    SubAgentStarted,
-    TextDelta,
-    ToolCallFinished,
-    ToolCallStarted,
-)
-from agentkit.settings import Settings
-from agentkit.tools.base import Tool, ToolContext, ToolRegistry, ToolResult
 
 if TYPE_CHECKING:
     from agentkit.agent import Agent, RunResult
+    from agentkit.events import (
+        AssistantMessage,
+        ContextCompacted,
+        Event,
+        RetryScheduled,
+        RunFinished,
+        RunStarted,
+        StateChanged,
+        SubAgentFinished,
+        SubAgentProgress,
+        SubAgentStarted,
+        TextDelta,
+        ToolCallFinished,
+        ToolCallStarted,
+    )
+    from agentkit.settings import Settings
+    from agentkit.tools.base import Tool, ToolContext, ToolRegistry, ToolResult
+
+# Loaded on first use, so `import agentkit` (and `agentkit --help`) stays fast:
+# pydantic-settings alone costs ~300 ms and openai ~400 ms.
+_LAZY = {
+    "Agent": "agentkit.agent",
+    "RunResult": "agentkit.agent",
+    "Settings": "agentkit.settings",
+    "Tool": "agentkit.tools.base",
+    "ToolContext": "agentkit.tools.base",
+    "ToolRegistry": "agentkit.tools.base",
+    "ToolResult": "agentkit.tools.base",
+    **dict.fromkeys(
+        [
+            "AssistantMessage",
+            "ContextCompacted",
+            "Event",
+            "RetryScheduled",
+            "RunFinished",
+            "RunStarted",
+            "StateChanged",
+            "SubAgentFinished",
+            "SubAgentProgress",
+            "SubAgentStarted",
+            "TextDelta",
+            "ToolCallFinished",
+            "ToolCallStarted",
+        ],
+        "agentkit.events",
+    ),
+}
 
 __version__ = "0.1.0"
 
@@ -76,9 +106,9 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    # Agent pulls in the engine and tools; load it when first asked for.
-    if name in ("Agent", "RunResult"):
-        from agentkit import agent
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'agentkit' has no attribute {name!r}")
+    import importlib
 
-        return getattr(agent, name)
-    raise AttributeError(f"module 'agentkit' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import queue
+import signal
 import threading
 import time
 from multiprocessing.connection import Connection
@@ -211,6 +212,9 @@ def worker_main(spec: WorkerSpec, conn: Connection) -> None:
     ``status: failed`` with the reason.
     """
     started = time.monotonic()
+    # Ctrl-C on a terminal reaches the whole process group; the parent decides how
+    # its sub-agents end (terminated), so the worker ignores SIGINT.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.environ[MARK_VARIABLE] = spec.process_mark
     channel = Channel(conn, spec.process_mark)
     channel.start_reader()

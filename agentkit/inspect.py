@@ -1,0 +1,290 @@
+"""Reading results back: a conversation's sub-agents, and any transcript, readably.
+
+Sources (DESIGN §1, seed §6): the main conversation file
+``<workspace>/.agentkit/conversations/<id>.json`` (with its ``subagents`` rows) and
+each sub-agent's ``<deliverables_dir>/.subagent/conversations.json``. Everything
+here is plain data in, plain text out, so the CLI can print it or dump it as JSON.
+Light imports only: this runs in ``agentkit show`` / ``agentkit transcript``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from agentkit.conversation import conversations_dir
+from agentkit.jsonfile import read_json
+from agentkit.subagent.records import list_deliverables, record_path
+
+COUNTERS = ("files_read", "searches", "web_pages", "commands")
+
+
+class InspectError(Exception):
+    """Nothing to show: no conversation yet, unknown id, unreadable file (one-line message)."""
+
+
+def _flat(text: Any, limit: int) -> str:
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[: max(0, limit - 1)] + "…"
+
+
+def _clip(text: str, limit: int) -> str:
+    """Keep line breaks, cut to ``limit`` chars (0: no cut) with a note of what was left."""
+    if limit <= 0 or len(text) <= limit:
+        return text
+    return text[:limit] + f"\n… ({len(text) - limit} more chars)"
+
+
+def latest_conversation(workspace: Path) -> Path | None:
+    """Return the most recently modified conversation file of ``workspace``, or None."""
+    folder = conversations_dir(workspace)
+    try:
+        files = [p for p in folder.glob("*.json") if p.is_file()]
+    except OSError:
+        return None
+    if not files:
+        return None
+    return max(files, key=lambda p: p.stat().st_mtime)
+
+
+def conversation_file(workspace: Path, conversation_id: str | None) -> Path:
+    """Return the file of ``conversation_id`` (default: the latest conversation).
+
+    Raises InspectError when there is no conversation yet or no such id.
+    """
+    if not conversation_id:
+        path = latest_conversation(workspace)
+        if path is None:
+            raise InspectError(f"no conversation yet in {conversations_dir(workspace)}")
+        return path
+    path = conversations_dir(workspace) / f"{conversation_id}.json"
+    if not path.is_file():
+        raise InspectError(f"no conversation {conversation_id!r} in {path.parent}")
+    return path
+
+
+def load_document(path: Path) -> dict[str, Any]:
+    """Return the JSON object stored at ``path``; raises InspectError when unreadable."""
+    try:
+        data = read_json(path)
+    except FileNotFoundError:
+        raise InspectError(f"no such file: {path}") from None
+    except (OSError, ValueError) as exc:
+        raise InspectError(f"cannot read {path}: {_flat(exc, 200)}") from None
+    if not isinstance(data, dict):
+        raise InspectError(f"{path} does not hold a JSON object")
+    return data
+
+
+def _deliverables(workspace: Path, row: dict[str, Any], limit: int) -> dict[str, Any]:
+    folder = row.get("deliverables_dir")
+    if not isinstance(folder, str) or not folder:
+        return {"files": [], "total": 0}
+    files, total = list_deliverables(workspace / folder, limit)
+    return {"files": files, "total": total}
+
+
+def conversation_overview(
+    workspace: Path, conversation_id: str | None = None, *, files_limit: int = 50
+) -> dict[str, Any]:
+    """Return what ``agentkit show`` prints, as JSON-able data.
+
+    Keys: conversation_id, path, state, model, created_at, updated_at, error,
+    final_text, stats, subagents (rows of the conversation file, each plus
+    ``deliverables_files`` and ``deliverables_total`` read from disk).
+    Raises InspectError when there is nothing to show.
+    """
+    path = conversation_file(workspace, conversation_id)
+    doc = load_document(path)
+    rows = []
+    for row in doc.get("subagents") or []:
+        if not isinstance(row, dict):
+            continue
+        found = _deliverables(workspace, row, files_limit)
+        rows.append(
+            {**row, "deliverables_files": found["files"], "deliverables_total": found["total"]}
+        )
+    return {
+        "conversation_id": doc.get("conversation_id") or path.stem,
+        "path": str(path),
+        "state": doc.get("state"),
+        "model": doc.get("model"),
+        "created_at": doc.get("created_at"),
+        "updated_at": doc.get("updated_at"),
+        "error": doc.get("error"),
+        "final_text": doc.get("final_text"),
+        "stats": doc.get("stats") or {},
+        "subagents": rows,
+    }
+
+
+def _tokens(stats: dict[str, Any]) -> str:
+    usage = stats.get("token_usage") or {}
+    return (
+        f"tokens {usage.get('total', 0)} (prompt {usage.get('prompt', 0)},"
+        f" completion {usage.get('completion', 0)})"
+    )
+
+
+def stats_line(stats: dict[str, Any]) -> str:
+    """Return one line summarising a conversation's or a sub-agent's stats."""
+    parts = []
+    if "turns" in stats:
+        parts.append(f"turns {stats['turns']}")
+    if "runtime_seconds" in stats:
+        parts.append(f"runtime {stats['runtime_seconds']}s")
+    calls = stats.get("tool_calls")
+    if isinstance(calls, dict) and calls:
+        named = ", ".join(f"{k} {v}" for k, v in sorted(calls.items()))
+        parts.append(f"tool calls {sum(calls.values())} ({named})")
+    parts.append(" ".join(f"{k}={stats.get(k, 0)}" for k in COUNTERS))
+    parts.append(_tokens(stats) + (" estimated" if stats.get("usage_estimated") else ""))
+    return " · ".join(parts)
+
+
+def render_overview(data: dict[str, Any], *, final_chars: int = 600) -> str:
+    """Return :func:`conversation_overview` data as readable text."""
+    lines = [
+        f"conversation {data['conversation_id']}  state: {data.get('state')}  model: {data.get('model')}",
+        f"  file: {data['path']}",
+        f"  updated: {data.get('updated_at')}",
+        f"  {stats_line(data.get('stats') or {})}",
+    ]
+    if data.get("error"):
+        lines.append(f"  error: {_flat(data['error'], 300)}")
+    final = data.get("final_text")
+    lines.append(f"  final: {_flat(final, final_chars) if final else '(none)'}")
+    agents = data.get("subagents") or []
+    lines.append("")
+    lines.append(f"sub-agents: {len(agents)}" if agents else "sub-agents: none")
+    for row in agents:
+        lines.append(
+            f"  #{row.get('agent_id')}  {row.get('status')}  {row.get('runtime_seconds', 0)}s"
+            f"  {_flat(row.get('summary', ''), 80)}"
+        )
+        lines.append("      " + " ".join(f"{k}={row.get(k, 0)}" for k in COUNTERS))
+        files = row.get("deliverables_files") or []
+        total = row.get("deliverables_total", len(files))
+        shown = ", ".join(files[:10]) + (", …" if total > 10 else "")
+        lines.append(
+            f"      deliverables: {row.get('deliverables_dir')} ({total} files{': ' + shown if files else ''})"
+        )
+        if row.get("transcript"):
+            lines.append(f"      transcript: {row['transcript']}")
+        if row.get("last_action"):
+            lines.append(f"      last action: {_flat(row['last_action'], 100)}")
+        if row.get("result_summary"):
+            lines.append(f"      result: {_flat(row['result_summary'], 300)}")
+    return "\n".join(lines)
+
+
+def resolve_transcript(workspace: Path, target: str) -> Path:
+    """Return the JSON file ``target`` names.
+
+    ``target`` is a path to a JSON file, a sub-agent id number (looked up in the
+    latest conversation's ``subagents`` rows; its record is
+    ``<deliverables_dir>/.subagent/conversations.json``, seed §6) or a
+    conversation id. Raises InspectError when nothing matches.
+    """
+    as_path = Path(target).expanduser()
+    if as_path.is_file():
+        return as_path
+    if target.isdigit():
+        conv = load_document(conversation_file(workspace, None))
+        for row in conv.get("subagents") or []:
+            if isinstance(row, dict) and str(row.get("agent_id")) == target:
+                folder = row.get("deliverables_dir")
+                if not isinstance(folder, str):
+                    break
+                path = record_path(workspace / folder)
+                if not path.is_file():
+                    raise InspectError(f"sub-agent #{target} has no transcript at {path}")
+                return path
+        raise InspectError(
+            f"no sub-agent #{target} in conversation {conv.get('conversation_id', '?')}"
+        )
+    if target.endswith(".json"):
+        raise InspectError(f"no such file: {target}")
+    return conversation_file(workspace, target)
+
+
+def _content_text(content: Any) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # content parts (text / image_url)
+        parts = []
+        for part in content:
+            if isinstance(part, dict) and part.get("type") == "text":
+                parts.append(str(part.get("text", "")))
+            else:
+                parts.append(json.dumps(part, ensure_ascii=False, default=str))
+        return "\n".join(parts)
+    return json.dumps(content, ensure_ascii=False, default=str)
+
+
+def _call_text(call: Any) -> str:
+    if not isinstance(call, dict):
+        return str(call)
+    function = call.get("function") if isinstance(call.get("function"), dict) else call
+    name = function.get("name", "?")
+    args = function.get("arguments", "")
+    if isinstance(args, str):
+        try:  # re-dump compactly and with real unicode
+            args = json.dumps(json.loads(args), ensure_ascii=False)
+        except ValueError:
+            pass
+    else:
+        args = json.dumps(args, ensure_ascii=False, default=str)
+    return f"{name}({args})"
+
+
+def render_transcript(doc: dict[str, Any], *, tool_chars: int = 800, text_chars: int = 0) -> str:
+    """Return a main conversation or sub-agent record as readable text.
+
+    Args:
+        doc: a conversation file or a sub-agent conversations.json (seed §6).
+        tool_chars: cut tool results to this many chars (0: keep all).
+        text_chars: cut system/user/assistant texts to this many chars (0: keep all).
+    """
+    if "agent_id" in doc:
+        head = f"sub-agent #{doc.get('agent_id')}: {_flat(doc.get('summary', ''), 100)}"
+        head += f"  status: {doc.get('status', '?')}"
+    else:
+        head = f"conversation {doc.get('conversation_id', '?')}  state: {doc.get('state', '?')}"
+    lines = [head, "=" * min(len(head), 80)]
+    for message in doc.get("messages") or []:
+        if not isinstance(message, dict):
+            continue
+        role = message.get("role", "?")
+        text = _content_text(message.get("content"))
+        if role == "tool":
+            label = f"[tool result: {message.get('name') or message.get('tool_call_id', '?')}]"
+            lines.append(label)
+            if text:
+                lines.append(_indent(_clip(text, tool_chars)))
+        else:
+            lines.append(f"[{role}]")
+            if message.get("reasoning_content"):
+                lines.append(
+                    _indent("(reasoning) " + _clip(str(message["reasoning_content"]), 300))
+                )
+            if text:
+                lines.append(_indent(_clip(text, text_chars)))
+            for call in message.get("tool_calls") or []:
+                lines.append(_indent("-> " + _clip(_call_text(call), tool_chars)))
+        lines.append("")
+    if doc.get("result_summary"):
+        lines.append(f"result: {doc['result_summary']}")
+    if doc.get("final_text") and "agent_id" not in doc:
+        lines.append(f"final: {_flat(doc['final_text'], 300)}")
+    if doc.get("error"):
+        lines.append(f"error: {_flat(doc['error'], 300)}")
+    lines.append("stats: " + stats_line(doc.get("stats") or {}))
+    return "\n".join(lines)
+
+
+def _indent(text: str) -> str:
+    return "\n".join("    " + line for line in text.splitlines() or [""])
