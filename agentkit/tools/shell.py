@@ -1,0 +1,340 @@
+"""run_command: run a shell command in the workspace (DESIGN §3, §6; TOOLS.md run_command).
+
+``bash -c COMMAND`` (``/bin/sh`` when bash is missing) in its own session, stdin closed,
+stdout and stderr merged into one pipe, a cleaned environment, a wall-clock limit and a
+process-tree kill. Completion is "the shell exited, then at most 1 s of draining", so a
+background grandchild holding the pipe cannot stall the call; any process of the command
+still running afterwards is killed and listed. POSIX only (select on the pipe).
+
+Public API: :data:`SHELL_TOOLS`, :class:`RunCommandParams`, :func:`run_command`,
+:func:`command_env`, :func:`is_secret_var`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import shutil
+import signal
+import subprocess
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psutil
+from pydantic import BaseModel, Field
+
+from agentkit import proctree
+from agentkit.errors import ToolError
+from agentkit.tools._shell_output import OutputCapture
+from agentkit.tools._shell_policy import check_interactive, check_policy
+from agentkit.tools.base import Tool, ToolContext, ToolResult
+from agentkit.tools.workspace import display_path, resolve_path, workspace_root
+
+__all__ = ["SHELL_TOOLS", "RunCommandParams", "run_command", "command_env", "is_secret_var"]
+
+COMMAND_VAR = "AGENTKIT_COMMAND_ID"
+"""Per-command mark: finds the leftovers of one command even when several run at once
+under the same agent mark."""
+
+DRAIN_SECONDS = 1.0  # after the shell exits, wait this long at most for the pipe's EOF
+SPILL_MAX_BYTES = 50 * 1024 * 1024  # TOOLS.md: full log spilled, <= 50 MiB
+_CAPTURE_EVERY = 0.25  # seconds between snapshots of the shell's descendants
+
+_FIXED_ENV = {
+    "CI": "1",
+    "PAGER": "cat",
+    "GIT_PAGER": "cat",
+    "GIT_TERMINAL_PROMPT": "0",
+    "GIT_EDITOR": "true",
+    "NO_COLOR": "1",
+    "TERM": "dumb",
+    "PYTHONUNBUFFERED": "1",
+    "DEBIAN_FRONTEND": "noninteractive",
+}
+_SECRET_NAMES = {"OPENAI_API_KEY", "AGENTKIT_API_KEY", "API_KEY", "TOKEN", "SECRET"}
+_SECRET_SUFFIXES = ("_API_KEY", "_TOKEN", "_SECRET", "_ACCESS_KEY", "_SECRET_KEY", "_PRIVATE_KEY")
+
+
+class RunCommandParams(BaseModel):
+    """Parameters of run_command (DESIGN §3)."""
+
+    command: str = Field(description="Shell command line, run with bash -c.")
+    timeout_seconds: float = Field(default=120, gt=0, description="Wall-clock limit, seconds.")
+    cwd: str = Field(default=".", description="Working folder, relative to the workspace.")
+
+
+def is_secret_var(name: str) -> bool:
+    """Return True for environment variables that must not reach a command (DESIGN §6).
+
+    Rule (case-insensitive): ``OPENAI_API_KEY``, ``AGENTKIT_API_KEY``, ``API_KEY``,
+    ``TOKEN``, ``SECRET``; any name ending with ``_API_KEY``, ``_TOKEN``, ``_SECRET``,
+    ``_ACCESS_KEY``, ``_SECRET_KEY`` or ``_PRIVATE_KEY``; any name containing
+    ``PASSWORD``, ``PASSWD`` or ``SECRET``.
+    """
+    upper = name.upper()
+    return (
+        upper in _SECRET_NAMES
+        or upper.endswith(_SECRET_SUFFIXES)
+        or "PASSWORD" in upper
+        or "PASSWD" in upper
+        or "SECRET" in upper
+    )
+
+
+def command_env(mark: str, command_id: str) -> dict[str, str]:
+    """Return the environment of a command: ``os.environ`` minus secrets, plus fixed values.
+
+    Adds CI=1, PAGER=cat, GIT_PAGER=cat, GIT_TERMINAL_PROMPT=0, GIT_EDITOR=true, NO_COLOR=1,
+    TERM=dumb, PYTHONUNBUFFERED=1, DEBIAN_FRONTEND=noninteractive,
+    ``AGENTKIT_PROCESS_MARK=mark`` and ``AGENTKIT_COMMAND_ID=command_id``.
+    """
+    env = {k: v for k, v in os.environ.items() if not is_secret_var(k)}
+    env.update(_FIXED_ENV)
+    env.update(proctree.mark_env(mark))
+    env[COMMAND_VAR] = command_id
+    return env
+
+
+def _resolve_cwd(ctx: ToolContext, cwd: str) -> Path:
+    path = resolve_path(ctx, cwd or ".")
+    root = workspace_root(ctx)
+    if path != root and not path.is_relative_to(root):
+        raise ToolError("outside_workspace", f"cwd {cwd} is outside the workspace {root}")
+    if not path.exists():
+        raise ToolError("not_found", f"cwd {cwd} does not exist")
+    if not path.is_dir():
+        raise ToolError("invalid_argument", f"cwd {cwd} is not a folder")
+    return path
+
+
+@dataclass
+class _Run:
+    proc: subprocess.Popen[bytes]
+    capture: OutputCapture
+    command_id: str
+    started: float
+    captured: dict[int, psutil.Process] = field(default_factory=dict)
+    eof: bool = False
+
+    def read_some(self, wait: float) -> None:
+        """Read what the pipe has within ``wait`` seconds (sleep on the shell after EOF)."""
+        if self.eof:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(max(0.0, wait))
+            return
+        assert self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        ready, _, _ = select.select([fd], [], [], max(0.0, wait))
+        if ready:
+            data = os.read(fd, 1 << 16)
+            if data:
+                self.capture.feed(data)
+            else:
+                self.eof = True
+
+    def drain(self, seconds: float) -> None:
+        """Read until EOF or ``seconds`` elapse."""
+        end = time.monotonic() + seconds
+        while not self.eof and time.monotonic() < end:
+            self.read_some(min(0.05, end - time.monotonic()))
+
+    def snapshot_children(self) -> None:
+        """Remember the shell's descendants (to kill them even if they drop the mark)."""
+        with contextlib.suppress(psutil.Error):
+            for child in psutil.Process(self.proc.pid).children(recursive=True):
+                self.captured.setdefault(child.pid, child)
+
+
+def _describe(procs: list[psutil.Process]) -> dict[int, str]:
+    names: dict[int, str] = {}
+    for proc in procs:
+        try:
+            names[proc.pid] = proc.name()
+        except psutil.Error:
+            names[proc.pid] = "?"
+    return names
+
+
+def _kill(run: _Run, grace: float, include_shell: bool) -> tuple[list[int], dict[int, str]]:
+    live = [p for p in run.captured.values() if not proctree.is_gone(p)]
+    marked = proctree.processes_with_mark(run.command_id, COMMAND_VAR)
+    if not include_shell and not live and not marked:
+        return [], {}  # the common case: nothing left behind, skip the process scan
+    names = _describe(marked + live)
+    pids = proctree.kill_tree(
+        run.proc.pid if include_shell else None,
+        run.command_id,
+        grace,
+        var=COMMAND_VAR,
+        extra=live,
+    )
+    return pids, names
+
+
+def _list_procs(pids: list[int], names: dict[int, str], shell_pid: int) -> str:
+    shown = [f"{names.get(pid, '?')} (pid {pid})" for pid in pids if pid != shell_pid]
+    if len(shown) > 8:
+        shown = [*shown[:8], f"… {len(shown) - 8} more"]
+    return ", ".join(shown)
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}es" if word.endswith("s") else f"{n} {word}s"
+
+
+def run_command(params: RunCommandParams, ctx: ToolContext) -> ToolResult:
+    """Run ``params.command`` and return its cleaned output with an ``[exit N · T s]`` trailer.
+
+    A non-zero exit status is a normal result (ok). Errors: ``invalid_argument`` (empty
+    command, bad cwd), ``outside_workspace``, ``not_found`` (cwd), ``blocked_command``
+    (allow/deny lists, interactive programs), ``timeout`` (killed after the limit, output so
+    far included), ``killed`` (run cancelled). Units: seconds, characters.
+    """
+    settings = ctx.settings
+    command = params.command
+    if not command.strip():
+        raise ToolError("invalid_argument", "command is empty")
+    if "\x00" in command:
+        raise ToolError("invalid_argument", "command contains a NUL byte")
+    check_policy(command, settings.command_allow, settings.command_deny)
+    check_interactive(command)
+    cwd = _resolve_cwd(ctx, params.cwd)
+    timeout = min(float(params.timeout_seconds), settings.command_timeout_max)
+    command_id = uuid.uuid4().hex
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    spill = workspace_root(ctx) / ".agentkit" / "outputs" / f"cmd-{stamp}-{command_id[:8]}.log"
+    capture = OutputCapture(settings.command_max_output_chars, spill, SPILL_MAX_BYTES)
+    if ctx.cancel.is_set():
+        raise ToolError("killed", "the run was cancelled; the command was not started")
+    shell = shutil.which("bash") or "/bin/sh"
+    started = time.monotonic()
+    try:
+        proc = subprocess.Popen(
+            [shell, "-c", command],
+            cwd=cwd,
+            env=command_env(ctx.process_mark or command_id, command_id),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            close_fds=True,
+        )
+    except OSError as exc:
+        raise ToolError("not_found", f"could not start {shell}: {exc}") from None
+    run = _Run(proc, capture, command_id, started)
+    done = False
+    try:
+        outcome = _pump(run, started + timeout, ctx)
+        result = _finish(run, outcome, timeout, ctx)
+        done = True
+        return result
+    finally:
+        if not done:  # an exception escaped: never leave the tree behind
+            root = proc.pid if proc.poll() is None else None
+            proctree.kill_tree(root, command_id, 0.0, var=COMMAND_VAR, extra=run.captured.values())
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(5)
+        if proc.stdout is not None:
+            proc.stdout.close()
+
+
+def _pump(run: _Run, deadline: float, ctx: ToolContext) -> str:
+    """Read output until the shell exits ("exited"), the deadline ("timeout") or cancel."""
+    next_snapshot = run.started + 0.05
+    while True:
+        now = time.monotonic()
+        if run.proc.poll() is not None:
+            return "exited"
+        if now >= deadline:
+            return "timeout"
+        if ctx.cancel.is_set():
+            return "cancelled"
+        if now >= next_snapshot:
+            run.snapshot_children()
+            # Often at first (short-lived helpers), then every second for long builds.
+            next_snapshot = now + (_CAPTURE_EVERY if now - run.started < 5 else 1.0)
+        run.read_some(min(0.1, deadline - now))
+
+
+def _finish(run: _Run, outcome: str, timeout: float, ctx: ToolContext) -> ToolResult:
+    grace = ctx.settings.command_kill_grace
+    proc = run.proc
+    notes: list[str] = []
+    meta: dict[str, object] = {}
+    if outcome == "exited":
+        run.drain(DRAIN_SECONDS)
+        elapsed = time.monotonic() - run.started
+        killed, names = _kill(run, grace, include_shell=False)
+        run.drain(0.5)
+        code = proc.returncode
+        status = f"exit {code}" if code >= 0 else f"killed by {_signal_name(-code)}"
+        head = f"[{status} · {elapsed:.1f} s"
+        if killed:
+            notes.append(
+                f"killed {_plural(len(killed), 'leftover background process')}: "
+                f"{_list_procs(killed, names, proc.pid)}; processes started in the "
+                "background do not outlive the command"
+            )
+        meta["exit_code"] = code
+    else:
+        elapsed = time.monotonic() - run.started
+        killed, names = _kill(run, grace, include_shell=True)
+        run.drain(0.5)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(5)
+        why = "timeout" if outcome == "timeout" else "cancelled"
+        head = f"[killed after {elapsed:.1f} s ({why}) · {_plural(len(killed), 'process')} killed"
+        meta["exit_code"] = None
+    run.capture.finish()
+    meta.update(
+        duration_seconds=round(elapsed, 3),
+        killed_pids=killed,
+        omitted_chars=run.capture.omitted,
+        total_chars=run.capture.total_chars,
+    )
+    body = run.capture.text()
+    if run.capture.omitted:
+        note = f"output truncated: {run.capture.omitted:,} characters omitted (first 25 % and last 75 % shown)"
+        if run.capture.spill_written is not None:
+            log = display_path(ctx, run.capture.spill_written)
+            cut = " (cut at 50 MiB)" if run.capture.spill_cut else ""
+            note += f" · full log{cut}: {log}"
+            meta["log_path"] = log
+        notes.append(note)
+    trailer = " · ".join([head, *notes]) + "]"
+    text = (body.rstrip("\n") if body.strip() else "(no output)") + "\n" + trailer
+    truncated = bool(run.capture.omitted)
+    if outcome == "exited":
+        return ToolResult(output=text, truncated=truncated, meta=meta)
+    if outcome == "timeout":
+        lead = (
+            f"Error: timeout: the command did not finish within {timeout:g} s and was killed "
+            "with its child processes; output so far:"
+        )
+        code = "timeout"
+    else:
+        lead = "Error: killed: the run was cancelled; the command was killed. Output so far:"
+        code = "killed"
+    return ToolResult(
+        output=f"{lead}\n{text}", ok=False, error_code=code, truncated=truncated, meta=meta
+    )
+
+
+def _signal_name(num: int) -> str:
+    try:
+        return signal.Signals(num).name
+    except ValueError:
+        return f"signal {num}"
+
+
+SHELL_TOOLS: list[Tool] = [
+    Tool(
+        name="run_command",
+        params=RunCommandParams,
+        func=run_command,
+        counter="commands",
+    )
+]
