@@ -56,6 +56,34 @@ def read_json(path: Path) -> Any:
         return json.load(handle)
 
 
+def _signature(item: Any) -> tuple[int, int]:
+    # What may change in a stored message: compaction rewrites a content in place.
+    if not isinstance(item, dict):
+        return (-1, -1)
+    content = item.get("content")
+    return (len(content) if isinstance(content, str) else -1, len(item.get("tool_calls") or ()))
+
+
+class _ListEncoder:
+    """Encodes a list of messages, re-using the JSON of messages seen before, so
+    saving a growing transcript each turn costs a join, not a full encode."""
+
+    def __init__(self) -> None:
+        self._parts: dict[int, tuple[Any, tuple[int, int], str]] = {}
+
+    def encode(self, items: list[Any]) -> str:
+        parts: list[str] = []
+        seen: dict[int, tuple[Any, tuple[int, int], str]] = {}
+        for item in items:
+            sig = _signature(item)
+            hit = self._parts.get(id(item))
+            text = hit[2] if hit is not None and hit[0] is item and hit[1] == sig else _encode(item)
+            seen[id(item)] = (item, sig, text)
+            parts.append(text)
+        self._parts = seen
+        return "[" + ",".join(parts) + "]"
+
+
 class JsonFileWriter:
     """Saves successive versions of one JSON document atomically, off the caller's thread.
 
@@ -71,10 +99,21 @@ class JsonFileWriter:
         self._busy = False
         self._error: OSError | None = None
         self._thread: threading.Thread | None = None
+        self._messages = _ListEncoder()
 
     def submit(self, data: Any) -> None:
-        """Queue ``data`` (encoded immediately, so later changes to it do not leak in)."""
-        text = _encode(data)
+        """Queue ``data`` (encoded immediately, so later changes to it do not leak in).
+
+        A dict's ``messages`` list is encoded incrementally (see _ListEncoder).
+        """
+        if isinstance(data, dict) and isinstance(data.get("messages"), list):
+            rest = _encode({k: v for k, v in data.items() if k != "messages"})
+            joiner = "," if rest != "{}" else ""
+            text = (
+                rest[:-1] + joiner + '"messages":' + self._messages.encode(data["messages"]) + "}"
+            )
+        else:
+            text = _encode(data)
         with self._cond:
             self._pending = text
             if self._thread is None:
