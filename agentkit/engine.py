@@ -268,9 +268,9 @@ class Engine:
 
     @staticmethod
     def _count(message: dict[str, Any]) -> int:
-        from agentkit.tokens import count_messages
+        from agentkit.tokens import count_message
 
-        return count_messages([message])
+        return count_message(message)
 
     def _tools_schema(self) -> list[dict[str, Any]]:
         return self.registry.schemas(self.settings.language)

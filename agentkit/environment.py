@@ -19,4 +19,8 @@ def current_time() -> str:
 
 def prompt_values(workspace: Path) -> dict[str, str]:
     """Return the ``{workspace}``, ``{system}`` and ``{current_time}`` template values (seed §5)."""
-    return {"workspace": str(workspace), "system": describe_system(), "current_time": current_time()}
+    return {
+        "workspace": str(workspace),
+        "system": describe_system(),
+        "current_time": current_time(),
+    }

@@ -336,3 +336,36 @@ def test_last_action_in_conversation_language(workspace: Path, language: str) ->
     assert text == (
         "正在读取 src/api/routes.py" if language == "zh" else "Reading src/api/routes.py"
     )
+
+
+def test_truncated_tool_call_becomes_a_tool_error_and_the_loop_goes_on(workspace: Path) -> None:
+    from agentkit.testing import RawChunks
+
+    def cut_chunks() -> RawChunks:
+        base = {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m"}
+        delta = {
+            "tool_calls": [
+                {
+                    "index": 0,
+                    "id": "call_cut",
+                    "type": "function",
+                    "function": {"name": "echo", "arguments": '{"text": "a very lo'},
+                }
+            ]
+        }
+        return RawChunks(
+            [
+                {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
+                {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "length"}]},
+                {"__sse__": "done"},
+            ]
+        )
+
+    script = [cut_chunks(), cut_chunks(), "I will write less at a time."]
+    with FakeOpenAIServer(script) as server:
+        _, result, conv = run_engine(server, workspace)
+        tools = [m for m in server.requests[2]["messages"] if m["role"] == "tool"]
+    assert result.status == "done" and result.final_text == "I will write less at a time."
+    assert len(tools) == 1 and tools[0]["content"].startswith("Error: invalid_argument:")
+    assert "cut off" in tools[0]["content"]
+    assert conv.stats.tool_calls == {"echo": 1}

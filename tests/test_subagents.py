@@ -835,7 +835,18 @@ def test_parallel_creates_on_first_use_share_one_manager(workspace: Path) -> Non
     ids = list(range(1, 6))
     router = Router(
         main=[
-            calls(*(call("create_sub_agent", agent_id=i, summary=f"并行{i}", task="t", run_in_background=True) for i in ids)),
+            calls(
+                *(
+                    call(
+                        "create_sub_agent",
+                        agent_id=i,
+                        summary=f"并行{i}",
+                        task="t",
+                        run_in_background=True,
+                    )
+                    for i in ids
+                )
+            ),
             "等待",
             "等待",
             "等待",
@@ -851,6 +862,8 @@ def test_parallel_creates_on_first_use_share_one_manager(workspace: Path) -> Non
         records = agent.conversation.subagents
     assert result.status == "done"
     assert [r["agent_id"] for r in records] == ids
-    announced = " ".join(m["content"] for m in main[-1]["messages"] if m["role"] in ("system", "user"))
+    announced = " ".join(
+        m["content"] for m in main[-1]["messages"] if m["role"] in ("system", "user")
+    )
     for i in ids:
         assert announced.count(f"子智能体{i} (并行{i})") == 1

@@ -1,0 +1,258 @@
+"""Assembling tool calls from streamed deltas and parsing their arguments.
+
+Rules S1-S7 and T1-T3 of shared/testdata/providers/README.md: slots keyed by
+``index`` when present; ids and names set only from non-empty values (names
+assigned, never appended); a new call at a reused index (Ollama, Gemini) or without
+any index (Moonshot); whole calls in one delta; ids minted for calls without one;
+unknown per-call fields kept; arguments accepted as object, string or
+double-encoded string; only unambiguous repairs (trailing junk, ``}{``-joined
+objects); truncated or invalid JSON reported, never guessed.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentkit.turns import ToolCall
+
+_KNOWN_CALL_KEYS = frozenset(("index", "id", "type", "function"))
+_DECODER = json.JSONDecoder()
+
+
+def mint_call_id() -> str:
+    """Return a fresh ``call_<24 hex>`` id for a call the server sent without one (S6)."""
+    return "call_" + uuid.uuid4().hex[:24]
+
+
+class _Slot:
+    __slots__ = ("id", "name", "parts", "obj", "extra", "split", "touched_args")
+
+    def __init__(self, *, split: bool = False) -> None:
+        self.id: str | None = None
+        self.name: str | None = None
+        self.parts: list[str] = []
+        self.obj: Any = None  # arguments sent as a JSON value instead of a string
+        self.extra: dict[str, Any] = {}
+        self.split = split  # opened by the reused-index / missing-index rules
+        self.touched_args = False
+
+    def args_complete(self) -> bool:
+        if self.obj is not None:
+            return True
+        if not self.parts or not self.parts[-1].rstrip().endswith("}"):
+            return False
+        try:
+            json.loads("".join(self.parts))
+        except ValueError:
+            return False
+        return True
+
+
+class ToolCallAccumulator:
+    """Collects tool-call deltas (streamed) or whole calls (non-streamed) in order."""
+
+    def __init__(self) -> None:
+        self.slots: list[_Slot] = []
+        self._by_index: dict[int, _Slot] = {}
+
+    def add(self, delta: Any) -> None:
+        """Apply one entry of ``delta.tool_calls`` (or of ``message.tool_calls``)."""
+        if not isinstance(delta, dict):
+            return
+        index = delta.get("index")
+        if isinstance(index, bool) or not isinstance(index, int):
+            index = None
+        call_id = delta.get("id")
+        call_id = call_id if isinstance(call_id, str) and call_id else None
+        function = delta.get("function")
+        if not isinstance(function, dict):
+            function = {}
+        name = function.get("name")
+        name = name if isinstance(name, str) and name else None
+        args = function.get("arguments")
+
+        if index is not None:
+            slot = self._by_index.get(index)
+            if slot is None:
+                slot = self._open(index)
+            elif self._new_call_at_reused_index(slot, call_id, name):
+                slot = self._open(index, split=True)
+        else:
+            slot = self.slots[-1] if self.slots else None
+            if slot is None:
+                slot = self._open(None)
+            elif self._new_call_without_index(slot, call_id, name):
+                slot = self._open(None, split=True)
+
+        if call_id and not slot.id:
+            slot.id = call_id  # S1: never rewrite a known id
+        if name:
+            slot.name = name  # S2: assigned, not appended
+        if isinstance(args, str):
+            if args:
+                slot.parts.append(args)
+                slot.touched_args = True
+        elif args is not None:
+            slot.obj = args  # T1: an object instead of a string
+            slot.touched_args = True
+        for key, value in delta.items():
+            if key not in _KNOWN_CALL_KEYS and value is not None:
+                slot.extra[key] = value  # S7: e.g. Gemini extra_content
+
+    def _open(self, index: int | None, *, split: bool = False) -> _Slot:
+        slot = _Slot(split=split)
+        self.slots.append(slot)
+        if index is not None:
+            self._by_index[index] = slot
+        return slot
+
+    @staticmethod
+    def _new_call_at_reused_index(slot: _Slot, call_id: str | None, name: str | None) -> bool:
+        # S4: a different id together with a name, or (no id) a name while the slot
+        # already holds a name and complete JSON arguments.
+        if call_id and slot.id and call_id != slot.id:
+            return name is not None
+        return bool(not call_id and name and slot.name and slot.args_complete())
+
+    @staticmethod
+    def _new_call_without_index(slot: _Slot, call_id: str | None, name: str | None) -> bool:
+        # S5: a new id opens a slot; so does a name when the current slot is named,
+        # id-less and finished. Anything else continues the most recent slot.
+        if call_id:
+            if slot.id:
+                return call_id != slot.id
+            return bool(slot.name and slot.args_complete())
+        return bool(name and slot.name and not slot.id and slot.args_complete())
+
+    def finish(self, warnings: list[str]) -> tuple[list[ToolCall], bool]:
+        """Return the calls (ids minted, arguments parsed) and whether any looks truncated.
+
+        Repairs are described in ``warnings``.
+        """
+        calls: list[ToolCall] = []
+        truncated = False
+        previous: _Slot | None = None
+        for slot in self.slots:
+            if (
+                slot.split
+                and not slot.touched_args
+                and not slot.id
+                and previous is not None
+                and slot.name == previous.name
+            ):
+                continue  # a name re-sent after the call was complete: not a new call
+            previous = slot
+            raw = slot.obj if slot.obj is not None else "".join(slot.parts)
+            parsed = parse_arguments(raw)
+            truncated = truncated or parsed.truncated
+            name = slot.name or ""
+            call = ToolCall(
+                id=slot.id or mint_call_id(),
+                name=name,
+                arguments=parsed.arguments,
+                arguments_raw=parsed.raw,
+                error=parsed.error,
+                extra=dict(slot.extra),
+            )
+            if not name and call.error is None:
+                call.error = "the tool call has no function name"
+            calls.append(call)
+            if parsed.note:
+                warnings.append(f"tool call {call.id} ({name}): {parsed.note}")
+            for extra_args in parsed.more:
+                more = ToolCall(
+                    id=mint_call_id(),
+                    name=name,
+                    arguments=extra_args,
+                    arguments_raw=json.dumps(extra_args, ensure_ascii=False),
+                )
+                calls.append(more)
+        return calls, truncated
+
+
+@dataclass
+class ParsedArguments:
+    """Result of :func:`parse_arguments`."""
+
+    arguments: dict[str, Any] | None
+    raw: str
+    error: str | None = None
+    truncated: bool = False
+    note: str | None = None
+    more: list[dict[str, Any]] = field(default_factory=list)
+
+
+def parse_arguments(raw: Any) -> ParsedArguments:
+    """Parse tool-call arguments (rules T1-T3).
+
+    Args:
+        raw: the arguments as received: a JSON string (maybe empty, double-encoded,
+            followed by junk or by more objects) or an already decoded value.
+
+    Returns:
+        ParsedArguments: ``arguments`` is a dict, or None with ``error`` explaining why;
+        ``truncated`` is True when the JSON stops mid-value (the reply was cut off);
+        ``more`` holds further objects of ``}{``-joined arguments (separate calls).
+    """
+    if isinstance(raw, dict):
+        return ParsedArguments(raw, json.dumps(raw, ensure_ascii=False, separators=(",", ":")))
+    if not isinstance(raw, str):
+        text = json.dumps(raw, ensure_ascii=False)
+        return ParsedArguments(
+            None, text, error=f"arguments must be a JSON object, got {text[:80]}"
+        )
+    text = raw.strip()
+    if not text:
+        return ParsedArguments({}, raw)
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return _parse_damaged(raw, text, exc)
+    if isinstance(value, str):  # double-encoded (T1)
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as exc:
+            return ParsedArguments(None, raw, error=f"invalid JSON arguments: {exc}")
+        if isinstance(value, dict):
+            return ParsedArguments(value, raw, note="decoded double-encoded arguments")
+    if not isinstance(value, dict):
+        kind = type(value).__name__
+        return ParsedArguments(None, raw, error=f"arguments must be a JSON object, got {kind}")
+    return ParsedArguments(value, raw)
+
+
+def _parse_damaged(raw: str, text: str, exc: json.JSONDecodeError) -> ParsedArguments:
+    try:
+        first, end = _DECODER.raw_decode(text)
+    except json.JSONDecodeError:
+        # Stops inside a value: cut off (T4). Anything else: invalid, never guessed (T2).
+        tail = text[exc.pos :]
+        truncated = (
+            exc.pos >= len(text)
+            or exc.msg.startswith("Unterminated string")
+            or any(literal.startswith(tail) for literal in ("true", "false", "null"))
+        )
+        what = "truncated JSON arguments (the reply was cut off)" if truncated else "invalid JSON"
+        return ParsedArguments(None, raw, error=f"{what}: {exc}", truncated=truncated)
+    if not isinstance(first, dict):
+        return ParsedArguments(None, raw, error=f"invalid JSON arguments: {exc}")
+    rest = text[end:].strip()
+    if rest and not rest.strip("}]) \n\t"):
+        return ParsedArguments(first, raw, note=f"removed stray {rest[:20]!r} after the arguments")
+    more: list[dict[str, Any]] = []
+    while rest.startswith("{"):
+        try:
+            obj, end = _DECODER.raw_decode(rest)
+        except json.JSONDecodeError:
+            break
+        if not isinstance(obj, dict):
+            break
+        more.append(obj)
+        rest = rest[end:].strip()
+    if more and not rest:
+        note = f"split {len(more) + 1} concatenated argument objects into separate calls"
+        return ParsedArguments(first, raw, note=note, more=more)
+    return ParsedArguments(None, raw, error=f"invalid JSON arguments: {exc}")

@@ -1,0 +1,394 @@
+"""LLMClient: one Chat Completions request in, one normalised AssistantTurn out.
+
+Built on the ``openai`` package's client (auth, headers, base URL handling, error
+types) but through its generic ``client.post()`` path, not the typed
+``chat.completions.create()``, which walks every message through its parameter
+transform on each call (~15 ms at 100 messages; DESIGN §8). Responses are read as
+raw bytes and parsed here, so every provider quirk of
+shared/testdata/providers/README.md can be handled (rules R1-R9, S1-S7, T1-T5,
+F1-F4, E1-E6; the assembly lives in ``_llm_assemble``, classification in
+``_llm_errors``).
+
+``openai`` is imported when an LLMClient is created, not when this module is
+imported (``import openai`` takes ~0.4 s; the CLI must start faster).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from agentkit._cancel import WATCHDOG, SocketTracker
+from agentkit._llm_assemble import RawTurn, build_turn, decode_body
+from agentkit._llm_errors import classify, response_class, transport_error_types
+from agentkit._sse import SSEParser
+from agentkit.errors import Cancelled, ConfigurationError, LLMError
+from agentkit.settings import Settings
+from agentkit.turns import AssistantTurn
+
+#: Kinds retried at most once whatever ``max_retries`` says (README R3 and T4).
+ONCE_ONLY_KINDS = frozenset(("incomplete_stream", "truncated_tool_call"))
+#: A stream may last at most this many times ``request_timeout`` in total, even if the
+#: server keeps it alive with comments (the read timeout only bounds silence; R4).
+STREAM_DEADLINE_FACTOR = 10
+
+log = logging.getLogger("agentkit.llm")
+
+OnText = Callable[[str], None]
+OnRetry = Callable[[LLMError, int, float], None]
+
+
+class LLMClient:
+    """A robust client for any OpenAI-compatible Chat Completions endpoint.
+
+    Args:
+        settings: uses ``model``, ``base_url``, ``api_key``, ``stream``, ``temperature``,
+            ``max_output_tokens``, ``request_timeout`` (seconds; connect and read/idle
+            timeout), ``max_retries``, ``retry_base_delay`` and ``retry_max_delay``
+            (seconds).
+        text_tool_call_fallback: read tool calls a model wrote as text (README rule X1;
+            opt-in, for local models). None: ``settings.text_tool_call_fallback`` if
+            that field exists, else False.
+
+    Raises:
+        ConfigurationError: no model, or no API key and no base URL.
+    """
+
+    def __init__(self, settings: Settings, *, text_tool_call_fallback: bool | None = None) -> None:
+        if not settings.model:
+            raise ConfigurationError("no model configured: set --model or AGENTKIT_MODEL")
+        api_key = settings.api_key
+        if not api_key:
+            if not settings.base_url:
+                raise ConfigurationError(
+                    "no API key: set OPENAI_API_KEY or --api-key (local servers: any text)"
+                )
+            api_key = "not-needed"  # local servers ignore it; the SDK insists on one
+        import openai
+
+        self.settings = settings
+        if text_tool_call_fallback is None:
+            text_tool_call_fallback = bool(getattr(settings, "text_tool_call_fallback", False))
+        self.text_tool_call_fallback = text_tool_call_fallback
+        # Sockets are tracked so that a cancel can abort a blocked read (see _cancel).
+        self._tracker = SocketTracker()
+        http_options: dict[str, Any] = {"event_hooks": {"request": [self._tracker.on_request]}}
+        if (settings.base_url or "").lower().startswith("http://"):
+            # Plain HTTP (local servers, tests): skip loading the CA bundle, ~50 ms per
+            # client, which matters for sub-agent start-up (DESIGN §8).
+            http_options["verify"] = False
+        http_client = openai.DefaultHttpxClient(**http_options)
+        # R1: the SDK would retry quota errors and never mid-stream failures; we own retries.
+        self._client = openai.OpenAI(
+            api_key=api_key,
+            base_url=settings.base_url,
+            max_retries=0,
+            timeout=settings.request_timeout,
+            http_client=http_client,
+        )
+        self._openai = openai
+        self._response_cls = response_class()
+        self._transport_errors, self._timeout_errors = transport_error_types()
+        self._rng = random.Random()
+        # Set once a server refused them (one auto-repair per session, README §4.2).
+        self._max_tokens_key = "max_tokens"
+        self._stream_options = True
+
+    # -- public ---------------------------------------------------------------
+
+    def complete(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        *,
+        cancel: threading.Event | None = None,
+        on_text: OnText | None = None,
+        on_retry: OnRetry | None = None,
+    ) -> AssistantTurn:
+        """Send one request (streamed unless ``settings.stream`` is False) and return the turn.
+
+        Transient failures (README E2) are retried with exponential backoff and full
+        jitter (``retry_base_delay`` doubling, capped at ``retry_max_delay``), honouring
+        server hints; a hint above the cap fails at once. An empty reply while tools are
+        offered is retried once, then once without streaming (F4; not when
+        ``max_retries`` is 0). Each retry restarts the request;
+        ``on_retry(error, retry_number, delay_seconds)`` is called first (numbers count
+        every retry of this call from 1), so a UI can drop text already streamed (E6).
+
+        Args:
+            messages: OpenAI-shape messages, sent as they are.
+            tools: tool schemas (``{"type": "function", "function": {...}}``) or None.
+            cancel: when set, the request is abandoned within ~0.05 s, even while
+                blocked waiting for the server (its connections are shut down).
+            on_text: receives content fragments as they arrive.
+            on_retry: see above.
+
+        Returns:
+            The AssistantTurn (tool calls with unparsable arguments carry ``error``).
+
+        Raises:
+            LLMError: the classified failure after the last retry (ContextLengthExceeded
+                for context overflows). ``code`` is the provider's error code, or the raw
+                finish_reason when the failure was read from it (``network_error``...).
+            Cancelled: ``cancel`` was set.
+        """
+        settings = self.settings
+        stream = settings.stream
+        max_tokens = settings.max_output_tokens
+        retries = 0
+        once_used: set[str] = set()
+        empty_retries = 0
+        repaired: set[str] = set()
+        while True:
+            _check(cancel)
+            try:
+                turn = self._attempt(messages, tools, stream, max_tokens, cancel, on_text)
+            except LLMError as error:
+                if self._auto_repair(error, repaired):
+                    continue
+                spent = not error.retryable or retries >= settings.max_retries
+                if error.kind in ONCE_ONLY_KINDS and error.kind in once_used:
+                    spent = True
+                if spent:
+                    partial = getattr(error, "turn", None)
+                    if partial is not None:
+                        return partial  # truncated calls: answered as tool errors, not run
+                    raise
+                if error.kind in ONCE_ONLY_KINDS:
+                    once_used.add(error.kind)
+                    if error.kind == "truncated_tool_call" and max_tokens:
+                        max_tokens *= 2  # T4: give the call room the second time
+                delay = self._delay(error, retries + 1)
+                if delay is None:
+                    raise  # the server asks for a longer wait than retry_max_delay allows
+                retries += 1
+                log.info(
+                    "model request failed, retry %d in %.2f s: %s", retries, delay, error.one_line()
+                )
+                if on_retry is not None:
+                    on_retry(error, retries + empty_retries, delay)
+                if delay > 0 and cancel is not None and cancel.wait(delay):
+                    raise Cancelled("cancelled while waiting to retry the model request") from None
+                if delay > 0 and cancel is None:
+                    time.sleep(delay)
+                continue
+            if not (tools and _is_empty(turn)):
+                return turn
+            # F4: an empty reply although tools were offered (llama.cpp streams with tools).
+            error = LLMError("empty_response", "the model sent an empty reply", retryable=True)
+            if settings.max_retries == 0 or empty_retries >= (2 if stream else 1):
+                # Still empty: hand it on as an empty answer (the main agent ends, a
+                # sub-agent gets the finish_task reminder) rather than failing the run.
+                turn.warnings.append("the model sent empty replies, also without streaming")
+                return turn
+            empty_retries += 1
+            if empty_retries == 2:
+                stream = False  # the second retry goes without streaming
+            if on_retry is not None:
+                on_retry(error, retries + empty_retries, 0.0)
+
+    def close(self) -> None:
+        """Close the HTTP connections."""
+        self._client.close()
+
+    def __enter__(self) -> LLMClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- one attempt ----------------------------------------------------------
+
+    def _body(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        stream: bool,
+        max_tokens: int | None,
+    ) -> dict[str, Any]:
+        body: dict[str, Any] = {"model": self.settings.model, "messages": messages}
+        if tools:
+            body["tools"] = tools
+        if stream:
+            body["stream"] = True
+            if self._stream_options:
+                body["stream_options"] = {"include_usage": True}
+        if self.settings.temperature is not None:
+            body["temperature"] = self.settings.temperature
+        if max_tokens:
+            body[self._max_tokens_key] = max_tokens
+        return body
+
+    def _attempt(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        stream: bool,
+        max_tokens: int | None,
+        cancel: threading.Event | None,
+        on_text: OnText | None,
+    ) -> AssistantTurn:
+        if cancel is None:
+            return self._exchange(messages, tools, stream, max_tokens, cancel, on_text)
+        # The watchdog shuts this client's sockets down when cancel is set, so even a
+        # read blocked on a silent server ends at once (as a transport error).
+        token = WATCHDOG.watch(cancel, self._tracker.abort)
+        try:
+            return self._exchange(messages, tools, stream, max_tokens, cancel, on_text)
+        except LLMError as error:
+            if cancel.is_set():
+                raise Cancelled("cancelled while waiting for the model") from error
+            raise
+        finally:
+            WATCHDOG.unwatch(token)
+
+    def _exchange(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        stream: bool,
+        max_tokens: int | None,
+        cancel: threading.Event | None,
+        on_text: OnText | None,
+    ) -> AssistantTurn:
+        body = self._body(messages, tools, stream, max_tokens)
+        response = self._post(body, stream)
+        raw = RawTurn()
+        diagnostics = ""
+        try:
+            # Trust what the server sent over what was asked: some answer a streamed
+            # request with one JSON body, or a plain request with SSE.
+            content_type = response.headers.get("content-type", "").lower()
+            sse = content_type.startswith("text/event-stream")
+            if not sse and (not stream or content_type.startswith("application/json")):
+                raw.apply_body(decode_body(response.read()))
+                streamed = False
+                if on_text is not None and raw.content:
+                    on_text("".join(raw.content))
+            else:
+                diagnostics = self._read_stream(response, raw, cancel, on_text)
+                streamed = True
+        except self._timeout_errors as exc:
+            raise LLMError(
+                "timeout", f"the model server stopped sending: {exc}", retryable=True
+            ) from exc
+        except self._transport_errors as exc:
+            raise LLMError(
+                "connection", f"the connection broke mid-reply: {exc}", retryable=True
+            ) from exc
+        finally:
+            response.close()
+        turn = build_turn(
+            raw,
+            streamed=streamed,
+            messages=messages,
+            tools=tools,
+            max_tokens=max_tokens,
+            text_fallback=self.text_tool_call_fallback,
+            diagnostics=diagnostics,
+        )
+        if log.isEnabledFor(logging.DEBUG):  # O1: one line per turn
+            log.debug(
+                "turn model=%s finish=%s raw_finish=%r calls=%d usage=%s request_id=%s warnings=%s",
+                self.settings.model,
+                turn.finish_reason,
+                turn.raw_finish_reason,
+                len(turn.tool_calls),
+                turn.usage,
+                response.headers.get("x-request-id") or response.headers.get("x-generation-id"),
+                turn.warnings,
+            )
+        return turn
+
+    def _post(self, body: dict[str, Any], stream: bool) -> Any:
+        openai = self._openai
+        try:
+            return self._client.post(
+                "/chat/completions", body=body, cast_to=self._response_cls, stream=stream
+            )
+        except openai.APIStatusError as exc:
+            response = exc.response
+            text = response.text
+            try:
+                parsed: Any = json.loads(text)
+            except ValueError:
+                parsed = None
+            raise classify(response.status_code, parsed, text, response.headers) from None
+        except openai.APITimeoutError as exc:
+            raise LLMError("timeout", "the model request timed out", retryable=True) from exc
+        except openai.APIConnectionError as exc:
+            cause = exc.__cause__ or exc
+            raise LLMError(
+                "connection", f"cannot reach the model server: {cause}", retryable=True
+            ) from exc
+        except openai.APIError as exc:
+            raise LLMError("server_error", str(exc), retryable=True) from exc
+
+    def _read_stream(
+        self, response: Any, raw: RawTurn, cancel: threading.Event | None, on_text: OnText | None
+    ) -> str:
+        """Consume the SSE body into ``raw``; return unknown lines seen (for diagnostics)."""
+        parser = SSEParser()
+        deadline = time.monotonic() + self.settings.request_timeout * STREAM_DEADLINE_FACTOR
+        for data in response.iter_bytes():
+            for event, payload in parser.feed(data):
+                raw.apply_event(event, payload, on_text)
+            if cancel is not None and cancel.is_set():
+                raise Cancelled("cancelled while the model was answering")
+            if time.monotonic() > deadline:
+                raise LLMError(
+                    "timeout", "the stream exceeded its overall deadline", retryable=True
+                )
+        for event, payload in parser.close():
+            raw.apply_event(event, payload, on_text)
+        return " | ".join(parser.unknown_lines)
+
+    # -- retries --------------------------------------------------------------
+
+    def _delay(self, error: LLMError, retry: int) -> float | None:
+        """Seconds to wait before retry number ``retry``; None to fail fast (hint > cap)."""
+        cap = self.settings.retry_max_delay
+        if error.retry_after is not None:
+            return None if error.retry_after > cap else error.retry_after
+        ceiling = min(cap, self.settings.retry_base_delay * 2 ** (retry - 1))
+        return self._rng.uniform(0, ceiling)  # full jitter
+
+    def _auto_repair(self, error: LLMError, repaired: set[str]) -> bool:
+        """Adapt once to servers refusing ``max_tokens`` or ``stream_options``; True to resend."""
+        if error.kind != "invalid_request":
+            return False
+        text = error.message.lower()
+        if (
+            "max_completion_tokens" in text
+            and "max_tokens" not in repaired
+            and self._max_tokens_key == "max_tokens"
+            and self.settings.max_output_tokens
+        ):
+            repaired.add("max_tokens")
+            self._max_tokens_key = "max_completion_tokens"
+            return True
+        if "stream_options" in text and self._stream_options and "stream_options" not in repaired:
+            repaired.add("stream_options")
+            self._stream_options = False
+            return True
+        return False
+
+
+def _check(cancel: threading.Event | None) -> None:
+    if cancel is not None and cancel.is_set():
+        raise Cancelled("cancelled before the model request")
+
+
+def _is_empty(turn: AssistantTurn) -> bool:
+    return (
+        not turn.content
+        and not turn.tool_calls
+        and not turn.reasoning
+        and turn.finish_reason == "stop"
+        and "refusal" not in turn.extra
+    )
