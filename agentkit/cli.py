@@ -68,6 +68,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--max-turns", type=int, metavar="N", help="model requests for this run")
     run.add_argument("--no-stream", action="store_true", help="send plain (non-streaming) requests")
     run.add_argument(
+        "--local",
+        action="store_true",
+        help="use a toy local model (Gemma 3 270M on llama.cpp; needs agentkit[local]): no key, poor answers",
+    )
+    run.add_argument(
         "--continue", dest="continue_id", metavar="CONV_ID", help="continue a saved conversation"
     )
 
@@ -120,13 +125,14 @@ def _workspace(value: str) -> Path:
 
 
 # ------------------------------------------------------------------------ run
-def _settings(args: argparse.Namespace) -> Settings:
-    """Settings from the flags that were given (they override the environment)."""
+def _settings(args: argparse.Namespace, base: dict[str, Any] | None = None) -> Settings:
+    """Settings from the flags that were given (they override ``base``, which overrides
+    the environment)."""
     from pydantic import ValidationError
 
     from agentkit.settings import Settings
 
-    given: dict[str, Any] = {}
+    given: dict[str, Any] = dict(base or {})
     for flag, field in (
         ("model", "model"),
         ("base_url", "base_url"),
@@ -225,8 +231,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     task = args.task
     if not task or not task.strip():
         raise UsageError("the task is empty")
+    _workspace(args.workspace)  # a missing folder is a usage error before anything starts
+    if getattr(args, "local", False):
+        return _run_local(args)
+    return _cmd_run_with(args, _settings(args))
+
+
+def _cmd_run_with(args: argparse.Namespace, settings: Settings) -> int:
+    """Run the task of ``args`` with ``settings``; returns the exit code."""
+    task = args.task
     workspace = _workspace(args.workspace)
-    settings = _settings(args)
 
     from agentkit.agent import Agent, check_settings
     from agentkit.errors import ConfigurationError
@@ -257,6 +271,34 @@ def cmd_run(args: argparse.Namespace) -> int:
         interrupts.restore()
         agent.close()
     return _report(args, settings, result, view, interrupted=interrupts.count > 0)
+
+
+def _run_local(args: argparse.Namespace) -> int:
+    """``agentkit run --local``: start the toy llama.cpp server, run, stop it."""
+    from agentkit.errors import ConfigurationError
+    from agentkit.local import LocalModelServer
+
+    server = LocalModelServer()
+    print(
+        "agentkit: toy local model (Gemma 3 270M on llama.cpp): it shows the machinery, "
+        "expect poor answers",
+        file=sys.stderr,
+        flush=True,
+    )
+    try:
+        server.start()
+    except ConfigurationError as exc:
+        raise UsageError(str(exc)) from None
+    except RuntimeError as exc:
+        _err(str(exc))
+        return 1
+    try:
+        args.local = False
+        for flag in ("base_url", "model", "api_key"):
+            setattr(args, flag, None)
+        return _cmd_run_with(args, _settings(args, server.settings_overrides()))
+    finally:
+        server.stop()
 
 
 def _report(

@@ -246,6 +246,7 @@ def main(
             json=False,
             max_turns=None,
             no_stream=False,
+            local=False,
             continue_id=None,
         )
         code = cli.cmd_run(args)

@@ -214,6 +214,14 @@ class LLMClient:
         body: dict[str, Any] = {"model": self.settings.model, "messages": messages}
         if tools:
             body["tools"] = tools
+            choice = self.settings.tool_choice
+            if choice:
+                # "auto", "required", "none", or a tool name to force that tool.
+                body["tool_choice"] = (
+                    choice
+                    if choice in ("auto", "required", "none")
+                    else {"type": "function", "function": {"name": choice}}
+                )
         if stream:
             body["stream"] = True
             if self._stream_options:

@@ -66,6 +66,10 @@ class Settings(BaseSettings):
     retry_max_delay: float = Field(
         default=60.0, ge=0, description="Cap on one wait, seconds; a longer Retry-After fails fast."
     )
+    tool_choice: str | None = Field(
+        default=None,
+        description="tool_choice sent with tools: auto, required, none, or a tool name to force it (None: the server's default).",
+    )
     text_tool_call_fallback: bool = Field(
         default=False,
         description="Read tool calls that a model wrote as text (JSON or <tool_call> tags) when it sent none; for small local models.",
