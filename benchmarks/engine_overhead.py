@@ -108,22 +108,27 @@ def main() -> None:
         rows = []
         with tempfile.TemporaryDirectory() as tmp:
             workspace = Path(tmp)
+
+            def run(messages: list[dict[str, Any]], turns: int, name: str) -> None:
+                """Run the engine ``turns`` turns on a copy of ``messages``, saving each turn."""
+                conv = Conversation(messages=[dict(m) for m in messages])
+                writer = JsonFileWriter(workspace / name)
+                engine = Engine(
+                    model=client,
+                    registry=registry,
+                    conversation=conv,
+                    ctx=ToolContext(workspace=workspace, settings=settings),
+                    save=writer.submit,
+                    max_turns=turns,
+                )
+                engine.run()
+                writer.flush()
+
             for n in (10, 100, 500):
                 base = history(n)
 
                 def engine_turns(base: list[dict[str, Any]] = base) -> None:
-                    conv = Conversation(messages=[dict(m) for m in base])
-                    writer = JsonFileWriter(workspace / "conv.json")
-                    engine = Engine(
-                        model=client,
-                        registry=registry,
-                        conversation=conv,
-                        ctx=ToolContext(workspace=workspace, settings=settings),
-                        save=writer.submit,
-                        max_turns=TURNS,
-                    )
-                    engine.run()
-                    writer.flush()
+                    run(base, TURNS, "conv.json")
 
                 cpu, wall = measure(engine_turns, 3)
                 body = {"model": "bench", "messages": base, "tools": tools, "stream": True}
@@ -144,18 +149,7 @@ def main() -> None:
 
             # A 50-turn run from a fresh conversation.
             def fifty() -> None:
-                conv = Conversation(messages=history(2))
-                writer = JsonFileWriter(workspace / "conv50.json")
-                engine = Engine(
-                    model=client,
-                    registry=registry,
-                    conversation=conv,
-                    ctx=ToolContext(workspace=workspace, settings=settings),
-                    save=writer.submit,
-                    max_turns=50,
-                )
-                engine.run()
-                writer.flush()
+                run(history(2), 50, "conv50.json")
 
             run_cpu, run_wall = measure(fifty, 3)
     finally:

@@ -56,3 +56,39 @@ def finish(
 ) -> dict[str, Any]:
     """A reply calling finish_task."""
     return calls(call("finish_task", success=success, summary=summary))
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float = 20.0) -> bool:
+    """Poll ``predicate`` every 50 ms until it is true or ``timeout`` seconds pass."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return predicate()
+
+
+class Gate:
+    """Holds scripted replies until released: ``gate.hold(reply)`` waits for
+    ``gate.release(reply)`` (both return request handlers)."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.event = threading.Event()
+
+    def hold(self, reply: Any) -> Callable[[dict[str, Any]], Any]:
+        def handler(request: dict[str, Any]) -> Any:
+            self.event.wait(30)
+            return reply
+
+        return handler
+
+    def release(self, reply: Any) -> Callable[[dict[str, Any]], Any]:
+        def handler(request: dict[str, Any]) -> Any:
+            self.event.set()
+            return reply
+
+        return handler

@@ -9,7 +9,7 @@ from typing import Any
 
 import psutil
 import pytest
-from subagent_helpers import Router, call, calls, finish, who
+from subagent_helpers import Gate, Router, call, calls, finish, wait_until, who
 
 from agentkit import Agent, Settings
 from agentkit import events as ev
@@ -328,15 +328,8 @@ def test_subagent_that_never_finishes_fails_after_the_nudges(workspace: Path) ->
 
 
 def test_sixth_agent_refused_naming_the_five_running(workspace: Path) -> None:
-    gate = threading.Event()
-
-    def hold(request: dict[str, Any]) -> Any:
-        gate.wait(30)
-        return finish()
-
-    def release_after(request: dict[str, Any]) -> Any:
-        gate.set()
-        return "ok"
+    gate = Gate()
+    hold, release_after = gate.hold(finish()), gate.release("ok")
 
     five = [
         call("create_sub_agent", agent_id=i, summary=f"任务{i}", task="t", run_in_background=True)
@@ -425,10 +418,7 @@ def test_two_agents_cannot_write_one_file(workspace: Path) -> None:
 
     def status_after_write(request: dict[str, Any]) -> Any:
         # Agent 1 holds its claim before agent 2 tries.
-        for _ in range(400):
-            if (workspace / "shared/notes.txt").exists():
-                break
-            threading.Event().wait(0.05)
+        wait_until(lambda: (workspace / "shared/notes.txt").exists())
         return calls(call("get_sub_agent_status", agent_ids=[1]))
 
     router = Router(
@@ -538,10 +528,7 @@ def test_terminate_returns_seed_json_and_ends_processes(workspace: Path) -> None
     holder: dict[str, Agent] = {}
 
     def terminate_when_busy(request: dict[str, Any]) -> Any:
-        for _ in range(400):
-            if holder["agent"].manager.agents[1].counters["commands"] >= 1:
-                break
-            threading.Event().wait(0.05)
+        wait_until(lambda: holder["agent"].manager.agents[1].counters["commands"] >= 1)
         return calls(call("terminate_sub_agent", agent_id=1))
 
     router = Router(
@@ -596,21 +583,11 @@ def test_status_rows_have_seed_fields(workspace: Path) -> None:
     holder: dict[str, Agent] = {}
 
     def status_when_busy(request: dict[str, Any]) -> Any:
-        for _ in range(400):
-            if holder["agent"].manager.agents[1].counters["files_read"] >= 1:
-                break
-            threading.Event().wait(0.05)
+        wait_until(lambda: holder["agent"].manager.agents[1].counters["files_read"] >= 1)
         return calls(call("get_sub_agent_status", agent_ids=[1, 2]))
 
-    gate = threading.Event()
-
-    def held(request: dict[str, Any]) -> Any:
-        gate.wait(30)
-        return finish()
-
-    def release(request: dict[str, Any]) -> Any:
-        gate.set()
-        return "ok"
+    gate = Gate()
+    held, release = gate.hold(finish()), gate.release("ok")
 
     router = Router(
         main=[
@@ -721,10 +698,7 @@ def test_new_conversation_and_close_end_every_worker(workspace: Path) -> None:
         manager = agent.manager
         manager.create(agent_id=1, summary="a", task="t", run_in_background=True)
         marks = [manager.agents[1].process_mark]
-        for _ in range(400):
-            if manager.agents[1].counters["commands"]:
-                break
-            threading.Event().wait(0.05)
+        wait_until(lambda: manager.agents[1].counters["commands"])
         agent.new_conversation()
         assert manager.agents[1].status == "terminated"
         assert no_process_left(marks[0])
