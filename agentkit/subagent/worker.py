@@ -27,6 +27,7 @@ import openai  # noqa: F401
 import pydantic  # noqa: F401
 
 import agentkit.llm  # noqa: F401
+import agentkit.tools
 import agentkit.tools.files  # noqa: F401
 import agentkit.tools.search  # noqa: F401
 import agentkit.tools.shell  # noqa: F401
@@ -48,6 +49,9 @@ from agentkit.turns import AssistantTurn
 count_text("warm up the tokenizer tables once, in the forkserver")
 # Building a client imports the HTTP transport modules (lazily loaded by openai).
 openai.OpenAI(api_key="preload", base_url="http://127.0.0.1:9/v1", max_retries=0).close()
+# Tool schemas are cached per process; build them once here for both languages.
+for _language in ("zh", "en"):
+    ToolRegistry(agentkit.tools.base_tools()).schemas(_language)
 
 MARK_VARIABLE = "AGENTKIT_PROCESS_MARK"
 CLAIM_TIMEOUT = 30.0
@@ -225,7 +229,8 @@ def worker_main(spec: WorkerSpec, conn: Connection) -> None:
     result_summary = ""
     error: str | None = None
     try:
-        settings = Settings(**spec.settings)
+        # Validated by the parent already; constructing skips re-reading the environment.
+        settings = Settings.model_construct(**spec.settings)
         conv.model = settings.model
         language = settings.language
         deliverables.mkdir(parents=True, exist_ok=True)

@@ -10,6 +10,7 @@ raises into the loop (DESIGN §3, Tools).
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 import threading
@@ -111,20 +112,27 @@ class Tool:
 
     def schema(self, language: str) -> dict[str, Any]:
         """Return the OpenAI ``tools[]`` entry for this tool in ``language``."""
-        from agentkit.prompts import tool_description
+        return _schema(self.name, self.params, self.description, language)
 
-        description, param_docs = tool_description(language, self.name, self.description)
-        parameters = self.params.model_json_schema()
-        parameters.pop("title", None)
-        parameters.pop("description", None)  # the model's docstring is for developers
-        for name, prop in parameters.get("properties", {}).items():
-            prop.pop("title", None)
-            if name in param_docs:
-                prop["description"] = param_docs[name]
-        return {
-            "type": "function",
-            "function": {"name": self.name, "description": description, "parameters": parameters},
-        }
+
+@functools.lru_cache(maxsize=512)
+def _schema(name: str, params: type[BaseModel], fallback: str, language: str) -> dict[str, Any]:
+    # Cached: pydantic's schema generation costs ~5 ms a tool, which every
+    # sub-agent would pay at start (the forkserver warms this cache).
+    from agentkit.prompts import tool_description
+
+    description, param_docs = tool_description(language, name, fallback)
+    parameters = params.model_json_schema()
+    parameters.pop("title", None)
+    parameters.pop("description", None)  # the model's docstring is for developers
+    for key, prop in parameters.get("properties", {}).items():
+        prop.pop("title", None)
+        if key in param_docs:
+            prop["description"] = param_docs[key]
+    return {
+        "type": "function",
+        "function": {"name": name, "description": description, "parameters": parameters},
+    }
 
 
 def _format_validation_error(tool: str, exc: ValidationError) -> str:
