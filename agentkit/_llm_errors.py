@@ -263,18 +263,6 @@ def retry_hint(headers: Mapping[str, str] | None, message: str = "") -> float | 
     return None
 
 
-def response_class() -> type:
-    """The HTTP response class the openai client returns raw when given as ``cast_to``."""
-    try:
-        from openai._httpx2 import http_response_types  # openai >= 3 (httpx2)
-
-        return http_response_types()[0]
-    except ImportError:
-        import httpx  # openai 1.x/2.x: the documented ``cast_to=httpx.Response``
-
-        return httpx.Response
-
-
 def transport_error_types() -> tuple[
     tuple[type[BaseException], ...], tuple[type[BaseException], ...]
 ]:

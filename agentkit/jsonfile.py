@@ -12,6 +12,7 @@ import json
 import os
 import tempfile
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -87,14 +88,21 @@ class _ListEncoder:
 class JsonFileWriter:
     """Saves successive versions of one JSON document atomically, off the caller's thread.
 
-    ``submit(data)`` encodes now and returns; a daemon thread writes the newest
-    submitted version (older pending ones are skipped). ``flush()`` waits until the
-    newest version is on disk and re-raises the last write error (OSError).
+    ``submit(data)`` hands over a snapshot and returns; a daemon thread encodes and
+    writes the newest version. Versions submitted within ``coalesce`` seconds of
+    each other are written once (the newest): at a human pace every turn is
+    written at once, and a burst of fast turns costs a few writes, not one each.
+    ``flush()`` writes what is pending now and re-raises the last write error
+    (OSError). A reader always sees a complete document, at most ``coalesce``
+    seconds old.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, coalesce: float = 0.2) -> None:
         self.path = path
-        self._pending: str | None = None
+        self.coalesce = coalesce
+        self._pending: Any = None
+        self._has_pending = False
+        self._flushing = False
         self._cond = threading.Condition()
         self._busy = False
         self._error: OSError | None = None
@@ -102,20 +110,12 @@ class JsonFileWriter:
         self._messages = _ListEncoder()
 
     def submit(self, data: Any) -> None:
-        """Queue ``data`` (encoded immediately, so later changes to it do not leak in).
-
-        A dict's ``messages`` list is encoded incrementally (see _ListEncoder).
-        """
+        """Queue ``data`` to be written. A dict's ``messages`` list is copied (the
+        caller may keep appending) and later encoded incrementally (_ListEncoder)."""
         if isinstance(data, dict) and isinstance(data.get("messages"), list):
-            rest = _encode({k: v for k, v in data.items() if k != "messages"})
-            joiner = "," if rest != "{}" else ""
-            text = (
-                rest[:-1] + joiner + '"messages":' + self._messages.encode(data["messages"]) + "}"
-            )
-        else:
-            text = _encode(data)
+            data = {**data, "messages": list(data["messages"])}
         with self._cond:
-            self._pending = text
+            self._pending, self._has_pending = data, True
             if self._thread is None:
                 self._thread = threading.Thread(
                     target=self._run, name="agentkit-json-writer", daemon=True
@@ -123,25 +123,45 @@ class JsonFileWriter:
                 self._thread.start()
             self._cond.notify_all()
 
+    def _encode(self, data: Any) -> str:
+        if isinstance(data, dict) and isinstance(data.get("messages"), list):
+            rest = _encode({k: v for k, v in data.items() if k != "messages"})
+            joiner = "," if rest != "{}" else ""
+            return (
+                rest[:-1] + joiner + '"messages":' + self._messages.encode(data["messages"]) + "}"
+            )
+        return _encode(data)
+
     def _run(self) -> None:
+        last_write = 0.0
         while True:
             with self._cond:
-                while self._pending is None:
+                while not self._has_pending:
                     self._cond.wait()
-                text, self._pending = self._pending, None
+                # Wait out the coalescing window since the last write (unless flushed).
+                while not self._flushing:
+                    remaining = last_write + self.coalesce - time.monotonic()
+                    if remaining <= 0:
+                        break
+                    self._cond.wait(remaining)
+                data, self._pending, self._has_pending = self._pending, None, False
                 self._busy = True
             try:
-                _write_text_atomic(self.path, text, False)
-            except OSError as exc:
-                self._error = exc
+                _write_text_atomic(self.path, self._encode(data), False)
+            except (OSError, TypeError, ValueError) as exc:
+                self._error = exc if isinstance(exc, OSError) else OSError(str(exc))
+            last_write = time.monotonic()
             with self._cond:
                 self._busy = False
                 self._cond.notify_all()
 
     def flush(self, timeout: float = 30.0) -> None:
-        """Block until everything submitted is written (at most ``timeout`` seconds)."""
+        """Write what is pending now and wait for it (at most ``timeout`` seconds)."""
         with self._cond:
-            self._cond.wait_for(lambda: self._pending is None and not self._busy, timeout)
+            self._flushing = True
+            self._cond.notify_all()
+            self._cond.wait_for(lambda: not self._has_pending and not self._busy, timeout)
+            self._flushing = False
         if self._error is not None:
             error, self._error = self._error, None
             raise error

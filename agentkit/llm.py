@@ -25,13 +25,14 @@ from typing import Any
 
 from agentkit._cancel import WATCHDOG, SocketTracker
 from agentkit._llm_assemble import RawTurn, build_turn, decode_body
-from agentkit._llm_errors import classify, response_class, transport_error_types
+from agentkit._llm_errors import classify, transport_error_types
 from agentkit._sse import SSEParser
 from agentkit.errors import Cancelled, ConfigurationError, LLMError
 from agentkit.settings import Settings
 from agentkit.turns import AssistantTurn
 
 #: Kinds retried at most once whatever ``max_retries`` says (README R3 and T4).
+_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 ONCE_ONLY_KINDS = frozenset(("incomplete_stream", "truncated_tool_call"))
 #: A stream may last at most this many times ``request_timeout`` in total, even if the
 #: server keeps it alive with comments (the read timeout only bounds silence; R4).
@@ -92,7 +93,13 @@ class LLMClient:
             http_client=http_client,
         )
         self._openai = openai
-        self._response_cls = response_class()
+        self._http = http_client
+        self._url = str(self._client.base_url).rstrip("/") + "/chat/completions"
+        headers = {k: v for k, v in self._client.default_headers.items() if isinstance(v, str)}
+        headers.update(self._client.auth_headers)
+        headers["Content-Type"] = "application/json"
+        self._headers = {**headers, "Accept": "application/json"}
+        self._headers_stream = {**headers, "Accept": "text/event-stream"}
         self._transport_errors, self._timeout_errors = transport_error_types()
         self._rng = random.Random()
         # Set once a server refused them (one auto-repair per session, README §4.2).
@@ -314,28 +321,42 @@ class LLMClient:
         return turn
 
     def _post(self, body: dict[str, Any], stream: bool) -> Any:
-        openai = self._openai
+        """Send one request through the openai client's own HTTP client and headers.
+
+        The SDK's request pipeline (options models, deep copies, its retry loop) costs
+        about 1 ms a request here, more than the HTTP exchange itself; agentkit owns
+        retries and parsing anyway (R1), so it builds the request directly: same
+        client, auth and SDK headers, compact JSON. Returns the open response.
+        Raises LLMError (classified) for HTTP errors, timeouts and transport failures.
+        """
+        request = self._http.build_request(
+            "POST",
+            self._url,
+            content=_dumps(body).encode("utf-8"),
+            headers=self._headers_stream if stream else self._headers,
+            timeout=self.settings.request_timeout,
+        )
         try:
-            return self._client.post(
-                "/chat/completions", body=body, cast_to=self._response_cls, stream=stream
-            )
-        except openai.APIStatusError as exc:
-            response = exc.response
-            text = response.text
+            response = self._http.send(request, stream=True)
+        except self._timeout_errors as exc:
+            raise LLMError("timeout", "the model request timed out", retryable=True) from exc
+        except self._transport_errors as exc:
+            raise LLMError(
+                "connection", f"cannot reach the model server: {exc}", retryable=True
+            ) from exc
+        if response.status_code >= 400:
+            try:
+                text = response.read().decode("utf-8", "replace")
+            except self._transport_errors:
+                text = ""
+            finally:
+                response.close()
             try:
                 parsed: Any = json.loads(text)
             except ValueError:
                 parsed = None
-            raise classify(response.status_code, parsed, text, response.headers) from None
-        except openai.APITimeoutError as exc:
-            raise LLMError("timeout", "the model request timed out", retryable=True) from exc
-        except openai.APIConnectionError as exc:
-            cause = exc.__cause__ or exc
-            raise LLMError(
-                "connection", f"cannot reach the model server: {cause}", retryable=True
-            ) from exc
-        except openai.APIError as exc:
-            raise LLMError("server_error", str(exc), retryable=True) from exc
+            raise classify(response.status_code, parsed, text, response.headers)
+        return response
 
     def _read_stream(
         self, response: Any, raw: RawTurn, cancel: threading.Event | None, on_text: OnText | None

@@ -118,7 +118,7 @@ def main() -> None:
                     registry=registry,
                     conversation=conv,
                     ctx=ToolContext(workspace=workspace, settings=settings),
-                    save=writer.submit,
+                    save=lambda c: writer.submit(c.to_dict()),
                     max_turns=turns,
                 )
                 engine.run()
