@@ -185,8 +185,9 @@ class Engine:
                     )
                 )
                 if turn.tool_calls:
-                    # One save per turn, after the results: a crash while tools run
-                    # loses that turn's call, which the model simply makes again.
+                    # Saved before the tools run too (cheap: writes are coalesced), so
+                    # a run killed during a long command still shows that call.
+                    self.save()
                     self._run_tool_calls(turn.tool_calls)
                     step = self.hooks.after_tool_results(self)
                 else:

@@ -198,6 +198,10 @@ def resolve_transcript(workspace: Path, target: str) -> Path:
                 if not isinstance(folder, str):
                     break
                 path = record_path(workspace / folder)
+                # A later sub-agent in the same folder archived this one's record.
+                archived = path.with_name(f"conversations.{row.get('sub_conversation_id')}.json")
+                if archived.is_file():
+                    return archived
                 if not path.is_file():
                     raise InspectError(f"sub-agent #{target} has no transcript at {path}")
                 return path

@@ -757,6 +757,14 @@ def test_sigkill_of_the_parent_leaves_no_worker_or_command(workspace: Path, tmp_
                 not psutil.pid_exists(int(worker_pid))
                 or psutil.Process(int(worker_pid)).status() == psutil.STATUS_ZOMBIE
             )
+            # The orphaned worker recorded how it ended, with the call it was running.
+            path = workspace / "sub_agent_results/agent_1/.subagent/conversations.json"
+            record = json.loads(path.read_text())
+            assert record["status"] == "terminated" and record["completed_at"]
+            called = [
+                c["function"]["name"] for m in record["messages"] for c in m.get("tool_calls") or []
+            ]
+            assert called and called[-1] == "run_command"
         finally:
             if parent.poll() is None:
                 parent.kill()
@@ -841,3 +849,121 @@ def test_parallel_creates_on_first_use_share_one_manager(workspace: Path) -> Non
     )
     for i in ids:
         assert announced.count(f"子智能体{i} (并行{i})") == 1
+
+
+UNGUARDED_SCRIPT = r"""
+import json, sys, tempfile, pathlib
+sys.path.insert(0, sys.argv[1])
+from subagent_helpers import Router, call, calls, finish
+from agentkit import Agent, Settings
+from agentkit.testing import FakeOpenAIServer
+print("SCRIPT BODY RUNS", flush=True)
+ws = pathlib.Path(tempfile.mkdtemp())
+router = Router(main=[calls(call("create_sub_agent", agent_id=1, summary="s", task="t")), "done"], subs={1: [finish("ok")]})
+with FakeOpenAIServer(router) as server, Agent(ws, Settings(model="m", base_url=server.base_url, api_key="k")) as agent:
+    agent.run("go")
+    tool = [m for m in agent.conversation.messages if m["role"] == "tool"][0]
+    print("SUB-AGENT", json.loads(tool["content"])["status"], flush=True)
+"""
+
+
+def test_a_script_without_main_guard_runs_once(tmp_path: Path) -> None:
+    """Regression: workers re-imported the caller's script (spawn/forkserver), so a
+    script without `if __name__ == "__main__":` ran twice and its sub-agent failed."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "user_script.py"
+    script.write_text(UNGUARDED_SCRIPT)
+    proc = subprocess.run(
+        [sys.executable, str(script), str(Path(__file__).parent)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.stdout.count("SCRIPT BODY RUNS") == 1, proc.stdout + proc.stderr
+    assert "SUB-AGENT completed" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_continued_conversation_remembers_its_sub_agents(workspace: Path) -> None:
+    """Regression: after Agent(conversation_id=...) the earlier sub-agents were unknown
+    to get_sub_agent_status/terminate_sub_agent and vanished from the record."""
+    first = Router(
+        main=[calls(call("create_sub_agent", agent_id=1, summary="第一轮", task="t")), "一轮完"],
+        subs={1: [finish("第一轮完成。")]},
+    )
+    with FakeOpenAIServer(first) as server, make_agent(server, workspace) as agent:
+        conversation_id = agent.run("t").conversation_id
+    second = Router(
+        main=[
+            "unused",  # the first run's two assistant turns are in the history
+            "unused",
+            calls(
+                call("get_sub_agent_status", agent_ids=[1]),
+                call("terminate_sub_agent", agent_id=1),
+                call("create_sub_agent", agent_id=1, summary="重复", task="t"),
+                call("create_sub_agent", agent_id=3, summary="第二轮", task="t"),
+            ),
+            "二轮完",
+        ],
+        subs={3: [finish("第二轮完成。")]},
+    )
+    with FakeOpenAIServer(second) as server:
+        settings = make_agent(server, workspace).settings
+        with Agent(workspace, settings, conversation_id=conversation_id) as agent:
+            agent.run("继续")
+            status, terminate, duplicate, created = (
+                json.loads(t) for t in tool_results(main_requests(server)[1])[-4:]
+            )
+            records = agent.conversation.subagents
+    assert status["success"] and status["agents"][0]["status"] == "completed"
+    assert status["agents"][0]["summary"] == "第一轮"
+    assert terminate["success"] is False and "completed" in terminate["error"]
+    assert duplicate["success"] is False and "第一轮" in duplicate["error"]
+    assert created["status"] == "completed"
+    assert [r["agent_id"] for r in records] == [1, 3]
+
+
+def test_a_reused_deliverables_folder_keeps_the_earlier_record(workspace: Path) -> None:
+    """Regression: a second run's agent 1 overwrote the first run's transcript."""
+    ids = []
+    for text in ("第一次", "第二次"):
+        router = Router(
+            main=[calls(call("create_sub_agent", agent_id=1, summary=text, task="t")), "完"],
+            subs={1: [finish(f"{text}完成。")]},
+        )
+        with FakeOpenAIServer(router) as server, make_agent(server, workspace) as agent:
+            agent.run("t")
+            ids.append(agent.conversation.subagents[0]["sub_conversation_id"])
+    folder = workspace / "sub_agent_results/agent_1/.subagent"
+    current = json.loads((folder / "conversations.json").read_text())
+    earlier = json.loads((folder / f"conversations.{ids[0]}.json").read_text())
+    assert current["sub_conversation_id"] == ids[1] and current["summary"] == "第二次"
+    assert earlier["sub_conversation_id"] == ids[0] and earlier["summary"] == "第一次"
+
+
+def test_background_failure_is_announced_as_a_failure(workspace: Path) -> None:
+    router = Router(
+        main=[
+            calls(
+                call(
+                    "create_sub_agent",
+                    agent_id=1,
+                    summary="会失败",
+                    task="t",
+                    run_in_background=True,
+                )
+            ),
+            "等待",
+            "好",
+        ],
+        subs={1: ["我不调用 finish_task。"]},
+    )
+    with (
+        FakeOpenAIServer(router) as server,
+        make_agent(server, workspace, subagent_max_nudges=1) as agent,
+    ):
+        agent.run("t")
+        notice = main_requests(server)[-1]["messages"][-1]["content"]
+    assert notice.startswith("子智能体1 (会失败) 已完成任务。")
+    assert "【状态：failed】" in notice and "finish_task" in notice

@@ -9,10 +9,13 @@ heavy modules preloaded (fast starts, DESIGN §8), or spawn.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import sys
 import threading
+import types
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -125,6 +128,28 @@ def _ensure_forkserver(ctx: Any) -> None:
         _forkserver_started = True
 
 
+_main_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def _hidden_main() -> Iterator[None]:
+    """Start a worker without re-running the caller's ``__main__``.
+
+    spawn and forkserver children re-import the parent's main script (so a script
+    without an ``if __name__ == "__main__":`` guard would run twice, and fail).
+    Workers need nothing from it (their target and arguments live in agentkit), so
+    the main module is hidden from multiprocessing while the process starts.
+    """
+    with _main_lock:
+        main = sys.modules.get("__main__")
+        sys.modules["__main__"] = types.ModuleType("__main__")
+        try:
+            yield
+        finally:
+            if main is not None:
+                sys.modules["__main__"] = main
+
+
 class LocalLauncher:
     """Launcher over multiprocessing ("forkserver" by default, or "spawn").
 
@@ -153,7 +178,8 @@ class LocalLauncher:
             name=f"agentkit-subagent-{spec.agent_id}",
             daemon=True,
         )
-        process.start()
+        with _hidden_main():
+            process.start()
         child_conn.close()  # only the worker holds this end: its EOF tells us it died
         return LocalWorker(process=process, conn=parent_conn)
 

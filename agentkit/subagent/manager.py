@@ -26,9 +26,24 @@ from agentkit.proctree import kill_tree
 from agentkit.settings import Settings
 from agentkit.subagent.claims import Claims
 from agentkit.subagent.launcher import Launcher, LocalLauncher, WorkerHandle, WorkerSpec
-from agentkit.subagent.records import clean_temp_files, list_deliverables, read_record, write_record
+from agentkit.subagent.records import (
+    archive_record,
+    clean_temp_files,
+    list_deliverables,
+    read_record,
+    write_record,
+)
 
 COUNTERS = ("files_read", "searches", "web_pages", "commands")
+STATUS_KEYS = (
+    "agent_id",
+    "summary",
+    "status",
+    "runtime_seconds",
+    *COUNTERS,
+    "last_action",
+    "deliverables_dir",
+)
 
 
 @dataclass
@@ -116,9 +131,16 @@ class SubAgentManager:
         self._lock = threading.RLock()
         self._changed = threading.Condition(self._lock)
         self._closed = False
+        # Sub-agents of earlier runs of this conversation (loaded from its file): their
+        # ids stay taken, and status and records still show them.
+        self._previous: dict[int, dict[str, Any]] = {}
         if conversation is not None:
             for row in conversation.subagents:
                 if isinstance(row, dict) and isinstance(row.get("agent_id"), int):
+                    row = dict(row)
+                    if row.get("status") == "running":  # its process ended with that run
+                        row["status"] = "terminated"
+                    self._previous[row["agent_id"]] = row
                     self._used_ids[row["agent_id"]] = str(row.get("summary", ""))
 
     # --------------------------------------------------------------- helpers
@@ -247,6 +269,7 @@ class SubAgentManager:
             )
             try:
                 path.mkdir(parents=True, exist_ok=True)
+                archive_record(path)
                 agent.handle = self.launcher.start(spec)
             except Exception as exc:  # cannot start: the agent fails, the main loop goes on
                 self._finish(agent, "failed", error=f"could not start the worker: {exc}")
@@ -368,7 +391,6 @@ class SubAgentManager:
                 result.get("status", "failed"),
                 result_summary=result.get("result_summary"),
                 error=result.get("error"),
-                runtime=result.get("runtime_seconds"),
             )
         else:
             code = getattr(getattr(handle, "process", None), "exitcode", None)
@@ -452,17 +474,21 @@ class SubAgentManager:
         *,
         result_summary: str | None = None,
         error: str | None = None,
-        runtime: int | None = None,
     ) -> None:
         with self._lock:
             if agent.status != "running":
                 return
             agent.status = status
-            agent.runtime_seconds = (
-                runtime if isinstance(runtime, int) else int(time.monotonic() - agent.started)
-            )
+            # The parent's clock: it includes the worker's start-up.
+            agent.runtime_seconds = int(time.monotonic() - agent.started)
             if status == "failed" and not result_summary:
                 result_summary = self._phrase("crashed_summary", reason=error or "unknown")
+            if status != "completed":
+                # The seed's notification templates say "finished"; the summary they
+                # carry says how, so a failure never reads as a success.
+                reason = error if status == "failed" and error and error != result_summary else ""
+                note = self._phrase("status_note", status=status, reason=reason).strip()
+                result_summary = f"{note}\n{result_summary}" if result_summary else note
             agent.result_summary = result_summary
             agent.error = error
             self.claims.release(agent.agent_id)
@@ -512,6 +538,13 @@ class SubAgentManager:
         """terminate_sub_agent (seed §1): kill the agent and its processes; files stay."""
         with self._lock:
             agent = self.agents.get(agent_id)
+            if agent is None and agent_id in self._previous:
+                status = self._previous[agent_id].get("status", "completed")
+                return self._refuse(
+                    self._phrase("not_running", agent_id=agent_id, status=status),
+                    agent_id=agent_id,
+                    status=status,
+                )
             if agent is None:
                 return self._refuse(
                     self._phrase("unknown_agent", agent_id=agent_id), agent_id=agent_id
@@ -541,7 +574,10 @@ class SubAgentManager:
         with self._lock:
             for agent_id in agent_ids:
                 agent = self.agents.get(agent_id)
-                if agent is None:
+                if agent is None and agent_id in self._previous:
+                    earlier = self._previous[agent_id]
+                    rows.append({key: earlier.get(key) for key in STATUS_KEYS})
+                elif agent is None:
                     rows.append(
                         {
                             "agent_id": agent_id,
@@ -598,7 +634,8 @@ class SubAgentManager:
     def records(self) -> list[dict[str, Any]]:
         """Return one summary row per sub-agent, for the main conversation file."""
         with self._lock:
-            return [
+            earlier = [r for i, r in sorted(self._previous.items()) if i not in self.agents]
+            return earlier + [
                 {
                     **a.status_row(),
                     "background": a.background,

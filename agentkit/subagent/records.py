@@ -38,6 +38,23 @@ def read_record(deliverables: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
+def archive_record(deliverables: Path) -> Path | None:
+    """Move an earlier sub-agent's record out of the way before a new one starts in
+    the same folder: ``.subagent/conversations.<sub_conversation_id>.json``.
+
+    Nothing is lost when a later run (or a continued conversation) reuses a
+    deliverables folder. Returns the new path, or None when there was no record.
+    """
+    current = record_path(deliverables)
+    if not current.is_file():
+        return None
+    old = read_record(deliverables) or {}
+    name = str(old.get("sub_conversation_id") or f"archived-{int(current.stat().st_mtime)}")
+    target = current.with_name(f"conversations.{name}.json")
+    os.replace(current, target)
+    return target
+
+
 def clean_temp_files(deliverables: Path) -> None:
     """Remove temp files a killed worker may have left beside the record."""
     folder = deliverables / RECORD_DIR

@@ -40,7 +40,7 @@ from agentkit.errors import ToolError
 from agentkit.jsonfile import JsonFileWriter
 from agentkit.settings import Settings
 from agentkit.subagent.launcher import WorkerSpec
-from agentkit.subagent.records import record_path
+from agentkit.subagent.records import record_path, write_record
 from agentkit.subagent.tools import make_finish_tool
 from agentkit.tokens import count_text
 from agentkit.tools.base import ToolContext, ToolRegistry
@@ -115,11 +115,16 @@ class Channel:
             raise ToolError("write_conflict", error)
 
 
+_on_parent_gone: list[Any] = []
+
+
 def parent_gone(mark: str) -> None:
-    """Kill every process this worker started (by mark) and exit at once."""
+    """Record the end, kill every process this worker started (by mark), exit at once."""
     from agentkit.proctree import kill_tree
 
     try:
+        for callback in _on_parent_gone:
+            callback()
         kill_tree(None, mark, grace=0.5)
     finally:
         os._exit(3)
@@ -266,6 +271,25 @@ def worker_main(spec: WorkerSpec, conn: Connection) -> None:
 
         def save(c: Conversation) -> None:
             writer.submit(build_record(spec, c, "running", started))
+
+        def orphaned() -> None:
+            # The main process died (even by SIGKILL): say so in the record.
+            try:
+                writer.flush(1.0)
+            except OSError:
+                pass
+            record = build_record(
+                spec,
+                conv,
+                "terminated",
+                started,
+                completed_at=utc_now(),
+                error="the main process ended",
+            )
+            record["result_summary"] = record["error"]
+            write_record(deliverables, record)
+
+        _on_parent_gone.append(orphaned)
 
         ctx = ToolContext(
             workspace=Path(spec.workspace),
