@@ -124,6 +124,7 @@ class Agent:
         self._cancel = threading.Event()
         self._lock = threading.Lock()
         self._manager_lock = threading.Lock()
+        self._closed = False
         self._file_state: dict[str, Any] = {}
         self._writer: JsonFileWriter | None = None
         self.allow_mid_system = self.settings.system_role_after_start
@@ -261,8 +262,12 @@ class Agent:
             self._on_event = on_event
             self._cancel.clear()
             conv = self.conversation
+            if self._closed:
+                raise ConfigurationError(prompts.phrase(self.settings.language, "closed"))
             if not conv.messages:
                 conv.messages.append({"role": "system", "content": self._system_prompt()})
+            for note in self._pending_notes():
+                conv.messages.append({"role": "system", "content": note})
             conv.messages.append({"role": "user", "content": task})
             conv.final_text = None
             self._emit(ev.RunStarted(conversation_id=conv.id, task=task))
@@ -297,7 +302,7 @@ class Agent:
                 # Cancelled, failed or out of turns with sub-agents still at work:
                 # nobody would hear of them, so end them (no orphans).
                 if self._manager is not None and self._manager.running():
-                    self._manager.terminate_all()
+                    self._manager.terminate_all(interrupted=self._cancel.is_set())
             self._save(conv)
             self._flush()
             result = RunResult(
@@ -319,6 +324,30 @@ class Agent:
             )
             self._on_event = None
             return result
+
+    def _pending_notes(self) -> list[str]:
+        """What the model must hear before the next task: background sub-agents that
+        ended after the previous run was interrupted, and sub-agents a loaded
+        conversation still listed as running (their processes ended with that run)."""
+        language = self.settings.language
+        notes: list[str] = []
+        if self._manager is not None:
+            done = self._manager.take_finished()
+            if done:
+                from agentkit.subagent.notify import render_notifications
+
+                notes.append(
+                    render_notifications(
+                        language, done, "notify_system", self._manager._capped_summary
+                    )
+                )
+        elif any(r.get("status") == "running" for r in self.conversation.subagents):
+            stale = [r for r in self.conversation.subagents if r.get("status") == "running"]
+            for row in stale:
+                row["status"] = "terminated"
+            names = ", ".join(f"{r.get('agent_id')} ({r.get('summary', '')})" for r in stale)
+            notes.append(prompts.phrase(language, "previous_subagents", agents=names))
+        return notes
 
     async def arun(self, task: str, on_event: ev.EventHandler | None = None) -> RunResult:
         """Asyncio form of :meth:`run`: runs it in a worker thread; cancelling the
@@ -344,7 +373,9 @@ class Agent:
             self._manager.check_main_write(path)
 
     def close(self) -> None:
-        """Terminate every sub-agent and release the model client. Idempotent."""
+        """Terminate every sub-agent and release the model client. Idempotent; a
+        closed Agent refuses new runs (ConfigurationError)."""
+        self._closed = True
         self._cancel.set()
         self._end_subagents()
         close = getattr(self._model, "close", None)

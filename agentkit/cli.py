@@ -160,19 +160,25 @@ class _Interrupts:
     def __init__(self, agent: Agent) -> None:
         self.agent = agent
         self.count = 0
+        self.signal = signal.SIGINT
         self._previous: Any = None
+        self._previous_term: Any = None
 
     def install(self) -> None:
         if threading.current_thread() is threading.main_thread():
             self._previous = signal.signal(signal.SIGINT, self._handle)
+            # SIGTERM (kill, systemd, docker stop) ends the run as cleanly as Ctrl-C.
+            self._previous_term = signal.signal(signal.SIGTERM, self._handle)
 
     def restore(self) -> None:
         if self._previous is not None:
             signal.signal(signal.SIGINT, self._previous)
+            signal.signal(signal.SIGTERM, self._previous_term)
             self._previous = None
 
-    def _handle(self, _signum: int, _frame: object) -> None:
+    def _handle(self, signum: int, _frame: object) -> None:
         self.count += 1
+        self.signal = signum
         if self.count == 1:
             # Agent.cancel is safe from a signal handler: it sets an Event.
             self.agent.cancel()
@@ -182,7 +188,7 @@ class _Interrupts:
         except BaseException:
             pass
         finally:
-            os._exit(130)
+            os._exit(128 + signum)
 
 
 def _run_in_thread(agent: Agent, task: str, handler: Any) -> RunResult:
@@ -270,7 +276,8 @@ def _cmd_run_with(args: argparse.Namespace, settings: Settings) -> int:
     finally:
         interrupts.restore()
         agent.close()
-    return _report(args, settings, result, view, interrupted=interrupts.count > 0)
+    code = _report(args, settings, result, view, interrupted=interrupts.count > 0)
+    return 128 + int(interrupts.signal) if code == 130 else code
 
 
 def _run_local(args: argparse.Namespace) -> int:

@@ -36,13 +36,14 @@ class Stats:
 
     ``turns`` counts model requests answered; ``tool_calls`` counts calls by tool
     name; token fields are summed usage (tokens), ``usage_estimated`` is True if any
-    turn's usage was counted locally. The four seed counters (seed §1 stats):
-    files_read = read_file calls, searches = search_workspace + web_search calls,
-    web_pages = extract_webpage calls, commands = run_command calls.
+    turn's usage was counted locally. The four seed counters (seed §1 stats) count
+    successful calls: files_read = read_file, searches = search_workspace +
+    web_search, web_pages = extract_webpage, commands = run_command (a command
+    that ran counts whatever its exit code).
     """
 
     turns: int = 0
-    tool_calls: dict[str, int] = field(default_factory=dict)
+    tool_calls: dict[str, int] = field(default_factory=dict)  # every call, by tool name
     prompt_tokens: int = 0
     completion_tokens: int = 0
     total_tokens: int = 0
@@ -59,9 +60,13 @@ class Stats:
         self.total_tokens += usage.total_tokens or usage.prompt_tokens + usage.completion_tokens
         self.usage_estimated = self.usage_estimated or usage.estimated
 
-    def count_tool(self, name: str, counter: str | None) -> None:
-        """Count one call of tool ``name`` and, if given, the seed counter it feeds."""
+    def count_call(self, name: str) -> None:
+        """Count one call of tool ``name`` (every attempt, failed ones included)."""
         self.tool_calls[name] = self.tool_calls.get(name, 0) + 1
+
+    def count_done(self, counter: str | None) -> None:
+        """Count one successful call into a seed counter: "read N files" counts
+        files actually read, not refused attempts."""
         if counter in COUNTERS:
             setattr(self, counter, getattr(self, counter) + 1)
 

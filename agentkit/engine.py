@@ -211,7 +211,8 @@ class Engine:
         self, status: str, final_text: str | None, error: str | None, error_kind: str | None = None
     ) -> EngineResult:
         self.conversation.error = error
-        self.set_state("done" if status == "done" else "failed")
+        # A cancelled conversation can simply be continued: it goes back to idle.
+        self.set_state({"done": "done", "cancelled": "idle"}.get(status, "failed"))
         self.save()
         return EngineResult(
             status=status, final_text=final_text, error=error, error_kind=error_kind
@@ -355,7 +356,7 @@ class Engine:
         language = self.settings.language
         for call in calls:
             tool = self.registry.get(call.name)
-            stats.count_tool(call.name, tool.counter if tool else None)
+            stats.count_call(call.name)
             self.last_action = prompts.last_action(
                 language, tool.action or call.name if tool else call.name, call.arguments
             )
@@ -378,6 +379,9 @@ class Engine:
                 )
             results = list(self._pool.map(self._execute, calls))
         for call, (result, duration) in zip(calls, results, strict=False):
+            if result.ok or result.error_code in ("timeout", "killed"):  # the command ran
+                tool = self.registry.get(call.name)
+                stats.count_done(tool.counter if tool else None)
             self.append(
                 {
                     "role": "tool",
@@ -395,6 +399,8 @@ class Engine:
                     duration_seconds=duration,
                 )
             )
+        if self.on_tool_call is not None:
+            self.on_tool_call(calls[-1].name, self.last_action)  # counters after the batch
 
     def _execute(self, call: ToolCall) -> tuple[ToolResult, float]:
         started = time.monotonic()

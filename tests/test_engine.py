@@ -369,3 +369,21 @@ def test_truncated_tool_call_becomes_a_tool_error_and_the_loop_goes_on(workspace
     assert len(tools) == 1 and tools[0]["content"].startswith("Error: invalid_argument:")
     assert "cut off" in tools[0]["content"]
     assert conv.stats.tool_calls == {"echo": 1}
+
+
+def test_seed_counters_count_successful_calls_only(workspace: Path) -> None:
+    from agentkit.tools.base import Tool
+
+    registry = make_registry()
+    registry.register(
+        Tool("fetch", EchoParams, lambda p, ctx: "Error: http_error: 404", counter="web_pages")
+    )
+    registry.register(Tool("look", EchoParams, lambda p, ctx: "content", counter="files_read"))
+    script = [
+        {"tool_calls": [call("fetch", text="a"), call("look", text="b"), call("look", wrong=1)]},
+        "done",
+    ]
+    with FakeOpenAIServer(script) as server:
+        _, _, conv = run_engine(server, workspace, registry=registry)
+    assert conv.stats.tool_calls == {"fetch": 1, "look": 2}
+    assert (conv.stats.files_read, conv.stats.web_pages) == (1, 0)

@@ -528,7 +528,7 @@ def test_terminate_returns_seed_json_and_ends_processes(workspace: Path) -> None
     holder: dict[str, Agent] = {}
 
     def terminate_when_busy(request: dict[str, Any]) -> Any:
-        wait_until(lambda: holder["agent"].manager.agents[1].counters["commands"] >= 1)
+        wait_until(lambda: holder["agent"].manager.agents[1].last_action.startswith("正在运行"))
         return calls(call("terminate_sub_agent", agent_id=1))
 
     router = Router(
@@ -604,8 +604,14 @@ def test_status_rows_have_seed_fields(workspace: Path) -> None:
             release,
             "done",
         ],
-        subs={1: [calls(call("read_file", path="missing.txt")), held]},
+        subs={
+            1: [
+                calls(call("read_file", path="notes.txt"), call("read_file", path="missing.txt")),
+                held,
+            ]
+        },
     )
+    (workspace / "notes.txt").write_text("x\n")
     with FakeOpenAIServer(router) as server, make_agent(server, workspace) as agent:
         holder["agent"] = agent
         agent.run("t")
@@ -625,7 +631,7 @@ def test_status_rows_have_seed_fields(workspace: Path) -> None:
         "deliverables_dir",
     ]
     assert row["status"] == "running" and row["files_read"] == 1
-    assert row["last_action"] == "正在读取 missing.txt"
+    assert row["last_action"] == "正在读取 missing.txt"  # the last call; only notes.txt was read
     assert missing["status"] == "not_found"
 
 
@@ -698,7 +704,7 @@ def test_new_conversation_and_close_end_every_worker(workspace: Path) -> None:
         manager = agent.manager
         manager.create(agent_id=1, summary="a", task="t", run_in_background=True)
         marks = [manager.agents[1].process_mark]
-        wait_until(lambda: manager.agents[1].counters["commands"])
+        wait_until(lambda: manager.agents[1].last_action.startswith("正在运行"))
         agent.new_conversation()
         assert manager.agents[1].status == "terminated"
         assert no_process_left(marks[0])
@@ -967,3 +973,47 @@ def test_background_failure_is_announced_as_a_failure(workspace: Path) -> None:
         notice = main_requests(server)[-1]["messages"][-1]["content"]
     assert notice.startswith("子智能体1 (会失败) 已完成任务。")
     assert "【状态：failed】" in notice and "finish_task" in notice
+
+
+def test_after_a_cancelled_run_the_model_hears_of_its_stopped_sub_agents(workspace: Path) -> None:
+    holder: dict[str, Any] = {}
+
+    def cancel_when_running(request: dict[str, Any]) -> Any:
+        if holder.get("cancelled"):
+            return "知道了"  # the second run: the cancelled request left no answer
+        manager = holder["agent"].manager
+        wait_until(lambda: manager.agents[1].last_action.startswith("正在运行"))
+        holder["cancelled"] = True
+        holder["agent"].cancel()
+        return "等待子智能体"
+
+    router = Router(
+        main=[
+            calls(
+                call(
+                    "create_sub_agent",
+                    agent_id=1,
+                    summary="长任务",
+                    task="t",
+                    run_in_background=True,
+                )
+            ),
+            cancel_when_running,
+            "知道了",
+        ],
+        subs={1: [calls(call("run_command", command="sleep 1000"))]},
+    )
+    with FakeOpenAIServer(router) as server, make_agent(server, workspace) as agent:
+        holder["agent"] = agent
+        first = agent.run("开始")
+        state = json.loads(first.transcript_path.read_text())["state"]
+        second = agent.run("继续")
+        sent = main_requests(server)[-1]["messages"]
+    assert first.status == "cancelled" and state == "idle"
+    assert second.status == "done" and second.final_text == "知道了"
+    note = sent[-2]
+    assert note["role"] == "system" and note["content"].startswith("子智能体1 (长任务) 已完成。")
+    assert "【状态：terminated】" in note["content"] and "中断" in note["content"]
+    assert sent[-1] == {"role": "user", "content": "继续"}
+    with pytest.raises(Exception, match="关闭"):
+        agent.run("again")

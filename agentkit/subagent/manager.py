@@ -454,7 +454,7 @@ class SubAgentManager:
             )
 
     # ------------------------------------------------------------ endings
-    def _kill(self, agent: SubAgent, status: str) -> None:
+    def _kill(self, agent: SubAgent, status: str, *, interrupted: bool = False) -> None:
         """End a running agent by force (timeout, terminate, shutdown)."""
         with self._lock:
             if agent.status != "running":
@@ -465,6 +465,8 @@ class SubAgentManager:
         files, _ = list_deliverables(agent.deliverables_path, self.settings.deliverables_list_max)
         shown = ", ".join(files) if files else self._phrase("no_files")
         key = "timeout_summary" if status == "timeout" else "terminated_summary"
+        if interrupted:
+            key = "interrupted_summary"
         self._finish(agent, status, result_summary=self._phrase(key, files=shown), error=status)
 
     def _finish(
@@ -646,11 +648,12 @@ class SubAgentManager:
                 for a in sorted(self.agents.values(), key=lambda a: a.agent_id)
             ]
 
-    def terminate_all(self) -> None:
-        """Terminate every running sub-agent and its processes."""
+    def terminate_all(self, *, interrupted: bool = False) -> None:
+        """Terminate every running sub-agent and its processes. ``interrupted``: the
+        run was cancelled (their summaries say so); background ones are then
+        announced at the start of the next run."""
         for agent in self.running():
-            agent.announced = True
-            self._kill(agent, "terminated")
+            self._kill(agent, "terminated", interrupted=interrupted)
 
     def shutdown(self) -> None:
         """Terminate every running sub-agent and refuse new ones (seed §8.5: switching
