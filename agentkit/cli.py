@@ -324,7 +324,10 @@ def _report(
         turns = int((result.stats or {}).get("turns") or 0)
         if result.error_kind in ENDPOINT_KINDS and turns == 0:
             base_url = settings.base_url or DEFAULT_BASE_URL
-            _err(f"cannot reach the model endpoint {base_url}: {result.error}")
+            if result.error_kind == "connection":
+                _err(f"cannot reach the model endpoint {base_url}: {result.error}")
+            else:  # reached, but it refused: a bad key, an unknown model or path
+                _err(f"the model endpoint {base_url} refused the request: {result.error}")
             return 2
         _err(
             f"run {result.status}: {result.error} (conversation saved to {result.transcript_path})"
@@ -337,6 +340,10 @@ def _report(
 
 def _print_final(text: str | None, view: Any) -> None:
     from agentkit.display import LiveDisplay
+
+    if not (text or "").strip():
+        print("agentkit: the model finished without a final answer", file=sys.stderr, flush=True)
+        return
 
     if isinstance(view, LiveDisplay):
         from agentkit.display import print_final_markdown

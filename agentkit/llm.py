@@ -104,6 +104,7 @@ class LLMClient:
         self._rng = random.Random()
         # Set once a server refused them (one auto-repair per session, README §4.2).
         self._max_tokens_key = "max_tokens"
+        self._reached = False  # set once this server answered at all
         self._stream_options = True
 
     # -- public ---------------------------------------------------------------
@@ -159,6 +160,10 @@ class LLMClient:
                 if self._auto_repair(error, repaired):
                     continue
                 spent = not error.retryable or retries >= settings.max_retries
+                if error.kind == "connection" and not self._reached and retries >= 1:
+                    # Never reached this server: one retry, then a quick clear error
+                    # (a wrong port should not cost a minute of backoff).
+                    spent = True
                 if error.kind in ONCE_ONLY_KINDS and error.kind in once_used:
                     spent = True
                 if spent:
@@ -344,6 +349,7 @@ class LLMClient:
             raise LLMError(
                 "connection", f"cannot reach the model server: {exc}", retryable=True
             ) from exc
+        self._reached = True
         if response.status_code >= 400:
             try:
                 text = response.read().decode("utf-8", "replace")

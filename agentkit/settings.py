@@ -208,6 +208,13 @@ class Settings(BaseSettings):
             return [str(part) for part in value]
         return value
 
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value and not value.strip().lower().startswith(("http://", "https://")):
+            raise ValueError(f"must start with http:// or https:// (got {value!r})")
+        return value.strip() if value else value
+
     def read_only_paths(self) -> list[Path]:
         """Return ``read_only_roots`` as resolved absolute paths."""
         return [Path(p).expanduser().resolve() for p in self.read_only_roots]

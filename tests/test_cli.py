@@ -268,7 +268,7 @@ def test_rejected_key_exits_2(workspace: Path) -> None:
     with FakeOpenAIServer(lambda req: ErrorReply(401)) as server:
         proc = agentkit("run", "hi", "-w", str(workspace), env=cli_env(server.base_url))
     assert proc.returncode == 2
-    assert "cannot reach the model endpoint" in one_error_line(proc)
+    assert "refused the request" in one_error_line(proc)
 
 
 def test_model_error_after_retries_exits_1(workspace: Path) -> None:
@@ -603,3 +603,11 @@ def test_plain_printer_lines() -> None:
         "retry: rate_limit (attempt 1) in 2.0s: slow down",
         "sub-agent #2 timeout after 5s: files_read=3 searches=1 web_pages=0 commands=2",
     ]
+
+
+def test_a_base_url_without_scheme_is_a_usage_error(workspace: Path) -> None:
+    proc = agentkit(
+        "run", "hi", "-w", str(workspace), "--model", "m", "--base-url", "not-a-url", env=cli_env()
+    )
+    assert proc.returncode == 2
+    assert "http://" in one_error_line(proc)

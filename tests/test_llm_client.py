@@ -831,3 +831,30 @@ def test_server_reply_format_wins_over_the_request() -> None:
     with Run([body], stream=True) as run:
         assert run.complete().content == "whole"
     assert run.texts == ["whole"]
+
+
+def test_a_server_never_reached_gets_one_retry_only() -> None:
+    import socket
+
+    from agentkit.llm import LLMClient
+    from agentkit.settings import Settings
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    settings = Settings(
+        model="m",
+        base_url=f"http://127.0.0.1:{port}/v1",
+        api_key="k",
+        max_retries=4,
+        retry_base_delay=0.01,
+    )
+    retries: list[str] = []
+    with LLMClient(settings) as client, pytest.raises(LLMError) as info:
+        client.complete(
+            [{"role": "user", "content": "hi"}],
+            None,
+            on_retry=lambda e, n, d: retries.append(e.kind),
+        )
+    assert info.value.kind == "connection"
+    assert retries == ["connection"]
