@@ -99,6 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     demo = sub.add_parser("demo", help="the whole machinery offline, on a scripted model")
     demo.add_argument("-w", "--workspace", default=None, metavar="DIR", help="workspace folder")
+    demo.add_argument("--lang", choices=("zh", "en"), help="prompt language (default en)")
     return parser
 
 
@@ -397,7 +398,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     except ImportError as exc:
         _err(f"the demo is not available: {exc}")
         return 1
-    return int(demo.main(args.workspace))
+    return int(demo.main(args.workspace, language=args.lang))
 
 
 COMMANDS = {"run": cmd_run, "show": cmd_show, "transcript": cmd_transcript, "demo": cmd_demo}

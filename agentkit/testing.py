@@ -104,6 +104,12 @@ class RawResponse:
     headers: dict[str, str] | None = None
     latency: float = 0.0
 
+    def __post_init__(self) -> None:
+        # RawResponse(body, status) and ErrorReply(status, body) differ in order;
+        # a swapped call must fail here, not as a broken HTTP status line.
+        if isinstance(self.status, bool) or not isinstance(self.status, int):
+            raise TypeError(f"status must be an int HTTP status, got {self.status!r}")
+
 
 @dataclass
 class ErrorReply(RawResponse):

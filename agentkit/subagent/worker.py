@@ -261,7 +261,8 @@ def worker_main(spec: WorkerSpec, conn: Connection) -> None:
         hooks = SubAgentHooks(spec, settings, channel)
 
         def on_finish(success: bool, summary: str) -> str | None:
-            hooks.finished = (success, summary)
+            if hooks.finished is None:  # a second finish_task in one message: the first wins
+                hooks.finished = (success, summary)
             return None
 
         from agentkit.llm import LLMClient
