@@ -167,18 +167,18 @@ class Settings(BaseSettings):
     )
 
     # --- sub-agents (seed §1, §8) ---------------------------------------------
-    max_concurrent_subagents: int = Field(default=5, ge=1, description="Seed §8.1.")
-    subagent_timeout_min: int = Field(default=60, ge=1, description="Seed §1: 60-3600 s.")
+    max_concurrent_subagents: int = Field(default=5, ge=1, description="Sub-agents running at once (the specification's limit, §8.1).")
+    subagent_timeout_min: int = Field(default=60, ge=1, description="Smallest timeout_seconds of create_sub_agent (specification §1: 60 s).")
     subagent_timeout_max: int = Field(
         default=3600,
         ge=1,
-        description="Largest timeout_seconds of create_sub_agent (seed §1: 3600).",
+        description="Largest timeout_seconds of create_sub_agent (specification §1: 3600 s).",
     )
     subagent_max_turns: int = Field(
         default=100, ge=1, description="Model requests one sub-agent may make."
     )
     subagent_max_nudges: int = Field(
-        default=3, ge=0, description="Seed §4 reminders before failing."
+        default=3, ge=0, description="Reminders to call finish_task (specification §4) before a sub-agent ends as failed."
     )
     subagent_wrapup_at: float = Field(
         default=0.85,
