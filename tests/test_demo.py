@@ -38,6 +38,21 @@ def tool_calls(messages: list[dict]) -> list[str]:
     ]
 
 
+def successful_calls(messages: list[dict]) -> list[str]:
+    """Names of the tool calls whose result is not an ``Error:`` (what the counters count)."""
+    names = {
+        c["id"]: c["function"]["name"]
+        for m in messages
+        if m.get("role") == "assistant"
+        for c in m.get("tool_calls") or []
+    }
+    return [
+        names[m["tool_call_id"]]
+        for m in messages
+        if m.get("role") == "tool" and not m["content"].startswith("Error:")
+    ]
+
+
 def check_run(root: Path) -> None:
     """Deliverables written, transcripts valid, counters equal to the tool calls made."""
     assert (root / "agentkit_demo_report.md").is_file()
@@ -47,11 +62,13 @@ def check_run(root: Path) -> None:
         record = json.loads((folder / ".subagent/conversations.json").read_text())
         assert record["status"] == "completed" and record["agent_id"] == agent_id
         calls = tool_calls(record["messages"])
+        done = successful_calls(record["messages"])
         stats = record["stats"]
-        assert stats["files_read"] == calls.count("read_file")
-        assert stats["searches"] == calls.count("search_workspace") + calls.count("web_search")
-        assert stats["web_pages"] == calls.count("extract_webpage")
-        assert stats["commands"] == calls.count("run_command")
+        assert stats["files_read"] == done.count("read_file")
+        assert stats["searches"] == done.count("search_workspace") + done.count("web_search")
+        assert stats["web_pages"] == done.count("extract_webpage")
+        assert stats["commands"] == done.count("run_command")
+        assert stats["tool_calls"] == {name: calls.count(name) for name in set(calls)}
         assert calls[-1] == "finish_task"
         # Every tool call was answered by one tool message (rule H1).
         answered = [m["tool_call_id"] for m in record["messages"] if m["role"] == "tool"]

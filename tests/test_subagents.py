@@ -14,7 +14,7 @@ from subagent_helpers import Gate, Router, call, calls, finish, wait_until, who
 from agentkit import Agent, Settings
 from agentkit import events as ev
 from agentkit.proctree import processes_with_mark
-from agentkit.testing import FakeOpenAIServer
+from agentkit.testing import FakeOpenAIServer, Reply
 
 pytestmark = pytest.mark.slow
 
@@ -786,9 +786,12 @@ def test_record_is_valid_json_at_every_instant_and_after_a_kill(workspace: Path)
         main=["unused"],
         subs={
             1: [
-                calls(
-                    call("read_file", path="big.txt"),
-                    call("write_file", path=f"sub_agent_results/agent_1/f{i}.txt", content=body),
+                Reply(
+                    **calls(
+                        call("read_file", path="big.txt"),
+                        call("write_file", path=f"sub_agent_results/agent_1/f{i}.txt", content=body),
+                    ),
+                    latency=0.02,  # busy but far from its turn limit when terminated
                 )
                 for i in range(400)
             ]
