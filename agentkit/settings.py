@@ -167,8 +167,14 @@ class Settings(BaseSettings):
     )
 
     # --- sub-agents (seed §1, §8) ---------------------------------------------
-    max_concurrent_subagents: int = Field(default=5, ge=1, description="Sub-agents running at once (the specification's limit, §8.1).")
-    subagent_timeout_min: int = Field(default=60, ge=1, description="Smallest timeout_seconds of create_sub_agent (specification §1: 60 s).")
+    max_concurrent_subagents: int = Field(
+        default=5, ge=1, description="Sub-agents running at once (the specification's limit, §8.1)."
+    )
+    subagent_timeout_min: int = Field(
+        default=60,
+        ge=1,
+        description="Smallest timeout_seconds of create_sub_agent (specification §1: 60 s).",
+    )
     subagent_timeout_max: int = Field(
         default=3600,
         ge=1,
@@ -178,7 +184,9 @@ class Settings(BaseSettings):
         default=100, ge=1, description="Model requests one sub-agent may make."
     )
     subagent_max_nudges: int = Field(
-        default=3, ge=0, description="Reminders to call finish_task (specification §4) before a sub-agent ends as failed."
+        default=3,
+        ge=0,
+        description="Reminders to call finish_task (specification §4) before a sub-agent ends as failed.",
     )
     subagent_wrapup_at: float = Field(
         default=0.85,

@@ -789,7 +789,9 @@ def test_record_is_valid_json_at_every_instant_and_after_a_kill(workspace: Path)
                 Reply(
                     **calls(
                         call("read_file", path="big.txt"),
-                        call("write_file", path=f"sub_agent_results/agent_1/f{i}.txt", content=body),
+                        call(
+                            "write_file", path=f"sub_agent_results/agent_1/f{i}.txt", content=body
+                        ),
                     ),
                     latency=0.02,  # busy but far from its turn limit when terminated
                 )
