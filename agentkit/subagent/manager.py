@@ -372,18 +372,9 @@ class SubAgentManager:
             elif kind == "result":
                 result = message[1]
                 break
-        handle.join(5)
-        if handle.is_alive():
-            kill_tree(handle.pid, agent.process_mark, grace=self.settings.command_kill_grace)
-        else:
-            kill_tree(None, agent.process_mark, grace=self.settings.command_kill_grace)
-        try:
-            conn.close()
-        except OSError:
-            pass
-        if agent.status != "running" or agent.kill_reason is not None:
-            return  # ended (or being ended) by _kill: timeout, terminate, shutdown
-        if result is not None:
+        if result is not None and agent.status == "running" and agent.kill_reason is None:
+            # Announce first: the worker's exit and the leftover sweep come after,
+            # off the critical path of whoever waits for this agent.
             self._progress(agent, result, emit=False)
             agent.token_usage = result.get("token_usage") or {}
             self._finish(
@@ -392,7 +383,18 @@ class SubAgentManager:
                 result_summary=result.get("result_summary"),
                 error=result.get("error"),
             )
-        else:
+        handle.join(5)
+        # The worker and anything it started (commands left running) end here.
+        kill_tree(
+            handle.pid if handle.is_alive() else None,
+            agent.process_mark,
+            grace=self.settings.command_kill_grace,
+        )
+        try:
+            conn.close()
+        except OSError:
+            pass
+        if agent.status == "running" and agent.kill_reason is None:
             code = getattr(getattr(handle, "process", None), "exitcode", None)
             self._finish(
                 agent,
