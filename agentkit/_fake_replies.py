@@ -20,7 +20,8 @@ from agentkit.tokens import count_text
 if TYPE_CHECKING:
     from agentkit.testing import Reply
 
-DUMP = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+# ASCII-escaped: any string a handler returns (even a lone surrogate) is valid JSON on the wire.
+DUMP = json.JSONEncoder(ensure_ascii=True, separators=(",", ":")).encode
 
 
 def raw_body(body: Any) -> tuple[bytes, str]:

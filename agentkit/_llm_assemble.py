@@ -222,8 +222,12 @@ def build_turn(
     if raw.filtered is not None:
         finish = "content_filter"
     calls, truncated = raw.calls.finish(warnings)
-    content = "".join(raw.content) or None
-    reasoning = "".join(raw.reasoning) or None
+    content = clean_text("".join(raw.content)) or None
+    reasoning = clean_text("".join(raw.reasoning)) or None
+    for call in calls:
+        call.arguments_raw = clean_text(call.arguments_raw)
+        if call.arguments is not None:
+            call.arguments = clean_value(call.arguments)
     extra = dict(raw.extra)
     if raw.refusal:
         extra["refusal"] = "".join(raw.refusal)
@@ -288,6 +292,30 @@ def build_turn(
         extra=extra,
         warnings=warnings,
     )
+
+
+def clean_text(text: str) -> str:
+    """Replace lone UTF-16 surrogates (half an emoji, cut by a server) with U+FFFD.
+
+    JSON allows ``"\\ud83d"`` on its own, but such a string cannot be encoded as
+    UTF-8: left in, it would break every later request and every save.
+    """
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+def clean_value(value: Any) -> Any:
+    """:func:`clean_text` applied to every string inside parsed JSON."""
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, dict):
+        return {clean_text(str(k)): clean_value(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [clean_value(v) for v in value]
+    return value
 
 
 def _usage(

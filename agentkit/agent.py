@@ -14,6 +14,7 @@ sub-agents created in it. Starting a new conversation, loading another one,
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +32,8 @@ from agentkit.tools.base import Tool, ToolContext, ToolRegistry
 
 if TYPE_CHECKING:
     from agentkit.subagent.manager import SubAgentManager
+
+log = logging.getLogger("agentkit")
 
 
 @dataclass
@@ -124,6 +127,7 @@ class Agent:
         self._cancel = threading.Event()
         self._lock = threading.Lock()
         self._manager_lock = threading.Lock()
+        self._emit_lock = threading.RLock()
         self._closed = False
         self._file_state: dict[str, Any] = {}
         self._writer: JsonFileWriter | None = None
@@ -221,7 +225,10 @@ class Agent:
         if not path.is_file():
             raise FileNotFoundError(f"no saved conversation {conversation_id!r} in {path.parent}")
         self._end_subagents()
-        self.conversation = Conversation.load(path)
+        try:
+            self.conversation = Conversation.load(path)
+        except ValueError as exc:  # bad JSON or not a conversation
+            raise ConfigurationError(f"conversation file {path} is damaged: {exc}") from exc
         self._file_state.clear()
         return self.conversation
 
@@ -229,10 +236,13 @@ class Agent:
     def _emit(self, event: ev.Event) -> None:
         handler = self._on_event
         if handler is not None:
-            try:
-                handler(event)
-            except Exception:  # a UI callback must not break the run
-                pass
+            # Events come from the run's thread and the sub-agent monitors: one at a
+            # time, so a UI callback need not be thread-safe.
+            with self._emit_lock:
+                try:
+                    handler(event)
+                except Exception:  # a UI callback must not break the run
+                    log.warning("on_event callback failed on %s", event.type, exc_info=True)
 
     _on_event: ev.EventHandler | None = None
 
@@ -296,6 +306,12 @@ class Agent:
             engine.allow_mid_system = self.allow_mid_system
             try:
                 outcome = engine.run()
+            except BaseException:
+                # KeyboardInterrupt or another exception raised into this thread (a
+                # signal handler): stop running tools and sub-agents, keep the record.
+                self._cancel.set()
+                conv.state, conv.error = "idle", "interrupted"
+                raise
             finally:
                 self.allow_mid_system = engine.allow_mid_system
                 engine.close()
@@ -303,14 +319,18 @@ class Agent:
                 # nobody would hear of them, so end them (no orphans).
                 if self._manager is not None and self._manager.running():
                     self._manager.terminate_all(interrupted=self._cancel.is_set())
-            self._save(conv)
-            self._flush()
+                self._save(conv)
+                save_error = None
+                try:
+                    self._flush()
+                except OSError as exc:
+                    save_error = f"the conversation could not be saved: {exc}"
             result = RunResult(
                 final_text=outcome.final_text,
                 conversation_id=conv.id,
                 status=outcome.status,
                 stats=conv.stats.to_dict(),
-                error=outcome.error,
+                error=outcome.error or save_error,
                 transcript_path=self.transcript_path,
                 error_kind=outcome.error_kind,
             )
@@ -331,6 +351,13 @@ class Agent:
         conversation still listed as running (their processes ended with that run)."""
         language = self.settings.language
         notes: list[str] = []
+        conv = self.conversation
+        if (
+            conv.error in ("cancelled", "interrupted")
+            and conv.messages[-1:]
+            and conv.messages[-1]["role"] == "user"
+        ):
+            notes.append(prompts.phrase(language, "interrupted_request"))
         if self._manager is not None:
             done = self._manager.take_finished()
             if done:

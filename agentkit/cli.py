@@ -58,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
         "Endpoint settings fall back to OPENAI_API_KEY, OPENAI_BASE_URL, AGENTKIT_MODEL "
         "and AGENTKIT_* variables.",
     )
-    run.add_argument("task", help="the task, in words")
+    run.add_argument("task", help='the task, in words ("-" reads it from standard input)')
     _workspace_arg(run)
     run.add_argument("--model", help="model name (env AGENTKIT_MODEL)")
     run.add_argument("--base-url", help="OpenAI-compatible base URL (env OPENAI_BASE_URL)")
@@ -235,6 +235,8 @@ def _progress(args: argparse.Namespace, agent: Agent) -> Any:
 
 def cmd_run(args: argparse.Namespace) -> int:
     """``agentkit run``: returns the exit code (0 done, 1 failed/cancelled, 2 usage, 130 Ctrl-C)."""
+    if args.task == "-":  # long tasks: read from standard input
+        args.task = sys.stdin.read()
     task = args.task
     if not task or not task.strip():
         raise UsageError("the task is empty")

@@ -23,7 +23,8 @@ def _write_text_atomic(path: Path, text: str, fsync: bool) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        # errors="replace": a lone surrogate from anywhere must not lose the save.
+        with os.fdopen(fd, "w", encoding="utf-8", errors="replace") as handle:
             handle.write(text)
             if fsync:
                 handle.flush()

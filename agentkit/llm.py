@@ -337,7 +337,7 @@ class LLMClient:
         request = self._http.build_request(
             "POST",
             self._url,
-            content=_dumps(body).encode("utf-8"),
+            content=_dumps(body).encode("utf-8", "replace"),
             headers=self._headers_stream if stream else self._headers,
             timeout=self.settings.request_timeout,
         )

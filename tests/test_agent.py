@@ -130,17 +130,62 @@ def test_arun_for_asyncio_callers(workspace: Path) -> None:
 
 
 def test_cancel_from_another_thread(workspace: Path) -> None:
-    with (
-        FakeOpenAIServer([Reply(content="late", latency=30)]) as server,
-        Agent(workspace, settings_for(server)) as agent,
-    ):
+    def script(request: dict) -> object:
+        if request["messages"][-1]["content"] == "slow":
+            return Reply(content="late", latency=30)
+        return "here now"
+
+    with FakeOpenAIServer(script) as server, Agent(workspace, settings_for(server)) as agent:
         threading.Timer(0.3, agent.cancel).start()
         started = time.monotonic()
         result = agent.run("slow")
         elapsed = time.monotonic() - started
+        saved = json.loads(result.transcript_path.read_text())
+        again = agent.run("are you there?")
+        sent = server.requests[-1]["messages"]
     assert result.status == "cancelled"
     assert elapsed < 10  # the in-flight request is abandoned, not awaited for 30 s
-    assert json.loads(result.transcript_path.read_text())["messages"][-1]["content"] == "slow"
+    assert saved["messages"][-1]["content"] == "slow" and saved["state"] == "idle"
+    # The next run is told that the previous message got no answer.
+    assert again.final_text == "here now"
+    assert sent[-2]["role"] == "system" and "interrupted" in sent[-2]["content"]
+    assert sent[-1] == {"role": "user", "content": "are you there?"}
+
+
+def test_a_damaged_conversation_file_is_a_clear_error(workspace: Path) -> None:
+    folder = workspace / ".agentkit" / "conversations"
+    folder.mkdir(parents=True)
+    (folder / "conv_broken.json").write_text('{"messages": [')
+    with pytest.raises(ConfigurationError, match="damaged"):
+        Agent(workspace, Settings(model="m", api_key="k"), conversation_id="conv_broken")
+
+
+def test_on_event_is_called_one_event_at_a_time(workspace: Path) -> None:
+    from subagent_helpers import Router, call, calls, finish
+
+    inside = {"now": 0, "most": 0}
+
+    def slow_ui(event: ev.Event) -> None:
+        inside["now"] += 1
+        inside["most"] = max(inside["most"], inside["now"])
+        time.sleep(0.005)
+        inside["now"] -= 1
+
+    creates = [
+        call("create_sub_agent", agent_id=i, summary=f"s{i}", task="t", run_in_background=True)
+        for i in (1, 2, 3)
+    ]
+    router = Router(
+        main=[calls(*creates), "wait", "wait", "wait", "done"],
+        subs={i: [calls(call("search_workspace", pattern="x")), finish()] for i in (1, 2, 3)},
+    )
+    with (
+        FakeOpenAIServer(router) as server,
+        Agent(workspace, settings_for(server, subagent_timeout_min=1)) as agent,
+    ):
+        result = agent.run("go", on_event=slow_ui)
+    assert result.status == "done"
+    assert inside["most"] == 1
 
 
 def test_configuration_errors_are_clear(workspace: Path) -> None:

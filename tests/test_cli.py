@@ -611,3 +611,30 @@ def test_a_base_url_without_scheme_is_a_usage_error(workspace: Path) -> None:
     )
     assert proc.returncode == 2
     assert "http://" in one_error_line(proc)
+
+
+def test_task_from_standard_input(workspace: Path) -> None:
+    task = "长任务 " * 30000  # beyond what a command line can carry
+    with FakeOpenAIServer(["read it"]) as server:
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "agentkit",
+                "run",
+                "-",
+                "-w",
+                str(workspace),
+                "--model",
+                "m",
+                "--json",
+            ],
+            input=task,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=cli_env(server.base_url),
+        )
+        sent = server.requests[0]["messages"][-1]["content"]
+    assert proc.returncode == 0, proc.stderr
+    assert sent == task

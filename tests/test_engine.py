@@ -387,3 +387,34 @@ def test_seed_counters_count_successful_calls_only(workspace: Path) -> None:
         _, _, conv = run_engine(server, workspace, registry=registry)
     assert conv.stats.tool_calls == {"fetch": 1, "look": 2}
     assert (conv.stats.files_read, conv.stats.web_pages) == (1, 0)
+
+
+def test_half_an_emoji_from_the_model_does_not_break_the_conversation(workspace: Path) -> None:
+    """Regression: a lone surrogate ("\\ud83d", valid JSON) in a reply made every
+    later request and save fail with a UTF-8 encoding error."""
+    script = [
+        {"content": "look \ud83d", "tool_calls": [call("echo", text="half \ud83d emoji")]},
+        "fine \ud83d",
+        "next run",
+    ]
+    with FakeOpenAIServer(script) as server:
+        engine, result, conv = run_engine(server, workspace)
+        tool = [m for m in server.requests[1]["messages"] if m["role"] == "tool"][0]
+    assert result.status == "done" and result.final_text == "fine \ufffd"
+    assert tool["content"] == "echo:half \ufffd emoji"
+    json.loads((workspace / "conv.json").read_text(encoding="utf-8"))
+
+
+def test_a_tool_returning_unserialisable_json_is_a_result_not_a_crash(workspace: Path) -> None:
+    import datetime
+
+    from agentkit.tools.base import Tool
+
+    registry = make_registry()
+    registry.register(
+        Tool("when", EchoParams, lambda p, ctx: {"at": datetime.datetime(2026, 1, 2)})
+    )
+    with FakeOpenAIServer([{"tool_calls": [call("when", text="x")]}, "ok"]) as server:
+        _, result, _ = run_engine(server, workspace, registry=registry)
+        tool = [m for m in server.requests[1]["messages"] if m["role"] == "tool"][0]
+    assert result.status == "done" and "2026-01-02" in tool["content"]

@@ -1022,3 +1022,27 @@ def test_after_a_cancelled_run_the_model_hears_of_its_stopped_sub_agents(workspa
     assert sent[-1] == {"role": "user", "content": "继续"}
     with pytest.raises(Exception, match="关闭"):
         agent.run("again")
+
+
+def test_sigterm_to_a_worker_ends_its_commands_and_is_recorded(workspace: Path) -> None:
+    """Regression: SIGTERM to the whole process group (a supervisor, `timeout`) killed
+    workers without their commands, which lived on as orphans."""
+    import os
+    import signal
+
+    router = Router(main=["unused"], subs={1: [calls(call("run_command", command="sleep 1000"))]})
+    with FakeOpenAIServer(router) as server:
+        agent = make_agent(server, workspace)
+        manager = agent.manager
+        manager.create(agent_id=1, summary="被终止", task="t", run_in_background=True)
+        mark = manager.agents[1].process_mark
+        wait_until(lambda: len(processes_with_mark(mark)) >= 1)
+        os.kill(manager.agents[1].handle.pid, signal.SIGTERM)
+        assert wait_until(lambda: no_process_left(mark))
+        assert manager.agents[1].done.wait(10)
+        record = json.loads(
+            (workspace / "sub_agent_results/agent_1/.subagent/conversations.json").read_text()
+        )
+        agent.close()
+    assert record["status"] in ("terminated", "failed")
+    assert record["completed_at"]

@@ -485,12 +485,12 @@ class SubAgentManager:
             agent.status = status
             # The parent's clock: it includes the worker's start-up.
             agent.runtime_seconds = int(time.monotonic() - agent.started)
-            if status == "failed" and not result_summary:
-                result_summary = self._phrase("crashed_summary", reason=error or "unknown")
             if status != "completed":
                 # The seed's notification templates say "finished"; the summary they
                 # carry says how, so a failure never reads as a success.
                 reason = error if status == "failed" and error and error != result_summary else ""
+                if status == "failed" and not reason and not result_summary:
+                    reason = self._phrase("crashed_summary", reason="unknown")
                 note = self._phrase("status_note", status=status, reason=reason).strip()
                 result_summary = f"{note}\n{result_summary}" if result_summary else note
             agent.result_summary = result_summary

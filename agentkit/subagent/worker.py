@@ -224,6 +224,9 @@ def worker_main(spec: WorkerSpec, conn: Connection) -> None:
     # Ctrl-C on a terminal reaches the whole process group; the parent decides how
     # its sub-agents end (terminated), so the worker ignores SIGINT.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # SIGTERM (to the whole process group, by a supervisor or `timeout`): end like an
+    # orphan, recording it and killing the commands it started.
+    signal.signal(signal.SIGTERM, lambda signum, frame: parent_gone(spec.process_mark))
     os.environ[MARK_VARIABLE] = spec.process_mark
     channel = Channel(conn, spec.process_mark)
     channel.start_reader()
@@ -285,7 +288,7 @@ def worker_main(spec: WorkerSpec, conn: Connection) -> None:
                 "terminated",
                 started,
                 completed_at=utc_now(),
-                error="the main process ended",
+                error="stopped: the main process ended or stopped this worker",
             )
             record["result_summary"] = record["error"]
             write_record(deliverables, record)

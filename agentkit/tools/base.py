@@ -223,12 +223,11 @@ class ToolRegistry:
             return ToolResult.error("invalid_argument", _format_validation_error(name, exc))
         started = time.monotonic()
         try:
-            value = tool.func(params, ctx)
+            result = to_result(tool.func(params, ctx))
         except ToolError as exc:
             return ToolResult.error(exc.code, exc.message)
         except Exception as exc:  # a tool bug must not crash the loop
             return ToolResult.error("internal_error", f"{name} failed: {type(exc).__name__}: {exc}")
-        result = to_result(value)
         result.meta.setdefault("duration_seconds", round(time.monotonic() - started, 3))
         return result
 
@@ -244,7 +243,9 @@ def to_result(value: Any) -> ToolResult:
     if isinstance(value, dict):
         ok = value.get("success", True) is not False
         return ToolResult(
-            output=json.dumps(value, ensure_ascii=False, indent=2), ok=ok, meta={"json": value}
+            output=json.dumps(value, ensure_ascii=False, indent=2, default=str),
+            ok=ok,
+            meta={"json": value},
         )
     text = "" if value is None else str(value)
     return ToolResult(output=text, ok=not text.startswith("Error:"))
