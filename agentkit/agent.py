@@ -328,7 +328,7 @@ class Agent:
             result = RunResult(
                 final_text=outcome.final_text,
                 conversation_id=conv.id,
-                status=outcome.status,
+                status="failed" if save_error else outcome.status,
                 stats=conv.stats.to_dict(),
                 error=outcome.error or save_error,
                 transcript_path=self.transcript_path,

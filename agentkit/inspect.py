@@ -116,6 +116,7 @@ def conversation_overview(
         "final_text": doc.get("final_text"),
         "stats": doc.get("stats") or {},
         "subagents": rows,
+        "workspace": str(workspace),
     }
 
 
@@ -171,12 +172,23 @@ def render_overview(data: dict[str, Any], *, final_chars: int = 600) -> str:
             f"      deliverables: {row.get('deliverables_dir')} ({total} files{': ' + shown if files else ''})"
         )
         if row.get("transcript"):
-            lines.append(f"      transcript: {row['transcript']}")
+            lines.append(f"      transcript: {_transcript_of(row, data)}")
         if row.get("last_action"):
             lines.append(f"      last action: {_flat(row['last_action'], 100)}")
         if row.get("result_summary"):
             lines.append(f"      result: {_flat(row['result_summary'], 300)}")
     return "\n".join(lines)
+
+
+def _transcript_of(row: dict[str, Any], data: dict[str, Any]) -> str:
+    """The row's transcript path, or the archived copy a later sub-agent in the same
+    folder left (``conversations.<sub_conversation_id>.json``)."""
+    shown = str(row["transcript"])
+    workspace = data.get("workspace")
+    archived = Path(shown).with_name(f"conversations.{row.get('sub_conversation_id')}.json")
+    if workspace and (Path(workspace) / archived).is_file():
+        return archived.as_posix()
+    return shown
 
 
 def resolve_transcript(workspace: Path, target: str) -> Path:

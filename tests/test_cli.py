@@ -285,13 +285,13 @@ def test_model_error_after_retries_exits_1(workspace: Path) -> None:
     assert Path(data["transcript_path"]).is_file()
 
 
-def test_internal_error_is_one_line_exit_1(workspace: Path) -> None:
-    # The conversation folder cannot be created: an OS error nobody planned for.
+def test_unsavable_conversation_is_one_line_exit_1(workspace: Path) -> None:
+    # The conversation folder cannot be created: the run fails, saying why, no traceback.
     (workspace / ".agentkit").write_text("not a folder")
     with FakeOpenAIServer(["answer"]) as server:
         proc = agentkit("run", "hi", "-w", str(workspace), env=cli_env(server.base_url))
     assert proc.returncode == 1
-    assert one_error_line(proc).startswith("agentkit: internal error: ")
+    assert "could not be saved" in one_error_line(proc)
 
 
 @pytest.mark.slow

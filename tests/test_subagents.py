@@ -1046,3 +1046,18 @@ def test_sigterm_to_a_worker_ends_its_commands_and_is_recorded(workspace: Path) 
         agent.close()
     assert record["status"] in ("terminated", "failed")
     assert record["completed_at"]
+
+
+def test_two_agents_on_one_workspace_do_not_share_a_running_folder(workspace: Path) -> None:
+    """Regression: two Agents on one workspace both ran sub_agent_results/agent_1,
+    and one transcript was lost."""
+    router = Router(main=["unused"], subs={1: [calls(call("run_command", command="sleep 1000"))]})
+    with FakeOpenAIServer(router) as server:
+        first, second = make_agent(server, workspace), make_agent(server, workspace)
+        started = first.manager.create(agent_id=1, summary="甲", task="t", run_in_background=True)
+        wait_until(lambda: first.manager.agents[1].last_action.startswith("正在运行"))
+        refused = second.manager.create(agent_id=1, summary="乙", task="t", run_in_background=True)
+        first.close()
+        second.close()
+    assert started["success"] is True
+    assert refused["success"] is False and started["sub_conversation_id"] in refused["error"]

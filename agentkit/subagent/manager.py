@@ -29,6 +29,7 @@ from agentkit.subagent.launcher import Launcher, LocalLauncher, WorkerHandle, Wo
 from agentkit.subagent.records import (
     archive_record,
     clean_temp_files,
+    folder_in_use,
     list_deliverables,
     read_record,
     write_record,
@@ -225,6 +226,11 @@ class SubAgentManager:
                     self._phrase("bad_dir", reason=resolved, agent_id=agent_id), agent_id=agent_id
                 )
             rel, path = resolved
+            busy = folder_in_use(path)
+            if busy is not None:  # another Agent (or process) is using this folder now
+                return self._refuse(
+                    self._phrase("folder_busy", dir=rel, other=busy), agent_id=agent_id
+                )
             owner = self.claims.folder_overlap(path)
             if owner is not None:
                 other = self.agents[owner]

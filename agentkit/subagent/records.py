@@ -55,6 +55,29 @@ def archive_record(deliverables: Path) -> Path | None:
     return target
 
 
+def folder_in_use(deliverables: Path) -> str | None:
+    """Return the sub-conversation id of a sub-agent still running in this folder
+    (its record says running and its worker process is alive), else None.
+
+    Guards folders across Agents: two conversations on one workspace must not
+    both start ``sub_agent_results/agent_1``.
+    """
+    record = read_record(deliverables)
+    if not record or record.get("status") != "running":
+        return None
+    pid = record.get("worker_pid")
+    if not isinstance(pid, int) or pid == os.getpid():
+        return None
+    import psutil
+
+    try:
+        if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+            return None
+    except psutil.Error:
+        return None
+    return str(record.get("sub_conversation_id") or "?")
+
+
 def clean_temp_files(deliverables: Path) -> None:
     """Remove temp files a killed worker may have left beside the record."""
     folder = deliverables / RECORD_DIR

@@ -197,6 +197,7 @@ def build_record(
         "sub_conversation_id": spec.sub_conversation_id,
         "task": spec.task,
         "deliverables_dir": spec.deliverables_dir,
+        "worker_pid": os.getpid(),
         "messages": conv.messages,
         "stats": {
             "runtime_seconds": int(time.monotonic() - started),
