@@ -25,8 +25,8 @@ Replies (what a handler may return):
 * :class:`Reply`: the same with options (finish_reason, usage, latency, dropping the
   connection mid-stream).
 * :class:`ErrorReply` / :class:`RawResponse`: an exact status, body and headers.
-* :class:`RawChunks`: exact stream events, including the pseudo-events of
-  shared/testdata/providers/README.md (SSE comment, ``[DONE]``, raw line, disconnect).
+* :class:`RawChunks`: exact stream events, including these pseudo-events:
+  an SSE comment, ``[DONE]``, a raw line, a dropped connection.
 
 Simple replies get the normal OpenAI shape (id, created, model, choices, usage with
 estimated token counts: prompt = request bytes / 4, completion counted by
