@@ -116,13 +116,15 @@ class JsonFileWriter:
         if isinstance(data, dict) and isinstance(data.get("messages"), list):
             data = {**data, "messages": list(data["messages"])}
         with self._cond:
+            woken = self._has_pending  # the writer already waits to write: no wake-up
             self._pending, self._has_pending = data, True
             if self._thread is None:
                 self._thread = threading.Thread(
                     target=self._run, name="agentkit-json-writer", daemon=True
                 )
                 self._thread.start()
-            self._cond.notify_all()
+            if not woken:
+                self._cond.notify_all()
 
     def _encode(self, data: Any) -> str:
         if isinstance(data, dict) and isinstance(data.get("messages"), list):
