@@ -59,6 +59,72 @@ def shrink_tool_outputs(
     return total <= target
 
 
+def _shorten(value: Any, keep: int) -> tuple[Any, int]:
+    """Return ``value`` with every string longer than ``keep`` + 100 cut to ``keep``
+    characters and a note, and how many characters were removed."""
+    if isinstance(value, str) and len(value) > keep + 100:
+        removed = len(value) - keep
+        return value[:keep] + f"[... {removed} chars removed to fit the context window]", removed
+    if isinstance(value, dict):
+        out, total = {}, 0
+        for key, item in value.items():
+            out[key], cut = _shorten(item, keep)
+            total += cut
+        return out, total
+    if isinstance(value, list):
+        items = [_shorten(item, keep) for item in value]
+        return [item for item, _ in items], sum(cut for _, cut in items)
+    return value, 0
+
+
+def shrink_call_arguments(
+    messages: list[dict[str, Any]],
+    sizes: list[int],
+    target: int,
+    archive: list[dict[str, Any]],
+    count: Any,
+) -> bool:
+    """Shorten long string arguments of tool calls already answered, oldest first,
+    until ``sum(sizes) <= target`` (a 3 MB write_file content, say). The arguments
+    stay valid JSON; originals go to ``archive``. Returns True when the budget was
+    reached. Arguments parameters are the same as :func:`shrink_tool_outputs`.
+    """
+    total = sum(sizes)
+    for i, msg in enumerate(messages):
+        if total <= target:
+            break
+        if msg.get("role") != "assistant" or not msg.get("tool_calls"):
+            continue
+        changed = False
+        calls = []
+        for call in msg["tool_calls"]:
+            function = call.get("function") or {}
+            raw = function.get("arguments")
+            if not isinstance(raw, str) or len(raw) <= SHRINK_KEEP_CHARS * 2:
+                calls.append(call)
+                continue
+            try:
+                shortened, removed = _shorten(json.loads(raw), SHRINK_KEEP_CHARS)
+            except ValueError:
+                calls.append(call)
+                continue
+            if not removed:
+                calls.append(call)
+                continue
+            archive.append(
+                {"index": i, "role": "assistant", "tool_call_id": call.get("id"), "arguments": raw}
+            )
+            arguments = json.dumps(shortened, ensure_ascii=False, separators=(",", ":"))
+            calls.append({**call, "function": {**function, "arguments": arguments}})
+            changed = True
+        if changed:
+            msg["tool_calls"] = calls
+            new_size = count(msg)
+            total += new_size - sizes[i]
+            sizes[i] = new_size
+    return total <= target
+
+
 def _cut_index(
     messages: list[dict[str, Any]], sizes: list[int], start: int, keep_tokens: int
 ) -> int:

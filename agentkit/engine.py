@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 from agentkit import events as ev
 from agentkit import prompts
-from agentkit.compaction import compact_turns, shrink_tool_outputs
+from agentkit.compaction import compact_turns, shrink_call_arguments, shrink_tool_outputs
 from agentkit.conversation import Conversation
 from agentkit.errors import Cancelled, ContextLengthExceeded, LLMError
 from agentkit.settings import Settings
@@ -298,14 +298,16 @@ class Engine:
         # Shrinking works on the stored messages; the wire cache is rebuilt after.
         sizes = list(self._sizes)
         how = "shrink"
-        if not shrink_tool_outputs(
-            msgs, sizes, budget, archive, lambda m: self._count(self._to_wire(m, 1))
-        ):
-            how = "compact"
-            header = prompts.load(self.settings.language, "compaction_header.txt").strip()
-            compact_turns(
-                msgs, sizes, budget, archive, lambda m: self._count(self._to_wire(m, 1)), header
-            )
+
+        def count(message: dict[str, Any]) -> int:
+            return self._count(self._to_wire(message, 1))
+
+        if not shrink_tool_outputs(msgs, sizes, budget, archive, count):
+            how = "shrink arguments"
+            if not shrink_call_arguments(msgs, sizes, budget, archive, count):
+                how = "compact"
+                header = prompts.load(self.settings.language, "compaction_header.txt").strip()
+                compact_turns(msgs, sizes, budget, archive, count, header)
         self._rebuild_wire()
         self.emit(ev.ContextCompacted(tokens_before=before, tokens_after=sum(self._sizes), how=how))
 

@@ -59,11 +59,13 @@ def read_json(path: Path) -> Any:
 
 
 def _signature(item: Any) -> tuple[int, int]:
-    # What may change in a stored message: compaction rewrites a content in place.
+    # What may change in a stored message: compaction rewrites a content, or the
+    # tool calls (shortened arguments), in place.
     if not isinstance(item, dict):
         return (-1, -1)
     content = item.get("content")
-    return (len(content) if isinstance(content, str) else -1, len(item.get("tool_calls") or ()))
+    calls = item.get("tool_calls")
+    return (len(content) if isinstance(content, str) else -1, id(calls) if calls else 0)
 
 
 class _ListEncoder:

@@ -418,3 +418,21 @@ def test_a_tool_returning_unserialisable_json_is_a_result_not_a_crash(workspace:
         _, result, _ = run_engine(server, workspace, registry=registry)
         tool = [m for m in server.requests[1]["messages"] if m["role"] == "tool"][0]
     assert result.status == "done" and "2026-01-02" in tool["content"]
+
+
+def test_huge_arguments_of_answered_calls_are_shortened_to_fit(workspace: Path) -> None:
+    """Regression: a 3 MB write_file argument stayed in every later request, and
+    compaction could not remove it (it belongs to the newest turns)."""
+    huge = "y" * 400_000
+    script = [{"tool_calls": [call("refuse", text=huge)]}, "done"]  # a short result
+    events: list = []
+    with FakeOpenAIServer(script) as server:
+        _, result, conv = run_engine(
+            server, workspace, events=events, context_window=40_000, context_budget=0.5
+        )
+        sent = server.requests[1]["messages"]
+    assert result.status == "done"
+    arguments = json.loads(sent[2]["tool_calls"][0]["function"]["arguments"])
+    assert len(arguments["text"]) < 1000 and "chars removed" in arguments["text"]
+    assert any(a.get("arguments") and huge in a["arguments"] for a in conv.archive)
+    assert any(isinstance(e, ev.ContextCompacted) and e.how == "shrink arguments" for e in events)
