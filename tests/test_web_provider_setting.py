@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
+
+from loopback import serve_loopback
 
 from agentkit.settings import Settings
 from agentkit.tools.base import ToolContext, ToolRegistry
@@ -48,14 +49,9 @@ def run_search(settings: Settings, workspace: Path, query: str = "agentkit") -> 
 
 
 def test_searxng_named_in_settings(workspace: Path) -> None:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Searx)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        url = f"http://127.0.0.1:{server.server_address[1]}"
+    with serve_loopback(_Searx) as port:
+        url = f"http://127.0.0.1:{port}"
         out = run_search(Settings(language="en", web_search_provider=f"searxng:{url}"), workspace)
-    finally:
-        server.shutdown()
-        server.server_close()
     assert "Loopback result" in out and "https://example.org/a" in out
 
 

@@ -9,12 +9,13 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, quote, urlsplit
 
 import pytest
+from loopback import serve_loopback
 
 from agentkit.settings import Settings
 from agentkit.tools.base import ToolContext, ToolRegistry, ToolResult
@@ -89,14 +90,8 @@ class SearxHandler(BaseHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def searx_url() -> Iterator[str]:
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), SearxHandler)
-    httpd.daemon_threads = True
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-    httpd.server_close()
-    thread.join(5)
+    with serve_loopback(SearxHandler) as port:
+        yield f"http://127.0.0.1:{port}"
 
 
 def search(ctx: ToolContext, tools: list[Any], **args: Any) -> ToolResult:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from loopback import serve_loopback
 
 from agentkit.errors import ToolError
 from agentkit.settings import Settings
@@ -75,14 +76,8 @@ class Handler(BaseHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def port() -> Iterator[int]:
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    httpd.daemon_threads = True
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield httpd.server_address[1]
-    httpd.shutdown()
-    httpd.server_close()
-    thread.join(5)
+    with serve_loopback(Handler) as number:
+        yield number
 
 
 def make_ctx(workspace: Path, allow: list[str], **extra: Any) -> ToolContext:
