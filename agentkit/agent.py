@@ -365,7 +365,7 @@ class Agent:
 
                 notes.append(
                     render_notifications(
-                        language, done, "notify_system", self._manager._capped_summary
+                        language, done, "notify_system", self._manager.capped_summary
                     )
                 )
         elif any(r.get("status") == "running" for r in self.conversation.subagents):

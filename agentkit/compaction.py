@@ -193,8 +193,3 @@ def compact_turns(
     messages[start:cut] = [summary]
     sizes[start:cut] = [count(summary)]
     return sum(sizes) <= target
-
-
-def compact_json_size(messages: list[dict[str, Any]]) -> int:
-    """Return the JSON size of ``messages`` in characters (for diagnostics)."""
-    return len(json.dumps(messages, ensure_ascii=False))

@@ -356,8 +356,8 @@ class Engine:
     def _run_tool_calls(self, calls: list[ToolCall]) -> None:
         stats = self.conversation.stats
         language = self.settings.language
-        for call in calls:
-            tool = self.registry.get(call.name)
+        tools = [self.registry.get(call.name) for call in calls]
+        for call, tool in zip(calls, tools, strict=True):
             stats.count_call(call.name)
             self.last_action = prompts.last_action(
                 language, tool.action or call.name if tool else call.name, call.arguments
@@ -380,9 +380,8 @@ class Engine:
                     max_workers=self.settings.tool_workers, thread_name_prefix="agentkit-tool"
                 )
             results = list(self._pool.map(self._execute, calls))
-        for call, (result, duration) in zip(calls, results, strict=False):
+        for call, tool, (result, duration) in zip(calls, tools, results, strict=True):
             if result.ok or result.error_code in ("timeout", "killed"):  # the command ran
-                tool = self.registry.get(call.name)
                 stats.count_done(tool.counter if tool else None)
             self.append(
                 {

@@ -182,8 +182,3 @@ class LocalLauncher:
             process.start()
         child_conn.close()  # only the worker holds this end: its EOF tells us it died
         return LocalWorker(process=process, conn=parent_conn)
-
-
-def python_executable() -> str:
-    """The interpreter workers run with."""
-    return sys.executable

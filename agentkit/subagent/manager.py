@@ -333,12 +333,14 @@ class SubAgentManager:
             "message": message,
             "deliverables_dir": agent.deliverables_dir,
             "deliverables_files": files,
-            "result_summary": self._capped_summary(agent),
+            "result_summary": self.capped_summary(agent),
             "sub_conversation_id": agent.sub_conversation_id,
             "stats": agent.stats(),
         }
 
-    def _capped_summary(self, agent: SubAgent) -> str:
+    def capped_summary(self, agent: SubAgent) -> str:
+        """Return the agent's result summary cut to ``result_summary_max_chars``, with a
+        note naming the record that holds the whole text."""
         text = agent.result_summary or ""
         limit = self.settings.result_summary_max_chars
         if len(text) <= limit:

@@ -62,7 +62,7 @@ class MainHooks(Hooks):
         if not done:
             return Step()
         text = render_notifications(
-            engine.settings.language, done, "notify_system", manager._capped_summary
+            engine.settings.language, done, "notify_system", manager.capped_summary
         )
         return Step(messages=[{"role": "system", "content": text}])
 
@@ -80,6 +80,6 @@ class MainHooks(Hooks):
         if not done:
             return Step(stop=True)
         text = render_notifications(
-            engine.settings.language, done, "notify_user", manager._capped_summary
+            engine.settings.language, done, "notify_user", manager.capped_summary
         )
         return Step(messages=[{"role": "user", "content": text}])
