@@ -11,10 +11,27 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+__all__ = [
+    "AssistantMessage",
+    "ContextCompacted",
+    "Event",
+    "EventHandler",
+    "RetryScheduled",
+    "RunFinished",
+    "RunStarted",
+    "StateChanged",
+    "SubAgentFinished",
+    "SubAgentProgress",
+    "SubAgentStarted",
+    "TextDelta",
+    "ToolCallFinished",
+    "ToolCallStarted",
+]
+
 
 @dataclass(frozen=True)
 class Event:
-    """Base of all events."""
+    """Base of all events: a frozen dataclass whose ``type`` is its class name."""
 
     @property
     def type(self) -> str:
@@ -28,6 +45,8 @@ class Event:
 
 @dataclass(frozen=True)
 class RunStarted(Event):
+    """A run (a round of the main agent) began on ``task`` in conversation ``conversation_id``."""
+
     conversation_id: str
     task: str
 
@@ -41,6 +60,8 @@ class TextDelta(Event):
 
 @dataclass(frozen=True)
 class AssistantMessage(Event):
+    """The model answered: ``content`` (text or None) and ``tool_calls`` (OpenAI shape), at model request number ``turn``."""
+
     content: str | None
     tool_calls: list[dict[str, Any]]
     turn: int
@@ -48,6 +69,8 @@ class AssistantMessage(Event):
 
 @dataclass(frozen=True)
 class ToolCallStarted(Event):
+    """A tool call began: ``name`` with parsed ``arguments`` (None when they did not parse); ``last_action`` is the short phrase shown in status rows."""
+
     call_id: str
     name: str
     arguments: dict[str, Any] | None
@@ -56,6 +79,8 @@ class ToolCallStarted(Event):
 
 @dataclass(frozen=True)
 class ToolCallFinished(Event):
+    """A tool call ended: ``ok`` False for an ``Error:`` result or a seed-tool refusal; ``output`` is the result text; ``duration_seconds`` wall time."""
+
     call_id: str
     name: str
     ok: bool
@@ -75,6 +100,8 @@ class RetryScheduled(Event):
 
 @dataclass(frozen=True)
 class ContextCompacted(Event):
+    """The context budget shrank the history from ``tokens_before`` to ``tokens_after`` tokens; ``how`` names the step taken."""
+
     tokens_before: int
     tokens_after: int
     how: str
@@ -89,6 +116,8 @@ class StateChanged(Event):
 
 @dataclass(frozen=True)
 class SubAgentStarted(Event):
+    """A sub-agent's worker started; ``info`` is its get_sub_agent_status row (agent_id, summary, status, counters, last_action, deliverables_dir)."""
+
     info: dict[str, Any]
 
 
@@ -101,11 +130,15 @@ class SubAgentProgress(Event):
 
 @dataclass(frozen=True)
 class SubAgentFinished(Event):
+    """A sub-agent ended (completed, failed, timeout or terminated); ``info`` is its final status row."""
+
     info: dict[str, Any]
 
 
 @dataclass(frozen=True)
 class RunFinished(Event):
+    """A run ended with ``status`` (done, failed, cancelled), the ``final_text`` answer, an ``error`` text when it failed, and ``stats``."""
+
     status: str
     final_text: str | None
     error: str | None = None
@@ -113,17 +146,3 @@ class RunFinished(Event):
 
 
 EventHandler = Callable[[Event], None]
-EVENT_TYPES = (
-    RunStarted,
-    TextDelta,
-    AssistantMessage,
-    ToolCallStarted,
-    ToolCallFinished,
-    RetryScheduled,
-    ContextCompacted,
-    StateChanged,
-    SubAgentStarted,
-    SubAgentProgress,
-    SubAgentFinished,
-    RunFinished,
-)

@@ -1,0 +1,67 @@
+"""The public API: what ``agentkit.__all__`` promises is importable, documented and lazy."""
+
+from __future__ import annotations
+
+import inspect
+import subprocess
+import sys
+
+import pytest
+
+import agentkit
+
+PUBLIC_MODULES = ["agentkit", "agentkit.testing", "agentkit.events"]
+
+
+@pytest.mark.parametrize("name", agentkit.__all__)
+def test_every_public_name_resolves_and_is_documented(name: str) -> None:
+    obj = getattr(agentkit, name)
+    assert obj is not None
+    doc = inspect.getdoc(obj) or ""
+    assert len(doc) >= 20, f"agentkit.{name} needs a docstring saying what it is"
+
+
+def test_all_is_sorted_unique_and_complete() -> None:
+    names = agentkit.__all__
+    assert len(names) == len(set(names))
+    assert names == sorted(names)
+    # The names a user meets in the README's tour are all public.
+    for name in ["Agent", "Settings", "RunResult", "Tool", "ToolContext", "SubAgentFinished"]:
+        assert name in names
+
+
+def test_unknown_attribute_is_an_attribute_error() -> None:
+    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+        _ = agentkit.Nope  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("module", PUBLIC_MODULES[1:])
+def test_submodule_all_resolves(module: str) -> None:
+    mod = __import__(module, fromlist=["__all__"])
+    for name in mod.__all__:
+        assert getattr(mod, name) is not None, f"{module}.{name}"
+
+
+def test_import_is_lazy() -> None:
+    """`import agentkit` must not pull in openai or pydantic-settings (start-up time)."""
+    code = (
+        "import sys, agentkit\n"
+        "heavy = [m for m in ('openai', 'pydantic_settings', 'trafilatura', 'tiktoken') "
+        "if m in sys.modules]\n"
+        "print(','.join(heavy))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert out == "", f"imported eagerly: {out}"
+
+
+def test_exceptions_form_one_tree() -> None:
+    for name in [
+        "Cancelled",
+        "ConfigurationError",
+        "ContextLengthExceeded",
+        "LLMError",
+        "ToolError",
+    ]:
+        assert issubclass(getattr(agentkit, name), agentkit.AgentkitError), name
