@@ -29,7 +29,7 @@ from agentkit.subagent.claims import Claims
 from agentkit.subagent.contract import Launcher, WorkerSpec
 from agentkit.subagent.local_launcher import LocalLauncher
 from agentkit.subagent.record import Ending, archive_record, list_deliverables, record_relpath
-from agentkit.subagent.state import STATUS_KEYS, SubAgent
+from agentkit.subagent.state import STATUS_KEYS, SubAgent, earlier_rows
 from agentkit.subagent.supervisor import Supervisor
 
 
@@ -77,15 +77,8 @@ class SubAgentManager:
         )
         # Sub-agents of earlier runs of this conversation (loaded from its file): their
         # ids stay taken, and status and records still show them.
-        self._previous: dict[int, dict[str, Any]] = {}
-        if conversation is not None:
-            for row in conversation.subagents:
-                if isinstance(row, dict) and isinstance(row.get("agent_id"), int):
-                    row = dict(row)
-                    if row.get("status") == "running":  # its process ended with that run
-                        row["status"] = "terminated"
-                    self._previous[row["agent_id"]] = row
-                    self._used_ids[row["agent_id"]] = str(row.get("summary", ""))
+        self._previous = earlier_rows(conversation.subagents if conversation else [])
+        self._used_ids.update({i: str(r.get("summary", "")) for i, r in self._previous.items()})
 
     def _phrase(self, key: str, **values: Any) -> str:
         return prompts.phrase(self.language, key, **values)
@@ -320,16 +313,8 @@ class SubAgentManager:
         """Return one summary row per sub-agent, for the main conversation file."""
         with self._lock:
             earlier = [r for i, r in sorted(self._previous.items()) if i not in self.agents]
-            return earlier + [
-                {
-                    **a.status_row(),
-                    "background": a.background,
-                    "sub_conversation_id": a.spec.sub_conversation_id,
-                    "result_summary": a.result_summary,
-                    "transcript": record_relpath(a.spec.deliverables_dir),
-                }
-                for a in sorted(self.agents.values(), key=lambda a: a.spec.agent_id)
-            ]
+            ordered = sorted(self.agents.values(), key=lambda a: a.spec.agent_id)
+            return earlier + [a.conversation_row() for a in ordered]
 
     def terminate_all(self, *, interrupted: bool = False) -> None:
         """Terminate every running sub-agent and its processes. ``interrupted``: the

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from agentkit.conversation import SEED_COUNTERS
+from agentkit.subagent.record import record_relpath
 
 if TYPE_CHECKING:
     from agentkit.subagent.contract import WorkerHandle, WorkerSpec
@@ -33,6 +34,20 @@ STATUS_KEYS = (
     "last_action",
     "deliverables_dir",
 )
+
+
+def earlier_rows(rows: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
+    """Return the sub-agent rows an earlier run saved in the main conversation (see
+    SubAgent.conversation_row), by agent id; malformed rows are skipped, and one
+    still "running" becomes "terminated" (its process ended with that run)."""
+    found: dict[int, dict[str, Any]] = {}
+    for row in rows:
+        if isinstance(row, dict) and isinstance(row.get("agent_id"), int):
+            row = dict(row)
+            if row.get("status") == "running":
+                row["status"] = "terminated"
+            found[row["agent_id"]] = row
+    return found
 
 
 @dataclass
@@ -87,4 +102,16 @@ class SubAgent:
             **stats,
             "last_action": self.last_action,
             "deliverables_dir": self.spec.deliverables_dir,
+        }
+
+    def conversation_row(self) -> dict[str, Any]:
+        """Return the row the main conversation file keeps for this sub-agent: the
+        status row plus background, sub_conversation_id, result_summary and the
+        record's path (``transcript``)."""
+        return {
+            **self.status_row(),
+            "background": self.background,
+            "sub_conversation_id": self.spec.sub_conversation_id,
+            "result_summary": self.result_summary,
+            "transcript": record_relpath(self.spec.deliverables_dir),
         }
