@@ -17,7 +17,9 @@ from agentkit.jsonfile import read_json, write_json_atomic
 from agentkit.turns import Usage
 
 STATES = ("idle", "running", "waiting_for_subagents", "done", "failed")
-COUNTERS = ("files_read", "searches", "web_pages", "commands")
+# The seed's four activity counters (seed §1 stats, §2 templates), in display order;
+# the one definition every module (Stats, records, status rows, views) uses.
+SEED_COUNTERS = ("files_read", "searches", "web_pages", "commands")
 
 
 def utc_now() -> str:
@@ -67,8 +69,12 @@ class Stats:
     def count_done(self, counter: str | None) -> None:
         """Count one successful call into a seed counter: "read N files" counts
         files actually read, not refused attempts."""
-        if counter in COUNTERS:
+        if counter in SEED_COUNTERS:
             setattr(self, counter, getattr(self, counter) + 1)
+
+    def seed_counts(self) -> dict[str, int]:
+        """Return the four seed counters as ``{name: count}`` (SEED_COUNTERS order)."""
+        return {name: getattr(self, name) for name in SEED_COUNTERS}
 
     def token_usage(self) -> dict[str, int]:
         """Return ``{"prompt", "completion", "total"}`` (seed §6 shape)."""

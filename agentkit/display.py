@@ -20,13 +20,12 @@ from collections.abc import Callable
 from typing import IO, TYPE_CHECKING, Any
 
 from agentkit import events as ev
+from agentkit.conversation import SEED_COUNTERS
 
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
     from rich.table import Table
     from rich.text import Text
-
-COUNTERS = ("files_read", "searches", "web_pages", "commands")
 
 
 def shorten(text: str, limit: int) -> str:
@@ -60,7 +59,7 @@ def format_runtime(seconds: float | int | None) -> str:
 
 def counters_text(info: dict[str, Any]) -> str:
     """Return ``files_read=5 searches=2 web_pages=0 commands=1`` from a status row."""
-    return " ".join(f"{k}={info.get(k, 0)}" for k in COUNTERS)
+    return " ".join(f"{k}={info.get(k, 0)}" for k in SEED_COUNTERS)
 
 
 def event_line(event: ev.Event) -> str | None:
@@ -265,7 +264,7 @@ class LiveDisplay:
                 shorten(info.get("summary", ""), 40),
                 Text(status, style=style),
                 format_runtime(runtime),
-                *(str(info.get(k, 0)) for k in COUNTERS),
+                *(str(info.get(k, 0)) for k in SEED_COUNTERS),
                 shorten(info.get("last_action", "") or "", 50),
             )
         return table

@@ -13,11 +13,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from agentkit.conversation import conversations_dir
+from agentkit.conversation import SEED_COUNTERS, conversations_dir
 from agentkit.jsonfile import read_json
-from agentkit.subagent.records import list_deliverables, record_path
-
-COUNTERS = ("files_read", "searches", "web_pages", "commands")
+from agentkit.subagent.record import list_deliverables, record_path
 
 
 class InspectError(Exception):
@@ -139,7 +137,7 @@ def stats_line(stats: dict[str, Any]) -> str:
     if isinstance(calls, dict) and calls:
         named = ", ".join(f"{k} {v}" for k, v in sorted(calls.items()))
         parts.append(f"tool calls {sum(calls.values())} ({named})")
-    parts.append(" ".join(f"{k}={stats.get(k, 0)}" for k in COUNTERS))
+    parts.append(" ".join(f"{k}={stats.get(k, 0)}" for k in SEED_COUNTERS))
     parts.append(_tokens(stats) + (" estimated" if stats.get("usage_estimated") else ""))
     return " · ".join(parts)
 
@@ -164,7 +162,7 @@ def render_overview(data: dict[str, Any], *, final_chars: int = 600) -> str:
             f"  #{row.get('agent_id')}  {row.get('status')}  {row.get('runtime_seconds', 0)}s"
             f"  {_flat(row.get('summary', ''), 80)}"
         )
-        lines.append("      " + " ".join(f"{k}={row.get(k, 0)}" for k in COUNTERS))
+        lines.append("      " + " ".join(f"{k}={row.get(k, 0)}" for k in SEED_COUNTERS))
         files = row.get("deliverables_files") or []
         total = row.get("deliverables_total", len(files))
         shown = ", ".join(files[:10]) + (", …" if total > 10 else "")

@@ -481,7 +481,7 @@ def test_timeout_kills_worker_and_commands_keeps_partial_files(workspace: Path) 
     with FakeOpenAIServer(router) as server, make_agent(server, workspace) as agent:
         agent.run("t")
         data = last_json(main_requests(server)[1])
-        mark = agent.manager.agents[1].process_mark
+        mark = agent.manager.agents[1].spec.process_mark
         pid = agent.manager.agents[1].handle.pid
     assert data["status"] == "timeout" and data["success"] is False
     assert data["deliverables_files"] == ["partial.md"]
@@ -559,7 +559,7 @@ def test_terminate_returns_seed_json_and_ends_processes(workspace: Path) -> None
         holder["agent"] = agent
         result = agent.run("t")
         main = main_requests(server)
-        mark = agent.manager.agents[1].process_mark
+        mark = agent.manager.agents[1].spec.process_mark
     assert result.status == "done"
     assert last_json(main[2]) == {
         "success": True,
@@ -703,7 +703,7 @@ def test_new_conversation_and_close_end_every_worker(workspace: Path) -> None:
         agent = make_agent(server, workspace)
         manager = agent.manager
         manager.create(agent_id=1, summary="a", task="t", run_in_background=True)
-        marks = [manager.agents[1].process_mark]
+        marks = [manager.agents[1].spec.process_mark]
         wait_until(lambda: manager.agents[1].last_action.startswith("正在运行"))
         agent.new_conversation()
         assert manager.agents[1].status == "terminated"
@@ -711,7 +711,7 @@ def test_new_conversation_and_close_end_every_worker(workspace: Path) -> None:
         manager2 = agent.manager
         assert manager2 is not manager
         manager2.create(agent_id=2, summary="b", task="t", run_in_background=True)
-        marks.append(manager2.agents[2].process_mark)
+        marks.append(manager2.agents[2].spec.process_mark)
         agent.close()
         assert manager2.agents[2].status == "terminated"
         assert no_process_left(marks[1])
@@ -723,7 +723,7 @@ from agentkit import Agent, Settings
 settings = Settings(model="fake-model", base_url=sys.argv[1], api_key="k", language="en")
 agent = Agent(workspace=sys.argv[2], settings=settings)
 agent.manager.create(agent_id=1, summary="orphan test", task="t", run_in_background=True)
-print(agent.manager.agents[1].process_mark, agent.manager.agents[1].handle.pid, flush=True)
+print(agent.manager.agents[1].spec.process_mark, agent.manager.agents[1].handle.pid, flush=True)
 time.sleep(1000)
 """
 
@@ -1035,7 +1035,7 @@ def test_sigterm_to_a_worker_ends_its_commands_and_is_recorded(workspace: Path) 
         agent = make_agent(server, workspace)
         manager = agent.manager
         manager.create(agent_id=1, summary="被终止", task="t", run_in_background=True)
-        mark = manager.agents[1].process_mark
+        mark = manager.agents[1].spec.process_mark
         wait_until(lambda: len(processes_with_mark(mark)) >= 1)
         os.kill(manager.agents[1].handle.pid, signal.SIGTERM)
         assert wait_until(lambda: no_process_left(mark))
@@ -1046,6 +1046,26 @@ def test_sigterm_to_a_worker_ends_its_commands_and_is_recorded(workspace: Path) 
         agent.close()
     assert record["status"] in ("terminated", "failed")
     assert record["completed_at"]
+
+
+def test_a_terminate_message_alone_ends_a_worker_and_its_commands(workspace: Path) -> None:
+    """The contract's Terminate is enough to stop a worker (a launcher that cannot
+    signal its worker, such as a remote one, relies on it): no signal is sent here."""
+    from agentkit.subagent.contract import Terminate
+
+    router = Router(main=["unused"], subs={1: [calls(call("run_command", command="sleep 1000"))]})
+    with FakeOpenAIServer(router) as server:
+        agent = make_agent(server, workspace)
+        manager = agent.manager
+        manager.create(agent_id=1, summary="被终止", task="t", run_in_background=True)
+        sub = manager.agents[1]
+        wait_until(lambda: sub.last_action.startswith("正在运行"))
+        assert sub.handle is not None and sub.handle.channel.send(Terminate("terminated"))
+        assert wait_until(lambda: not sub.handle.is_alive(), timeout=10)
+        assert wait_until(lambda: no_process_left(sub.spec.process_mark))
+        assert sub.done.wait(10)
+        agent.close()
+    assert sub.status == "failed" and "exit code 3" in (sub.error or "")
 
 
 def test_two_agents_on_one_workspace_do_not_share_a_running_folder(workspace: Path) -> None:

@@ -19,7 +19,8 @@ from agentkit.errors import Cancelled
 from agentkit.turns import AssistantTurn
 
 if TYPE_CHECKING:
-    from agentkit.subagent.manager import SubAgent, SubAgentManager
+    from agentkit.subagent.manager import SubAgentManager
+    from agentkit.subagent.state import SubAgent
 
 
 def render_notifications(
@@ -33,14 +34,10 @@ def render_notifications(
             prompts.render(
                 language,
                 f"subagent/{template}.txt",
-                agent_id=agent.agent_id,
-                summary=agent.summary,
-                runtime_seconds=agent.runtime(),
-                files_read=agent.counters.get("files_read", 0),
-                searches=agent.counters.get("searches", 0),
-                web_pages=agent.counters.get("web_pages", 0),
-                commands=agent.counters.get("commands", 0),
-                deliverables_dir=agent.deliverables_dir,
+                agent_id=agent.spec.agent_id,
+                summary=agent.spec.summary,
+                **agent.stats(),  # runtime_seconds and the four seed counters
+                deliverables_dir=agent.spec.deliverables_dir,
                 result_summary=cap(agent),
             )
         )

@@ -1,11 +1,11 @@
 """The sub-agent process: the shared Engine with the base tools and finish_task.
 
-Talks to its parent over one duplex pipe (DESIGN §4). Worker → parent:
-``("progress", row)`` after every tool call, ``("claim", id, path)`` before a
-write, ``("result", row)`` at the end. Parent → worker: ``("claim_reply", id,
-error_or_None)`` and ``("wrapup", seconds_left)``. When the pipe closes (the
-parent died, even by SIGKILL) the worker kills every process carrying its
-mark and exits: no orphans.
+One job: the worker's entry point (:func:`worker_main`) and its side of the
+contract (agentkit.subagent.contract, DESIGN §4): Progress after every tool
+call, ClaimRequest before a write, Result at the end; ClaimAnswer, WrapUp and
+Terminate from the parent. When the link closes (the parent died, even by
+SIGKILL) or Terminate arrives, the worker records the end, kills every process
+carrying its mark and exits: no orphans.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ import queue
 import signal
 import threading
 import time
-from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
@@ -33,14 +32,28 @@ import agentkit.tools.search  # noqa: F401
 import agentkit.tools.shell  # noqa: F401
 import agentkit.tools.web  # noqa: F401
 from agentkit import prompts
-from agentkit.conversation import Conversation, utc_now
+from agentkit.conversation import Conversation
 from agentkit.engine import Engine, Hooks, Step
 from agentkit.environment import prompt_values
 from agentkit.errors import ToolError
 from agentkit.jsonfile import JsonFileWriter
 from agentkit.settings import Settings
-from agentkit.subagent.launcher import WorkerSpec
-from agentkit.subagent.records import record_path, write_record
+from agentkit.subagent.contract import (
+    Channel,
+    ChannelClosed,
+    ClaimAnswer,
+    ClaimRequest,
+    Endpoint,
+    ParentMessage,
+    Progress,
+    Result,
+    Terminate,
+    WorkerMessage,
+    WorkerSpec,
+    WrapUp,
+)
+from agentkit.subagent.record import Ending, build_record, record_path, record_stats, write_record
+from agentkit.subagent.state import EndStatus, Status
 from agentkit.subagent.tools import make_finish_tool
 from agentkit.tokens import count_text
 from agentkit.tools.base import ToolContext, ToolRegistry
@@ -57,24 +70,22 @@ MARK_VARIABLE = "AGENTKIT_PROCESS_MARK"
 CLAIM_TIMEOUT = 30.0
 
 
-class Channel:
-    """The worker's side of the pipe: thread-safe sends, one reader thread."""
+class ParentLink:
+    """The worker's side of the contract: thread-safe sends, one reader thread for
+    claim answers, the wrap-up request and Terminate."""
 
-    def __init__(self, conn: Connection, mark: str) -> None:
-        self.conn = conn
+    def __init__(self, endpoint: Endpoint, mark: str) -> None:
+        self.channel: Channel[WorkerMessage, ParentMessage] = Channel(endpoint)
         self.mark = mark
-        self._send_lock = threading.Lock()
+        self._id_lock = threading.Lock()
         self._replies: dict[int, queue.Queue[str | None]] = {}
         self._next_id = 0
         self.wrapup = threading.Event()
         self.wrapup_seconds = 0
 
-    def send(self, message: tuple[Any, ...]) -> None:
-        """Send one message; a broken pipe means the parent is gone: exit."""
-        try:
-            with self._send_lock:
-                self.conn.send(message)
-        except (OSError, ValueError):
+    def send(self, message: WorkerMessage) -> None:
+        """Send one message; a broken link means the parent is gone: exit."""
+        if not self.channel.send(message):
             parent_gone(self.mark)
 
     def start_reader(self) -> None:
@@ -84,27 +95,29 @@ class Channel:
     def _read(self) -> None:
         while True:
             try:
-                message = self.conn.recv()
-            except (EOFError, OSError):
+                message = self.channel.receive()
+            except ChannelClosed:
                 parent_gone(self.mark)
                 return
-            kind = message[0]
-            if kind == "claim_reply":
-                box = self._replies.get(message[1])
+            if isinstance(message, ClaimAnswer):
+                box = self._replies.get(message.request)
                 if box is not None:
-                    box.put(message[2])
-            elif kind == "wrapup":
-                self.wrapup_seconds = int(message[1])
+                    box.put(message.error)
+            elif isinstance(message, WrapUp):
+                self.wrapup_seconds = int(message.seconds_left)
                 self.wrapup.set()
+            elif isinstance(message, Terminate):
+                parent_gone(self.mark)
+                return
 
     def claim(self, path: Path) -> None:
         """Ask the parent for the right to write ``path``; raises ToolError on conflict."""
-        with self._send_lock:
+        with self._id_lock:
             self._next_id += 1
             request = self._next_id
         box: queue.Queue[str | None] = queue.Queue(maxsize=1)
         self._replies[request] = box
-        self.send(("claim", request, str(path)))
+        self.send(ClaimRequest(request=request, path=str(path)))
         try:
             error = box.get(timeout=CLAIM_TIMEOUT)
         except queue.Empty:
@@ -134,23 +147,23 @@ class SubAgentHooks(Hooks):
     """Sub-agent behaviour: stop after finish_task; nudge (seed §4) on an answer
     without tool calls; pass on the parent's wrap-up request once."""
 
-    def __init__(self, spec: WorkerSpec, settings: Settings, channel: Channel) -> None:
+    def __init__(self, spec: WorkerSpec, settings: Settings, link: ParentLink) -> None:
         self.spec = spec
         self.settings = settings
-        self.channel = channel
+        self.link = link
         self.finished: tuple[bool, str] | None = None
         self.nudges = 0
         self.gave_up = False
         self._wrapup_sent = False
 
     def _wrapup(self) -> list[dict[str, Any]]:
-        if self._wrapup_sent or not self.channel.wrapup.is_set():
+        if self._wrapup_sent or not self.link.wrapup.is_set():
             return []
         self._wrapup_sent = True
         text = prompts.phrase(
             self.settings.language,
             "wrapup",
-            remaining=self.channel.wrapup_seconds,
+            remaining=self.link.wrapup_seconds,
             deliverables_dir=self.spec.deliverables_dir,
         )
         return [{"role": "user", "content": text}]
@@ -169,53 +182,35 @@ class SubAgentHooks(Hooks):
         return Step(messages=[*self._wrapup(), {"role": "user", "content": nudge}])
 
 
-def _progress_row(conv: Conversation, last_action: str) -> dict[str, Any]:
+def _progress(conv: Conversation, last_action: str) -> Progress:
     stats = conv.stats
-    return {
-        "files_read": stats.files_read,
-        "searches": stats.searches,
-        "web_pages": stats.web_pages,
-        "commands": stats.commands,
-        "turns": stats.turns,
-        "token_usage": stats.token_usage(),
-        "last_action": last_action,
-    }
+    return Progress(
+        counters=stats.seed_counts(),
+        last_action=last_action,
+        turns=stats.turns,
+        token_usage=stats.token_usage(),
+    )
 
 
-def build_record(
-    spec: WorkerSpec, conv: Conversation, status: str, started: float, **extra: Any
+def _record(
+    spec: WorkerSpec,
+    conv: Conversation,
+    status: Status,
+    started: float,
+    ending: Ending | None = None,
 ) -> dict[str, Any]:
-    """Return the conversations.json document (seed §6 fields plus status)."""
-    stats = conv.stats
-    record: dict[str, Any] = {
-        "agent_id": spec.agent_id,
-        "summary": spec.summary,
-        "created_at": spec.created_at,
-        "completed_at": None,
-        "status": status,
-        "result_summary": None,
-        "sub_conversation_id": spec.sub_conversation_id,
-        "task": spec.task,
-        "deliverables_dir": spec.deliverables_dir,
-        "worker_pid": os.getpid(),
-        "messages": conv.messages,
-        "stats": {
-            "runtime_seconds": int(time.monotonic() - started),
-            "files_read": stats.files_read,
-            "searches": stats.searches,
-            "web_pages": stats.web_pages,
-            "commands": stats.commands,
-            "turns": stats.turns,
-            "tool_calls": dict(stats.tool_calls),
-            "token_usage": stats.token_usage(),
-            "usage_estimated": stats.usage_estimated,
-        },
-    }
-    record.update(extra)
-    return record
+    """Return this worker's record (agentkit.subagent.record.build_record)."""
+    return build_record(
+        spec,
+        status,
+        messages=conv.messages,
+        stats=record_stats(int(time.monotonic() - started), conv.stats),
+        worker_pid=os.getpid(),
+        ending=ending,
+    )
 
 
-def worker_main(spec: WorkerSpec, conn: Connection) -> None:
+def worker_main(spec: WorkerSpec, conn: Endpoint) -> None:
     """Process entry point: run one sub-agent to its end, then exit.
 
     Never raises: any failure is written to the record and reported as
@@ -229,12 +224,12 @@ def worker_main(spec: WorkerSpec, conn: Connection) -> None:
     # orphan, recording it and killing the commands it started.
     signal.signal(signal.SIGTERM, lambda signum, frame: parent_gone(spec.process_mark))
     os.environ[MARK_VARIABLE] = spec.process_mark
-    channel = Channel(conn, spec.process_mark)
-    channel.start_reader()
+    link = ParentLink(conn, spec.process_mark)
+    link.start_reader()
     deliverables = Path(spec.deliverables_path)
     writer = JsonFileWriter(record_path(deliverables))
     conv = Conversation(id=spec.sub_conversation_id)
-    status = "failed"
+    status: EndStatus = "failed"
     result_summary = ""
     error: str | None = None
     try:
@@ -262,7 +257,7 @@ def worker_main(spec: WorkerSpec, conn: Connection) -> None:
                 ),
             },
         ]
-        hooks = SubAgentHooks(spec, settings, channel)
+        hooks = SubAgentHooks(spec, settings, link)
 
         def on_finish(success: bool, summary: str) -> str | None:
             if hooks.finished is None:  # a second finish_task in one message: the first wins
@@ -275,7 +270,7 @@ def worker_main(spec: WorkerSpec, conn: Connection) -> None:
         registry = ToolRegistry([*base_tools(), make_finish_tool(on_finish, language)])
 
         def save(c: Conversation) -> None:
-            writer.submit(build_record(spec, c, "running", started))
+            writer.submit(_record(spec, c, "running", started))
 
         def orphaned() -> None:
             # The main process died (even by SIGKILL): say so in the record.
@@ -283,15 +278,8 @@ def worker_main(spec: WorkerSpec, conn: Connection) -> None:
                 writer.flush(1.0)
             except OSError:
                 pass
-            record = build_record(
-                spec,
-                conv,
-                "terminated",
-                started,
-                completed_at=utc_now(),
-                error="stopped: the main process ended or stopped this worker",
-            )
-            record["result_summary"] = record["error"]
+            why = "stopped: the main process ended or stopped this worker"
+            record = _record(spec, conv, "terminated", started, Ending(why, why))
             write_record(deliverables, record)
 
         _on_parent_gone.append(orphaned)
@@ -299,7 +287,7 @@ def worker_main(spec: WorkerSpec, conn: Connection) -> None:
         ctx = ToolContext(
             workspace=Path(spec.workspace),
             settings=settings,
-            claim_write=channel.claim,
+            claim_write=link.claim,
             agent_label=f"sub-agent {spec.agent_id}",
             process_mark=spec.process_mark,
         )
@@ -311,9 +299,7 @@ def worker_main(spec: WorkerSpec, conn: Connection) -> None:
             hooks=hooks,
             save=save,
             max_turns=settings.subagent_max_turns,
-            on_tool_call=lambda name, action: channel.send(
-                ("progress", _progress_row(conv, action))
-            ),
+            on_tool_call=lambda name, action: link.send(_progress(conv, action)),
         )
         save(conv)
         outcome = engine.run()
@@ -332,37 +318,23 @@ def worker_main(spec: WorkerSpec, conn: Connection) -> None:
     except BaseException as exc:  # the worker must report, whatever happened
         error = f"{type(exc).__name__}: {exc}"
         result_summary = result_summary or error
-    record = build_record(
-        spec,
-        conv,
-        status,
-        started,
-        completed_at=utc_now(),
-        result_summary=result_summary,
-        error=error,
-    )
+    record = _record(spec, conv, status, started, Ending(result_summary, error))
     try:
         writer.submit(record)
         writer.flush()
     except OSError as exc:
         error = f"{error or ''} (record not written: {exc})".strip()
-    channel.send(
-        (
-            "result",
-            {
-                "status": status,
-                "result_summary": result_summary,
-                "error": error,
-                **_progress_row(conv, ""),
-                "runtime_seconds": record["stats"]["runtime_seconds"],
-            },
+    link.send(
+        Result(
+            status=status,
+            result_summary=result_summary,
+            error=error,
+            progress=_progress(conv, ""),
+            runtime_seconds=record["stats"]["runtime_seconds"],
         )
     )
     # Leftover commands (started with & and never waited for) end with the agent.
     from agentkit.proctree import kill_tree
 
     kill_tree(None, spec.process_mark, grace=0.5)
-    try:
-        conn.close()
-    except OSError:
-        pass
+    link.channel.close()

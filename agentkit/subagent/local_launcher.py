@@ -1,10 +1,10 @@
-"""Starting worker processes, behind a small interface.
+"""Starting worker processes on this machine: the local Launcher.
 
-The manager only needs :class:`Launcher` (``start(spec) -> WorkerHandle``), so
-another execution engine (Ray, a job queue) can run workers later without
-touching the manager or the worker loop. :class:`LocalLauncher` uses
-multiprocessing with a context that is safe beside threads: forkserver with the
-heavy modules preloaded (fast starts, DESIGN §8), or spawn.
+One job: :class:`LocalLauncher` implements the contract's Launcher
+(``start(spec) -> WorkerHandle``) with multiprocessing, using a context that is
+safe beside threads: forkserver with the heavy modules preloaded (fast starts,
+DESIGN §8), or spawn. Another execution engine (Ray, a job queue) implements
+the same protocol in its own module.
 """
 
 from __future__ import annotations
@@ -16,85 +16,49 @@ import sys
 import threading
 import types
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from multiprocessing.connection import Connection
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import agentkit
+from agentkit.proctree import kill_tree
+from agentkit.subagent.contract import Channel, ParentMessage, WorkerMessage, WorkerSpec
 
 PRELOAD = ["agentkit.subagent.worker"]
 
 
 @dataclass
-class WorkerSpec:
-    """Everything a worker needs, picklable.
-
-    Attributes:
-        agent_id, summary, task, timeout_seconds: from create_sub_agent (seconds).
-        deliverables_dir: as the model gave it (relative, for messages).
-        deliverables_path: absolute folder.
-        workspace: absolute workspace root.
-        sub_conversation_id: the worker's conversation id.
-        settings: ``Settings.model_dump()`` of the parent.
-        process_mark: AGENTKIT_PROCESS_MARK value inherited by everything it starts.
-        created_at: ISO UTC time of creation (seed §6).
-    """
-
-    agent_id: int
-    summary: str
-    task: str
-    timeout_seconds: int
-    deliverables_dir: str
-    deliverables_path: str
-    workspace: str
-    sub_conversation_id: str
-    settings: dict[str, Any]
-    process_mark: str
-    created_at: str
-    extra: dict[str, Any] = field(default_factory=dict)
-
-
-class WorkerHandle(Protocol):
-    """A started worker: its end of the pipe and process control."""
-
-    conn: Connection
-
-    @property
-    def pid(self) -> int | None: ...
-
-    def is_alive(self) -> bool: ...
-
-    def join(self, timeout: float | None = None) -> None: ...
-
-    def kill(self) -> None: ...
-
-
-class Launcher(Protocol):
-    """Starts a worker for a spec; the worker runs agentkit.subagent.worker.worker_main."""
-
-    def start(self, spec: WorkerSpec) -> WorkerHandle: ...
-
-
-@dataclass
 class LocalWorker:
-    """A worker in a local multiprocessing.Process."""
+    """A worker in a local multiprocessing.Process (a contract WorkerHandle);
+    ``mark`` is the AGENTKIT_PROCESS_MARK of everything it starts."""
 
     process: Any
-    conn: Connection
+    channel: Channel[ParentMessage, WorkerMessage]
+    mark: str
 
     @property
     def pid(self) -> int | None:
+        """The worker's process id."""
         return self.process.pid
 
+    @property
+    def exit_code(self) -> int | None:
+        """The process's exit code once it ended, else None."""
+        code = self.process.exitcode
+        return code if isinstance(code, int) else None
+
     def is_alive(self) -> bool:
+        """True while the process runs."""
         return bool(self.process.is_alive())
 
     def join(self, timeout: float | None = None) -> None:
+        """Wait up to ``timeout`` seconds for the process to end."""
         self.process.join(timeout)
 
-    def kill(self) -> None:
-        self.process.kill()
+    def kill(self, grace: float) -> None:
+        """Kill the worker (while alive) and every process carrying its mark, with
+        ``grace`` seconds between SIGTERM and SIGKILL."""
+        kill_tree(self.pid if self.is_alive() else None, self.mark, grace=grace)
 
 
 _forkserver_lock = threading.Lock()
@@ -181,4 +145,4 @@ class LocalLauncher:
         with _hidden_main():
             process.start()
         child_conn.close()  # only the worker holds this end: its EOF tells us it died
-        return LocalWorker(process=process, conn=parent_conn)
+        return LocalWorker(process=process, channel=Channel(parent_conn), mark=spec.process_mark)
