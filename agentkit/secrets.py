@@ -41,9 +41,27 @@ ALWAYS_HIDDEN = frozenset({"OPENAI_API_KEY", "AGENTKIT_API_KEY"})
 """Names never passed to a command, whatever ``passthrough`` says (the endpoint's key)."""
 
 _ANY_WORD = frozenset(
-    "SECRET SECRETS PASSWORD PASSWORDS PASSWD PASSPHRASE TOKEN TOKENS CREDENTIAL "
-    "CREDENTIALS CREDS PAT APIKEY ACCESSKEY SECRETKEY PRIVATEKEY AUTHORIZATION "
-    "COOKIE COOKIES".split()
+    [
+        "SECRET",
+        "SECRETS",
+        "PASSWORD",
+        "PASSWORDS",
+        "PASSWD",
+        "PASSPHRASE",
+        "TOKEN",
+        "TOKENS",
+        "CREDENTIAL",
+        "CREDENTIALS",
+        "CREDS",
+        "PAT",
+        "APIKEY",
+        "ACCESSKEY",
+        "SECRETKEY",
+        "PRIVATEKEY",
+        "AUTHORIZATION",
+        "COOKIE",
+        "COOKIES",
+    ]
 )
 _LAST_WORD = frozenset({"KEY", "PASS", "PWD", "AUTH"})
 _NOT_SECRET_NAMES = frozenset({"PWD", "OLDPWD"})
