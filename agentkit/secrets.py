@@ -40,29 +40,11 @@ __all__ = ["is_secret_name", "is_secret_value", "is_secret_var", "scrub_env", "A
 ALWAYS_HIDDEN = frozenset({"OPENAI_API_KEY", "AGENTKIT_API_KEY"})
 """Names never passed to a command, whatever ``passthrough`` says (the endpoint's key)."""
 
-_ANY_WORD = frozenset(
-    [
-        "SECRET",
-        "SECRETS",
-        "PASSWORD",
-        "PASSWORDS",
-        "PASSWD",
-        "PASSPHRASE",
-        "TOKEN",
-        "TOKENS",
-        "CREDENTIAL",
-        "CREDENTIALS",
-        "CREDS",
-        "PAT",
-        "APIKEY",
-        "ACCESSKEY",
-        "SECRETKEY",
-        "PRIVATEKEY",
-        "AUTHORIZATION",
-        "COOKIE",
-        "COOKIES",
-    ]
-)
+_ANY_WORD = frozenset({
+    "SECRET", "SECRETS", "PASSWORD", "PASSWORDS", "PASSWD", "PASSPHRASE", "TOKEN", "TOKENS",
+    "CREDENTIAL", "CREDENTIALS", "CREDS", "PAT", "APIKEY", "ACCESSKEY", "SECRETKEY",
+    "PRIVATEKEY", "AUTHORIZATION", "COOKIE", "COOKIES",
+})  # fmt: skip
 _LAST_WORD = frozenset({"KEY", "PASS", "PWD", "AUTH"})
 _NOT_SECRET_NAMES = frozenset({"PWD", "OLDPWD"})
 _WORD_SPLIT = re.compile(r"[_.\-]+")
