@@ -1,24 +1,76 @@
 """Settings: every knob of agentkit, read from arguments first, then the environment.
 
-Environment fallbacks: ``OPENAI_API_KEY`` and ``OPENAI_BASE_URL`` (the openai
-package's own names), and every field as ``AGENTKIT_<FIELD_NAME>`` (for example
-``AGENTKIT_MODEL``, ``AGENTKIT_LANGUAGE``, ``AGENTKIT_MAX_CONCURRENT_SUBAGENTS``).
-List fields accept a comma-separated string from the environment.
+Environment fallbacks, and ONLY these exact (case-sensitive) names (DESIGN §6):
+every field as ``AGENTKIT_<FIELD_NAME>`` (for example ``AGENTKIT_MODEL``,
+``AGENTKIT_LANGUAGE``, ``AGENTKIT_MAX_CONCURRENT_SUBAGENTS``), plus ``OPENAI_API_KEY`` and
+``OPENAI_BASE_URL`` (the openai package's own names; ``AGENTKIT_*`` wins when both are
+set). A generic ``API_KEY``, ``BASE_URL``, ``api_key`` or ``model`` in the environment is
+ignored, so that a key meant for another service never goes to this endpoint, nor this
+key to another host. Constructor arguments take field names (and, as before, the alias
+spellings such as ``OPENAI_API_KEY=``). List fields accept a comma-separated string from
+the environment.
 Defaults for sub-agent limits come from the seed specification
 (shared/spec/seed-subagent-design.zh.md §1 and §8).
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import AliasChoices, Field, field_validator
-from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pydantic.fields import FieldInfo
+from pydantic_settings import (
+    BaseSettings,
+    NoDecode,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
 
 CommaList = Annotated[list[str], NoDecode]
 
 MiB = 1024 * 1024
+
+ENV_PREFIX = "AGENTKIT_"
+OPENAI_ENV_NAMES = {"api_key": "OPENAI_API_KEY", "base_url": "OPENAI_BASE_URL"}
+"""The openai package's own environment names, read after ``AGENTKIT_<FIELD>``."""
+
+
+def env_names(field_name: str) -> tuple[str, ...]:
+    """Return the environment names that may set ``field_name``, first one winning.
+
+    ``("AGENTKIT_<FIELD>",)``, plus ``OPENAI_API_KEY`` / ``OPENAI_BASE_URL`` for
+    ``api_key`` / ``base_url``. Exact, case-sensitive names; nothing else is read.
+    """
+    names = (ENV_PREFIX + field_name.upper(),)
+    extra = OPENAI_ENV_NAMES.get(field_name)
+    return (*names, extra) if extra else names
+
+
+class DocumentedEnvSource(PydanticBaseSettingsSource):
+    """Settings source reading only :func:`env_names` from ``os.environ``.
+
+    Replaces pydantic-settings' own environment source, which would also treat the
+    field names and every alias (``api_key``, ``BASE_URL``...) as environment names, in
+    any case. Values are the raw strings; the fields' validators parse them.
+    """
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        """Return ``(value or None, the name it came from, False)``."""
+        for name in env_names(field_name):
+            if name in os.environ:
+                return os.environ[name], name, False
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        """Return ``{field_name: raw string}`` for each field set in the environment."""
+        found: dict[str, Any] = {}
+        for field_name, field in self.settings_cls.model_fields.items():
+            value, _, _ = self.get_field_value(field, field_name)
+            if value is not None:
+                found[field_name] = value
+        return found
 
 
 class Settings(BaseSettings):
@@ -29,7 +81,7 @@ class Settings(BaseSettings):
     """
 
     model_config = SettingsConfigDict(
-        env_prefix="AGENTKIT_",
+        env_prefix=ENV_PREFIX,
         populate_by_name=True,
         extra="ignore",
         validate_default=True,
@@ -130,10 +182,20 @@ class Settings(BaseSettings):
         default=30_000, description="run_command: output shown (head and tail kept), characters."
     )
     command_allow: CommaList = Field(
-        default_factory=list, description="If set, only commands starting with one of these run."
+        default_factory=list,
+        description="If set, only commands starting with one of these run. Steers a model's habits; NOT a security boundary (`sh -c`, `$(...)`, `<(...)`, interpreters get past it): confinement is the command sandbox's job (planned).",
     )
     command_deny: CommaList = Field(
-        default_factory=list, description="Commands starting with one of these are refused."
+        default_factory=list,
+        description="Commands starting with one of these are refused. Steers a model's habits; NOT a security boundary (`sh -c`, `eval`, variables, `xargs`, interpreters get past it): confinement is the command sandbox's job (planned).",
+    )
+    command_env_passthrough: CommaList = Field(
+        default_factory=list,
+        description="run_command: variable names or patterns (`*`, `?`, any case) passed to commands although their name or value looks secret, e.g. `GITHUB_TOKEN,NPM_*`. OPENAI_API_KEY, AGENTKIT_API_KEY and any value holding api_key are never passed.",
+    )
+    command_env_drop: CommaList = Field(
+        default_factory=list,
+        description="run_command: variable names or patterns (`*`, `?`, any case) always removed from commands' environment, on top of the built-in rule (agentkit/secrets.py: names with KEY, TOKEN, SECRET, PASSWORD, PAT, CREDENTIALS...; values that look like keys or URLs with a password).",
     )
 
     # --- web ------------------------------------------------------------------
@@ -205,8 +267,27 @@ class Settings(BaseSettings):
         default=50, description="Cap on deliverables_files listed to the main agent."
     )
 
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Arguments first, then only the documented environment names (no .env, no
+        secrets folder: neither was ever configured)."""
+        return init_settings, DocumentedEnvSource(settings_cls)
+
     @field_validator(
-        "read_only_roots", "command_allow", "command_deny", "web_allow_hosts", mode="before"
+        "read_only_roots",
+        "command_allow",
+        "command_deny",
+        "command_env_passthrough",
+        "command_env_drop",
+        "web_allow_hosts",
+        mode="before",
     )
     @classmethod
     def _split_commas(cls, value: Any) -> Any:

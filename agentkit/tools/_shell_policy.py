@@ -5,8 +5,12 @@
   backticks; leading ``VAR=value`` assignments skipped). An entry without spaces matches
   the first word (or its basename: ``rm`` matches ``/bin/rm``); an entry with spaces
   matches the leading words (``git push`` matches ``git push -f origin``). Deny wins if any
-  simple command matches; with an allow list every simple command must match. This guards
-  against mistakes; it is not a sandbox (``bash -c`` can always build a command at run time).
+  simple command matches; with an allow list every simple command must match.
+  NOT a security boundary: the lists steer a model's habits, they do not stop an
+  attacker. ``sh -c '...'``, ``eval``, ``$(...)``, variables (``$X -rf``), ``env``,
+  ``xargs``, ``find -exec`` and interpreters (``python -c``) get past a deny list, and
+  ``ls "$(...)"`` or ``ls <(...)`` past an allow list (tests/test_shell_policy_limits.py
+  records this). Confinement is the command sandbox's job (planned, DESIGN §6).
 * Bare interactive programs (editors, pagers, monitors, REPLs and ``ssh`` without a
   command) are refused with a suggestion (TOOLS.md run_command, SWE-agent approach).
 """
@@ -74,7 +78,10 @@ def _matches(entry: str, words: list[str]) -> bool:
 
 
 def check_policy(command: str, allow: list[str], deny: list[str]) -> None:
-    """Raise ToolError("blocked_command") when ``command`` breaks the allow/deny lists."""
+    """Raise ToolError("blocked_command") when ``command`` breaks the allow/deny lists.
+
+    A guard against a model's mistakes, not against evasion (see the module doc).
+    """
     simple = split_commands(command)
     for _, words in simple:
         for entry in deny:

@@ -7,7 +7,7 @@ background grandchild holding the pipe cannot stall the call; any process of the
 still running afterwards is killed and listed. POSIX only (select on the pipe).
 
 Public API: :data:`SHELL_TOOLS`, :class:`RunCommandParams`, :func:`run_command`,
-:func:`command_env`, :func:`is_secret_var`.
+:func:`command_env`, :func:`is_secret_var` (from :mod:`agentkit.secrets`).
 """
 
 from __future__ import annotations
@@ -22,16 +22,21 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import psutil
 from pydantic import BaseModel, Field
 
 from agentkit import proctree
 from agentkit.errors import ToolError
+from agentkit.secrets import is_secret_var, scrub_env
 from agentkit.tools._shell_output import OutputCapture
 from agentkit.tools._shell_policy import check_interactive, check_policy
 from agentkit.tools.base import Tool, ToolContext, ToolResult
 from agentkit.tools.workspace import display_path, resolve_path, workspace_root
+
+if TYPE_CHECKING:
+    from agentkit.settings import Settings
 
 __all__ = ["SHELL_TOOLS", "RunCommandParams", "run_command", "command_env", "is_secret_var"]
 
@@ -54,8 +59,6 @@ _FIXED_ENV = {
     "PYTHONUNBUFFERED": "1",
     "DEBIAN_FRONTEND": "noninteractive",
 }
-_SECRET_NAMES = {"OPENAI_API_KEY", "AGENTKIT_API_KEY", "API_KEY", "TOKEN", "SECRET"}
-_SECRET_SUFFIXES = ("_API_KEY", "_TOKEN", "_SECRET", "_ACCESS_KEY", "_SECRET_KEY", "_PRIVATE_KEY")
 
 
 class RunCommandParams(BaseModel):
@@ -66,32 +69,22 @@ class RunCommandParams(BaseModel):
     cwd: str = Field(default=".", description="Working folder, relative to the workspace.")
 
 
-def is_secret_var(name: str) -> bool:
-    """Return True for environment variables that must not reach a command (DESIGN §6).
-
-    Rule (case-insensitive): ``OPENAI_API_KEY``, ``AGENTKIT_API_KEY``, ``API_KEY``,
-    ``TOKEN``, ``SECRET``; any name ending with ``_API_KEY``, ``_TOKEN``, ``_SECRET``,
-    ``_ACCESS_KEY``, ``_SECRET_KEY`` or ``_PRIVATE_KEY``; any name containing
-    ``PASSWORD``, ``PASSWD`` or ``SECRET``.
-    """
-    upper = name.upper()
-    return (
-        upper in _SECRET_NAMES
-        or upper.endswith(_SECRET_SUFFIXES)
-        or "PASSWORD" in upper
-        or "PASSWD" in upper
-        or "SECRET" in upper
-    )
-
-
-def command_env(mark: str, command_id: str) -> dict[str, str]:
+def command_env(mark: str, command_id: str, settings: Settings | None = None) -> dict[str, str]:
     """Return the environment of a command: ``os.environ`` minus secrets, plus fixed values.
 
-    Adds CI=1, PAGER=cat, GIT_PAGER=cat, GIT_TERMINAL_PROMPT=0, GIT_EDITOR=true, NO_COLOR=1,
-    TERM=dumb, PYTHONUNBUFFERED=1, DEBIAN_FRONTEND=noninteractive,
-    ``AGENTKIT_PROCESS_MARK=mark`` and ``AGENTKIT_COMMAND_ID=command_id``.
+    Secrets are dropped by :func:`agentkit.secrets.scrub_env` (names and values that
+    look secret, the endpoint's key), honouring ``settings.command_env_passthrough``
+    and ``settings.command_env_drop`` when ``settings`` is given. Adds CI=1, PAGER=cat,
+    GIT_PAGER=cat, GIT_TERMINAL_PROMPT=0, GIT_EDITOR=true, NO_COLOR=1, TERM=dumb,
+    PYTHONUNBUFFERED=1, DEBIAN_FRONTEND=noninteractive, ``AGENTKIT_PROCESS_MARK=mark``
+    and ``AGENTKIT_COMMAND_ID=command_id``.
     """
-    env = {k: v for k, v in os.environ.items() if not is_secret_var(k)}
+    env = scrub_env(
+        os.environ,
+        passthrough=settings.command_env_passthrough if settings else (),
+        drop=settings.command_env_drop if settings else (),
+        hidden_values=(settings.api_key,) if settings else (),
+    )
     env.update(_FIXED_ENV)
     env.update(proctree.mark_env(mark))
     env[COMMAND_VAR] = command_id
@@ -215,7 +208,7 @@ def run_command(params: RunCommandParams, ctx: ToolContext) -> ToolResult:
         proc = subprocess.Popen(
             [shell, "-c", command],
             cwd=cwd,
-            env=command_env(ctx.process_mark or command_id, command_id),
+            env=command_env(ctx.process_mark or command_id, command_id, settings),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
