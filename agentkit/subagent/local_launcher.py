@@ -22,6 +22,7 @@ from typing import Any
 
 import agentkit
 from agentkit.proctree import kill_tree
+from agentkit.secrets import ALWAYS_HIDDEN
 from agentkit.subagent.contract import Channel, ParentMessage, WorkerMessage, WorkerSpec
 
 PRELOAD = ["agentkit.subagent.worker"]
@@ -65,12 +66,18 @@ _forkserver_lock = threading.Lock()
 _forkserver_started = False
 
 
-def _ensure_forkserver(ctx: Any) -> None:
-    """Start the forkserver once with agentkit importable and preloaded.
+def _ensure_forkserver(ctx: Any, api_key: str | None) -> None:
+    """Start the forkserver once with agentkit importable and preloaded, from an
+    environment without the endpoint's key.
 
     Python 3.11's forkserver ignores the parent's sys.path and silently skips a
     preload it cannot import, so the package's folder is put on PYTHONPATH for
-    the server's start only.
+    the server's start only. Every worker is forked from this server and shares its
+    initial environment block (``/proc/<pid>/environ``), which a command can read;
+    so ``OPENAI_API_KEY``, ``AGENTKIT_API_KEY`` and any variable holding ``api_key``
+    are taken out of ``os.environ`` for the start only. Workers get the key in
+    their WorkerSpec's settings, over the pipe. Other threads reading
+    ``os.environ`` during those few milliseconds would miss those variables.
     """
     global _forkserver_started
     with _forkserver_lock:
@@ -78,17 +85,25 @@ def _ensure_forkserver(ctx: Any) -> None:
             return
         ctx.set_forkserver_preload(PRELOAD)
         root = str(Path(agentkit.__file__).resolve().parent.parent)
-        old = os.environ.get("PYTHONPATH")
-        os.environ["PYTHONPATH"] = root + (os.pathsep + old if old else "")
+        saved = {
+            name: value
+            for name, value in os.environ.items()
+            if name.upper() in ALWAYS_HIDDEN or (api_key and len(api_key) >= 8 and api_key in value)
+        }
+        saved_path = os.environ.get("PYTHONPATH")
+        for name in saved:
+            del os.environ[name]
+        os.environ["PYTHONPATH"] = root + (os.pathsep + saved_path if saved_path else "")
         try:
             from multiprocessing import forkserver
 
             forkserver.ensure_running()
         finally:
-            if old is None:
+            if saved_path is None:
                 os.environ.pop("PYTHONPATH", None)
             else:
-                os.environ["PYTHONPATH"] = old
+                os.environ["PYTHONPATH"] = saved_path
+            os.environ.update(saved)
         _forkserver_started = True
 
 
@@ -134,7 +149,7 @@ class LocalLauncher:
         from agentkit.subagent.worker import worker_main
 
         if self.start_method == "forkserver":
-            _ensure_forkserver(self._ctx)
+            _ensure_forkserver(self._ctx, spec.settings.get("api_key"))
         parent_conn, child_conn = self._ctx.Pipe(duplex=True)
         process = self._ctx.Process(
             target=worker_main,
