@@ -25,11 +25,9 @@ import pickle
 import sys
 import threading
 import time
-from pathlib import Path
 from typing import IO, Any
 
 from agentkit.tools import _walk
-from agentkit.tools._childproc import run_streaming
 
 _FLUSH_SECONDS = 0.05
 
@@ -55,7 +53,9 @@ def run_in_child(
     ``cancelled``, or ``error: <reason>`` when the child failed (rows so far are kept).
     Updates ``job.stats.files`` from the child's progress reports.
     """
-    root = str(Path(__file__).resolve().parent.parent)
+    from agentkit.tools._childproc import run_streaming  # not imported by the child
+
+    root = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))  # .../agentkit
     payload = pickle.dumps(
         {"job": job, "deadline": deadline, "keep": out.keep, "cpu": _cpu_cap(deadline)}
     )
@@ -78,7 +78,7 @@ def run_in_child(
                 if kind == "done":
                     finished.append(str(msg[2]))
 
-    args = [sys.executable, "-c", _BOOT, root, *(p for p in sys.path if p)]
+    args = [sys.executable, "-S", "-E", "-c", _BOOT, root, *(p for p in sys.path if p)]
     cwd = job.root if os.path.isdir(job.root) else os.path.dirname(job.root)
     outcome = run_streaming(args, cwd, deadline, cancel, consume, payload)
     if outcome.stopped:
