@@ -13,7 +13,8 @@ measures the cost per search. It cannot outlive its owner for long: its CPU time
 
 Wire format (child stdout, one JSON array per line): ``["r", path, [[line, text], ...],
 count]`` rows of one file (at most ``keep`` rows, ``count`` matching lines), ``["l",
-[path, ...]]`` listed files, ``["s", files_scanned]`` progress, ``["done", files, "ok" | "timeout"]`` end.
+[path, ...]]`` listed files, ``["s", files_scanned, hard_linked_skipped]`` progress, ``["done", files, linked, "ok" |
+"timeout"]`` end.
 """
 
 from __future__ import annotations
@@ -75,8 +76,9 @@ def run_in_child(
                     out.add(path, 0, "")
             elif kind in ("s", "done"):
                 job.stats.files = int(msg[1])
+                job.stats.linked = int(msg[2])
                 if kind == "done":
-                    finished.append(str(msg[2]))
+                    finished.append(str(msg[3]))
 
     args = [sys.executable, "-S", "-E", "-c", _BOOT, root, *(p for p in sys.path if p)]
     cwd = job.root if os.path.isdir(job.root) else os.path.dirname(job.root)
@@ -128,7 +130,7 @@ class _Emitter:
         if self.listed:
             self.send(["l", self.listed])
             self.listed = []
-        self.send(["s", self.stats.files])
+        self.send(["s", self.stats.files, self.stats.linked])
         self.stream.flush()
         self.last = now
 
@@ -142,7 +144,7 @@ def child_main() -> None:
     emitter = _Emitter(sys.stdout.buffer, int(payload["keep"]), job.stats)
     status = scan(job, emitter, deadline)
     emitter.tick(force=True)
-    emitter.send(["done", job.stats.files, status])
+    emitter.send(["done", job.stats.files, job.stats.linked, status])
     emitter.stream.flush()
 
 
@@ -196,7 +198,7 @@ def _one_file(job: _walk.SearchJob, abs_path: str, shown: str, out: _Emitter) ->
     if job.rx is None:
         out.listed_file(shown)
         return
-    text = _walk.read_text(abs_path, job.max_bytes)
+    text = _walk.read_text(abs_path, job.max_bytes, job.allow_hard_links, job.stats)
     if text is None:
         return
     rows: list[tuple[int, str]] = []

@@ -233,7 +233,7 @@ class RgSink:
     def on_row(self, rel: str, line: int, raw: bytes, byte_col: int) -> None:
         if rel != self.path:
             self.commit()
-            if not self.post.accepts(rel):
+            if not self.post.accepts(rel) or self._hard_linked(rel):
                 return
             self.path = rel
         self.count += 1
@@ -245,6 +245,17 @@ class RgSink:
                 else 0
             )
             self.rows.append((line, _walk.preview_line(text, col)))
+
+    def _hard_linked(self, rel: str) -> bool:
+        # Rows of a file with several hard links are dropped, like the Python engine skips
+        # it (_fileio.check_links). Not counted: only files with matches reach here, and a
+        # count would tell whether the pattern matches such a file.
+        if self.job.allow_hard_links:
+            return False
+        try:
+            return os.lstat(os.path.join(self.job.root, rel)).st_nlink > 1
+        except OSError:
+            return True
 
     def on_binary(self, rel: str) -> None:
         if rel == self.path:

@@ -29,11 +29,11 @@ from agentkit.tools._fileio import (
     get_snapshot,
     is_fresh,
     make_snapshot,
+    open_regular,
     os_error,
     path_lock,
     record_snapshot,
     stale_error,
-    stat_regular,
 )
 from agentkit.tools._listing import not_found_message
 from agentkit.tools._placeholder import is_lazy_rewrite
@@ -121,10 +121,10 @@ def read_file(params: ReadFileParams, ctx: ToolContext) -> ToolResult:
 
 def _current(ctx: ToolContext, path: Path) -> tuple[os.stat_result, bytes | None]:
     """Stat an existing regular file and read it whole when it is under max_file_bytes."""
-    st = stat_regular(ctx, path)
-    if st.st_size > ctx.settings.max_file_bytes:
-        return st, None
-    with open(path, "rb") as fh:
+    fh, st = open_regular(ctx, path)
+    with fh:
+        if st.st_size > ctx.settings.max_file_bytes:
+            return st, None
         return st, fh.read()
 
 
@@ -308,14 +308,14 @@ def edit_file(params: EditFileParams, ctx: ToolContext) -> ToolResult:
 def _edit_locked(ctx: ToolContext, path: Path, params: EditFileParams) -> ToolResult:
     shown = display_path(ctx, path)
     try:
-        st = stat_regular(ctx, path)
-        if st.st_size > ctx.settings.max_file_bytes:
-            raise ToolError(
-                "too_large",
-                f"{shown} is {human_size(st.st_size)}, over the {human_size(ctx.settings.max_file_bytes)} "
-                "edit limit; change it with run_command (e.g. sed) instead",
-            )
-        with open(path, "rb") as fh:
+        fh, st = open_regular(ctx, path)
+        with fh:
+            if st.st_size > ctx.settings.max_file_bytes:
+                raise ToolError(
+                    "too_large",
+                    f"{shown} is {human_size(st.st_size)}, over the {human_size(ctx.settings.max_file_bytes)} "
+                    "edit limit; change it with run_command (e.g. sed) instead",
+                )
             data = fh.read()
     except FileNotFoundError:
         raise ToolError(

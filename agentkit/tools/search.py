@@ -93,6 +93,7 @@ def _make_job(params: SearchParams, ctx: ToolContext) -> tuple[_walk.SearchJob, 
         glob=_walk.GlobFilter(params.glob) if params.glob and params.glob.strip() else None,
         max_bytes=settings.search_max_file_bytes,
         skip_top=_SKIP_TOP if target == ws else frozenset(),
+        allow_hard_links=settings.allow_hard_links,
     )
     return job, excluded
 
@@ -185,7 +186,12 @@ def _render(
         )
     elif status == "cancelled":
         notes.append("search cancelled; results are partial")
-    elif status.startswith("error: "):
+    if job.stats.linked:
+        notes.append(
+            f"skipped {_count(job.stats.linked, 'file')} with several hard links (their other "
+            "names may be outside the workspace); allow_hard_links=true searches them"
+        )
+    if status.startswith("error: "):
         notes.append(status[len("error: ") :] + "; results are partial")
     if not rows:
         head = "No files match" if listing else f"No matches for /{params.pattern}/"
