@@ -9,11 +9,18 @@ repeated calls and both engines agree). Ignore files (.gitignore at every depth,
 workspace root) skipped, binary files (a NUL byte) and files over
 ``settings.search_max_file_bytes`` skipped, symlinks never followed.
 
+Files with several hard links are not searched unless ``settings.allow_hard_links``
+(``_fileio.check_links``); the Python engine counts them in a note, the ripgrep engine
+drops their rows silently (it only sees files with matches, so a count would tell
+whether the pattern matched such a file).
+
 Engines: ripgrep when available (``settings.use_ripgrep``), else a Python walker; both give
 the same rows (``_walk`` mirrors ripgrep's ignore rules, and ripgrep's rows are filtered
 through the same rules and glob). Patterns are validated with Python ``re`` first; a
 pattern ripgrep's Rust regex rejects (look-around, backreferences, ``\\Z``...) or may read
-differently (POSIX/nested classes) is run by the Python engine.
+differently (POSIX/nested classes) is run by the Python engine. The Python engine runs in a
+child process killed at ``settings.search_timeout`` (``_pyscan``): Python's ``re`` holds
+the GIL while it backtracks, so a thread could never stop ``(a+)+$``.
 
 Public API: :data:`SEARCH_TOOLS`, :class:`SearchParams`, :func:`search_workspace`.
 """
