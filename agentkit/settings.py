@@ -157,6 +157,11 @@ class Settings(BaseSettings):
         default=60_000, description="read_file: cap on one result, characters."
     )
     max_file_bytes: int = Field(default=10 * MiB, description="Largest file decoded whole (edit).")
+    allow_hard_links: bool = Field(
+        default=False,
+        description="File tools: open files with several hard links (their other names may be "
+        "outside the workspace); refused by default.",
+    )
     search_max_results: int = Field(default=1000, description="Upper bound for max_results.")
     search_max_output_chars: int = Field(
         default=30_000, description="search_workspace: cap on one result, characters."

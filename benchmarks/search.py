@@ -8,6 +8,9 @@ Usage: ``python benchmarks/search.py [--tree DIR] [--reps N]``
   searches the same files; output captured through a pipe, as search_workspace reads it).
   Repetitions are interleaved; the table shows medians and the ratio to plain rg
   (DESIGN §8 target: within 1.5x of plain rg when ripgrep is present).
+* Child process cost: the pure-Python engine runs in a child process (killable at the
+  deadline, see agentkit/tools/_pyscan.py); on a one-file workspace the whole tool call
+  is compared with the same scan run in-process, the difference is the cost per search.
 * read_file: a 1 GiB sparse file (text at both ends, a hole in the middle) read near its
   end, in a fresh subprocess; peak RSS (``ru_maxrss``) is compared with the baseline after
   imports.
@@ -153,12 +156,48 @@ def bench_read_file() -> None:
         print(f"  first output line: {info['head']}")
 
 
+def bench_child_cost(reps: int) -> None:
+    import io
+
+    from agentkit.tools import _pyscan
+    from agentkit.tools.search import SearchParams, _make_job
+
+    registry = ToolRegistry(SEARCH_TOOLS)
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp).resolve()
+        (root / "a.py").write_text("def needle():\n    return 1\n" * 50)
+        ctx = ToolContext(
+            workspace=root,
+            settings=Settings(model="bench", api_key="x", language="en", use_ripgrep=False),
+        )
+        tool_times, inproc_times = [], []
+        for _ in range(max(reps, 15)):
+            started = time.perf_counter()
+            registry.execute("search_workspace", {"pattern": "needle"}, ctx)
+            tool_times.append(time.perf_counter() - started)
+            job, _ = _make_job(SearchParams(pattern="needle"), ctx)
+            started = time.perf_counter()
+            emitter = _pyscan._Emitter(io.BytesIO(), 100, job.stats)  # type: ignore[arg-type]
+            _pyscan.scan(job, emitter, time.monotonic() + 20)
+            inproc_times.append(time.perf_counter() - started)
+    tool = statistics.median(tool_times) * 1000
+    inproc = statistics.median(inproc_times) * 1000
+    print(
+        f"\npure-Python search of a one-file workspace: tool call {tool:.0f} ms, the same scan "
+        f"in-process {inproc:.1f} ms -> child process cost ~{tool - inproc:.0f} ms per search"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--tree", type=Path, default=Path(sysconfig.get_paths()["purelib"]))
     parser.add_argument("--reps", type=int, default=7)
     parser.add_argument("--skip-read", action="store_true", help="skip the read_file part")
+    parser.add_argument("--child-only", action="store_true", help="only the child-process cost")
     args = parser.parse_args()
+    bench_child_cost(args.reps)
+    if args.child_only:
+        return
     bench_search(args.tree.resolve(), args.reps)
     if not args.skip_read:
         bench_read_file()

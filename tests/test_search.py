@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 import time
 from pathlib import Path
 
@@ -293,6 +294,52 @@ def test_python_engine_returns_at_the_deadline(workspace: Path) -> None:
     assert time.monotonic() - started < 5
     assert result.ok and result.truncated
     assert "search timed out after 0.3 s; results are partial (scanned" in result.output
+
+
+# Patterns that make Python's re backtrack exponentially on the slow line (2**40 steps):
+# re holds the GIL meanwhile, so only a child process that is killed can bound them.
+CATASTROPHIC = [
+    ("(a+)+$", "aaa", "a" * 40 + "!"),
+    ("(x+x+)+y", "xxy", "x" * 40),
+    ("(?=(a+)+$)a", "aaa", "a" * 40 + "!"),  # look-ahead: ripgrep refuses, Python runs it
+]
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize(("pattern", "quick", "slow"), CATASTROPHIC)
+@pytest.mark.parametrize("where", [".", "sub/slow.txt"])
+def test_catastrophic_regex_returns_by_the_deadline(
+    workspace: Path, engine: str, pattern: str, quick: str, slow: str, where: str
+) -> None:
+    # ok.txt is listed before the sub folder is entered, so its row is found first.
+    write(workspace, "ok.txt", quick + "\n")
+    write(workspace, "sub/slow.txt", f"{slow}\n" * 3)
+    ctx = make_ctx(workspace, engine, search_timeout=1.0)
+    box: list[ToolResult] = []
+    worker = threading.Thread(target=lambda: box.append(search(ctx, pattern=pattern, path=where)))
+    started = time.monotonic()
+    worker.start()
+    ticks = 0
+    while worker.is_alive():  # the process stays responsive: this thread keeps running
+        time.sleep(0.01)
+        ticks += 1
+    elapsed = time.monotonic() - started
+    result = box[0]
+    assert elapsed < 3 * 1.0 + 3  # generous: without the fix it never returns
+    assert result.ok
+    linear = engine == "ripgrep" and where == "." and "(?=" not in pattern
+    if linear:  # ripgrep's regex engine does not backtrack: it simply finishes
+        assert rows(result) == [f"ok.txt:1:{quick}"]
+        assert result.meta["status"] == "ok"
+    else:
+        assert ticks >= 10  # ~1 s of 10 ms sleeps; with the GIL held by re it would be 0
+        assert result.meta["engine"] == "python" and result.truncated
+        assert "search timed out after 1 s; results are partial" in result.output
+        assert rows(result) == ([f"ok.txt:1:{quick}"] if where == "." else [])
+    # And the next search works normally.
+    again = search(make_ctx(workspace, engine), pattern=f"^{quick}$", path=".")
+    assert rows(again) == [f"ok.txt:1:{quick}"]
 
 
 @pytest.mark.skipif(not HAS_RG, reason="rg not installed")

@@ -48,12 +48,37 @@ def path_lock(path: Path) -> threading.Lock:
         return _PATH_LOCKS.setdefault(str(path), threading.Lock())
 
 
-def stat_regular(ctx: ToolContext, path: Path) -> os.stat_result:
-    """Return ``os.stat(path)`` for an existing regular file.
+def check_links(ctx: ToolContext, path: Path, st: os.stat_result) -> None:
+    """Refuse a regular file with more than one hard link (unless ``allow_hard_links``).
+
+    Symlinks are resolved by the path guard, but a hard link is the file itself: a link
+    inside the workspace to a file outside it (``ln /etc/shadow x``, or a tarball that
+    carried one) would let the tools show or change that file. Its other names cannot be
+    found cheaply (it would take a walk of the whole file system), so every multiply
+    linked file is refused; ``settings.allow_hard_links`` accepts them for workspaces
+    that use hard links on purpose (``cp -al`` snapshots, pnpm's node_modules).
+    Files the tools write are replaced by rename, so they always have one link.
 
     Raises:
-        ToolError("is_directory"), ToolError("not_a_regular_file"); FileNotFoundError
-        is left to the caller (each tool words its own not_found).
+        ToolError("outside_workspace") naming the reason and the setting.
+    """
+    if st.st_nlink > 1 and stat.S_ISREG(st.st_mode) and not ctx.settings.allow_hard_links:
+        raise ToolError(
+            "outside_workspace",
+            f"{display_path(ctx, path)} has {st.st_nlink} hard links; its other names may be "
+            "outside the workspace, so the file tools do not open it. Work on a copy "
+            "(run_command: cp --no-preserve=links), or set allow_hard_links=true "
+            "(AGENTKIT_ALLOW_HARD_LINKS=1) if this workspace uses hard links on purpose.",
+        )
+
+
+def stat_regular(ctx: ToolContext, path: Path) -> os.stat_result:
+    """Return ``os.stat(path)`` for an existing regular file with a single hard link.
+
+    Raises:
+        ToolError("is_directory"), ToolError("not_a_regular_file"),
+        ToolError("outside_workspace") (several hard links, see :func:`check_links`);
+        FileNotFoundError is left to the caller (each tool words its own not_found).
     """
     st = os.stat(path)
     if stat.S_ISDIR(st.st_mode):
@@ -64,6 +89,7 @@ def stat_regular(ctx: ToolContext, path: Path) -> os.stat_result:
             f"{display_path(ctx, path)} is not a regular file (FIFO, socket or device); "
             "only regular files can be read or written",
         )
+    check_links(ctx, path, st)
     return st
 
 
@@ -80,6 +106,11 @@ def open_regular(ctx: ToolContext, path: Path) -> tuple[Any, os.stat_result]:
     if not stat.S_ISREG(st.st_mode):
         os.close(fd)
         raise ToolError("not_a_regular_file", f"{display_path(ctx, path)} is not a regular file")
+    try:
+        check_links(ctx, path, st)  # again on the descriptor: a swap in between is caught
+    except ToolError:
+        os.close(fd)
+        raise
     return os.fdopen(fd, "rb"), st
 
 

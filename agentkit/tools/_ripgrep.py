@@ -11,21 +11,19 @@ matches before ``\\r\\n``), no ``--follow``, ``-g '!.git'``.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import os
 import re
 import shutil
-import subprocess
 import sys
 import sysconfig
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
 from agentkit.tools import _walk
+from agentkit.tools._childproc import run_streaming
 from agentkit.tools._walk import Collector, SearchJob
 
 if TYPE_CHECKING:
@@ -109,67 +107,22 @@ def run_rg(
     ripgrep stopped reading at a NUL byte (its rows must be dropped). Kills ripgrep at
     ``deadline`` (monotonic seconds) or when ``cancel`` is set.
     """
-    try:
-        proc = subprocess.Popen(
-            args,
-            cwd=cwd,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-        )
-    except (OSError, ValueError) as exc:
-        return RgOutcome("rejected", str(exc))
-    done = threading.Event()
-    why: list[str] = []
-
-    def watch() -> None:
-        while not done.wait(0.05):
-            if time.monotonic() >= deadline or cancel.is_set():
-                why.append("timeout" if time.monotonic() >= deadline else "cancelled")
-                with contextlib.suppress(OSError):
-                    proc.kill()
-                return
-
-    errors: list[bytes] = []
-
-    def read_errors() -> None:
-        # Read to the end (ripgrep would block on a full stderr pipe), keep the start.
-        assert proc.stderr is not None
-        kept = 0
-        for chunk in iter(lambda: proc.stderr.read1(65536), b""):  # type: ignore[union-attr]
-            if kept < 65536:
-                errors.append(chunk)
-                kept += len(chunk)
-
-    err_reader = threading.Thread(target=read_errors, daemon=True)
-    watcher = threading.Thread(target=watch, daemon=True)
-    err_reader.start()
-    watcher.start()
     listing = "--files" in args
-    try:
-        assert proc.stdout is not None
+
+    def consume(stream: IO[bytes]) -> None:
         if listing:
-            _read_listing(proc.stdout, on_file)
+            _read_listing(stream, on_file)
         else:
-            _read_matches(proc.stdout, on_row, on_binary)
-    finally:
-        done.set()
-        if proc.stdout:
-            proc.stdout.close()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(5)
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        err_reader.join(1)
-        if proc.stderr:
-            proc.stderr.close()
-    stderr = b"".join(errors).decode("utf-8", "replace")
-    if why:
-        return RgOutcome(why[0], stderr)
-    if proc.returncode == 2 and any(h in stderr for h in _REGEX_ERROR_HINTS):
-        return RgOutcome("rejected", stderr)
-    return RgOutcome("ok", stderr)
+            _read_matches(stream, on_row, on_binary)
+
+    outcome = run_streaming(args, cwd, deadline, cancel, consume)
+    if outcome.start_error:
+        return RgOutcome("rejected", outcome.start_error)
+    if outcome.stopped:
+        return RgOutcome(outcome.stopped, outcome.stderr)
+    if outcome.returncode == 2 and any(h in outcome.stderr for h in _REGEX_ERROR_HINTS):
+        return RgOutcome("rejected", outcome.stderr)
+    return RgOutcome("ok", outcome.stderr)
 
 
 def _read_listing(stream: object, on_file: Callable[[str], None]) -> None:
@@ -280,7 +233,7 @@ class RgSink:
     def on_row(self, rel: str, line: int, raw: bytes, byte_col: int) -> None:
         if rel != self.path:
             self.commit()
-            if not self.post.accepts(rel):
+            if not self.post.accepts(rel) or self._hard_linked(rel):
                 return
             self.path = rel
         self.count += 1
@@ -292,6 +245,17 @@ class RgSink:
                 else 0
             )
             self.rows.append((line, _walk.preview_line(text, col)))
+
+    def _hard_linked(self, rel: str) -> bool:
+        # Rows of a file with several hard links are dropped, like the Python engine skips
+        # it (_fileio.check_links). Not counted: only files with matches reach here, and a
+        # count would tell whether the pattern matches such a file.
+        if self.job.allow_hard_links:
+            return False
+        try:
+            return os.lstat(os.path.join(self.job.root, rel)).st_nlink > 1
+        except OSError:
+            return True
 
     def on_binary(self, rel: str) -> None:
         if rel == self.path:

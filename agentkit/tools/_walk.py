@@ -171,10 +171,11 @@ def prefix_chain(root: str, parts: list[str]) -> tuple[Chain, bool]:
 
 @dataclass
 class WalkStats:
-    """Counters of one walk (files seen, folders visited)."""
+    """Counters of one walk (files seen, folders visited, hard-linked files skipped)."""
 
     files: int = 0
     dirs: int = 0
+    linked: int = 0
 
 
 def walk_files(
@@ -317,17 +318,22 @@ class SearchJob:
     glob: GlobFilter | None
     max_bytes: int
     skip_top: frozenset[str]
+    allow_hard_links: bool = False  # settings.allow_hard_links (see _fileio.check_links)
     stats: WalkStats = field(default_factory=WalkStats)
 
 
-def read_text(abs_path: str, max_bytes: int) -> str | None:
+def read_text(
+    abs_path: str, max_bytes: int, allow_links: bool = True, stats: WalkStats | None = None
+) -> str | None:
     """Return a file's text for searching, or None when it is binary, unreadable or too big.
 
     Mirrors ripgrep's defaults: a UTF-8 BOM is dropped, UTF-16 files with a BOM are
     transcoded, and a NUL byte anywhere marks the file binary (the sniff of the first
     8 KiB catches most; the rest is checked because ripgrep checks it too). Invalid UTF-8
     is replaced. Opened with O_NONBLOCK | O_NOFOLLOW so a FIFO or a swapped-in symlink
-    cannot block or redirect the read.
+    cannot block or redirect the read. Unless ``allow_links``, a file with several hard
+    links is not read (its other names may be outside the workspace; see
+    ``_fileio.check_links``) and counted in ``stats.linked``.
     """
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
     try:
@@ -337,6 +343,10 @@ def read_text(abs_path: str, max_bytes: int) -> str | None:
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode) or st.st_size > max_bytes:
+            return None
+        if st.st_nlink > 1 and not allow_links:
+            if stats is not None:
+                stats.linked += 1
             return None
         parts: list[bytes] = []
         got = 0

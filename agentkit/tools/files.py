@@ -29,13 +29,14 @@ from agentkit.tools._fileio import (
     get_snapshot,
     is_fresh,
     make_snapshot,
+    open_regular,
     os_error,
     path_lock,
     record_snapshot,
     stale_error,
-    stat_regular,
 )
 from agentkit.tools._listing import not_found_message
+from agentkit.tools._placeholder import is_lazy_rewrite
 from agentkit.tools._read import detect_stream_format, read_path
 from agentkit.tools._text import (
     SNIFF_BYTES,
@@ -81,6 +82,10 @@ class WriteFileParams(BaseModel):
 
     path: str
     content: str
+    force: bool = Field(
+        default=False,
+        description="Write even though the content looks like a placeholder rewrite.",
+    )
 
 
 class EditFileParams(BaseModel):
@@ -116,10 +121,10 @@ def read_file(params: ReadFileParams, ctx: ToolContext) -> ToolResult:
 
 def _current(ctx: ToolContext, path: Path) -> tuple[os.stat_result, bytes | None]:
     """Stat an existing regular file and read it whole when it is under max_file_bytes."""
-    st = stat_regular(ctx, path)
-    if st.st_size > ctx.settings.max_file_bytes:
-        return st, None
-    with open(path, "rb") as fh:
+    fh, st = open_regular(ctx, path)
+    with fh:
+        if st.st_size > ctx.settings.max_file_bytes:
+            return st, None
         return st, fh.read()
 
 
@@ -164,14 +169,33 @@ def write_file(params: WriteFileParams, ctx: ToolContext) -> ToolResult:
 
     Calls ``ctx.claim_write(path)`` before writing; its ToolError("write_conflict")
     propagates. Raises ToolError: outside_workspace, is_directory, not_a_regular_file,
-    stale_read, invalid_argument.
+    stale_read, invalid_argument, placeholder_content (TOOLS.md: the content is
+    substantially shorter than the existing file and holds a line such as
+    ``# ... rest unchanged ...``; see ``_placeholder``; ``force=True`` writes anyway).
     """
     path = resolve_path(ctx, params.path, write=True)
     with path_lock(path):
-        return _write_locked(ctx, path, params.content)
+        return _write_locked(ctx, path, params.content, params.force)
 
 
-def _write_locked(ctx: ToolContext, path: Path, content: str) -> ToolResult:
+def _refuse_placeholder(ctx: ToolContext, path: Path, old: str, new: str) -> None:
+    found = is_lazy_rewrite(old, new)
+    if found is None:
+        return
+    number, line = found
+    shown = display_path(ctx, path)
+    raise ToolError(
+        "placeholder_content",
+        f"line {number} of the new content, {line[:100]!r}, stands for code that is not there, "
+        f"and the content ({_count_lines(new)} lines) is much shorter than the current {shown} "
+        f"({_count_lines(old)} lines): writing it would delete what the placeholder stands for. "
+        "Nothing was written. To change part of the file use edit_file; to replace it, send "
+        "the complete new content. If that line really belongs in the file, call write_file "
+        "again with force=true.",
+    )
+
+
+def _write_locked(ctx: ToolContext, path: Path, content: str, force: bool = False) -> ToolResult:
     shown = display_path(ctx, path)
     try:
         st, data = _current(ctx, path)
@@ -185,6 +209,8 @@ def _write_locked(ctx: ToolContext, path: Path, content: str) -> ToolResult:
         decoded = _decode_existing(ctx, path, data)
         _check_fresh(ctx, path, st, data, decoded.text if decoded and data is not None else None)
         if decoded is not None:
+            if not force and data is not None:
+                _refuse_placeholder(ctx, path, decoded.text, content)
             fmt = decoded.fmt
             old_lines = _count_lines(decoded.text) if data is not None else None
             if fmt.eol == "\r\n":
@@ -282,14 +308,14 @@ def edit_file(params: EditFileParams, ctx: ToolContext) -> ToolResult:
 def _edit_locked(ctx: ToolContext, path: Path, params: EditFileParams) -> ToolResult:
     shown = display_path(ctx, path)
     try:
-        st = stat_regular(ctx, path)
-        if st.st_size > ctx.settings.max_file_bytes:
-            raise ToolError(
-                "too_large",
-                f"{shown} is {human_size(st.st_size)}, over the {human_size(ctx.settings.max_file_bytes)} "
-                "edit limit; change it with run_command (e.g. sed) instead",
-            )
-        with open(path, "rb") as fh:
+        fh, st = open_regular(ctx, path)
+        with fh:
+            if st.st_size > ctx.settings.max_file_bytes:
+                raise ToolError(
+                    "too_large",
+                    f"{shown} is {human_size(st.st_size)}, over the {human_size(ctx.settings.max_file_bytes)} "
+                    "edit limit; change it with run_command (e.g. sed) instead",
+                )
             data = fh.read()
     except FileNotFoundError:
         raise ToolError(

@@ -9,11 +9,18 @@ repeated calls and both engines agree). Ignore files (.gitignore at every depth,
 workspace root) skipped, binary files (a NUL byte) and files over
 ``settings.search_max_file_bytes`` skipped, symlinks never followed.
 
+Files with several hard links are not searched unless ``settings.allow_hard_links``
+(``_fileio.check_links``); the Python engine counts them in a note, the ripgrep engine
+drops their rows silently (it only sees files with matches, so a count would tell
+whether the pattern matched such a file).
+
 Engines: ripgrep when available (``settings.use_ripgrep``), else a Python walker; both give
 the same rows (``_walk`` mirrors ripgrep's ignore rules, and ripgrep's rows are filtered
 through the same rules and glob). Patterns are validated with Python ``re`` first; a
 pattern ripgrep's Rust regex rejects (look-around, backreferences, ``\\Z``...) or may read
-differently (POSIX/nested classes) is run by the Python engine.
+differently (POSIX/nested classes) is run by the Python engine. The Python engine runs in a
+child process killed at ``settings.search_timeout`` (``_pyscan``): Python's ``re`` holds
+the GIL while it backtracks, so a thread could never stop ``(a+)+$``.
 
 Public API: :data:`SEARCH_TOOLS`, :class:`SearchParams`, :func:`search_workspace`.
 """
@@ -22,13 +29,12 @@ from __future__ import annotations
 
 import os
 import re
-import threading
 import time
 
 from pydantic import BaseModel, Field
 
 from agentkit.errors import ToolError
-from agentkit.tools import _ripgrep, _walk
+from agentkit.tools import _pyscan, _ripgrep, _walk
 from agentkit.tools._walk import preview_line
 from agentkit.tools.base import Tool, ToolContext, ToolResult
 from agentkit.tools.workspace import display_path, resolve_path, workspace_root
@@ -59,85 +65,6 @@ def _compile(pattern: str, ignore_case: bool) -> re.Pattern[str]:
         raise ToolError(
             "invalid_argument", f"invalid regular expression {pattern!r}: {exc}"
         ) from None
-
-
-def _search_text(
-    job: _walk.SearchJob, text: str, path: str, out: _walk.Collector, stop: threading.Event
-) -> None:
-    if "\r" in text:
-        text = text.replace("\r\n", "\n")
-    if job.prefilter:
-        _search_whole(job, text, path, out)
-        return
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    search = job.rx.search  # type: ignore[union-attr]
-    for number, line in enumerate(lines, 1):
-        match = search(line)
-        if match is not None:
-            out.add(path, number, _walk.preview_line(line.removesuffix("\r"), match.start()))
-        if not number % 4096 and stop.is_set():
-            return
-
-
-def _search_whole(job: _walk.SearchJob, text: str, path: str, out: _walk.Collector) -> None:
-    # Search the whole text (MULTILINE) and confirm each hit on its own line. Without
-    # look-around or \A/\Z, a match inside a line is also a match of the whole text at the
-    # same place, so scanning from each line start finds every matching line; a match that
-    # only exists across lines is dropped by the per-line check. Much faster than testing
-    # every line of a file.
-    search = job.rx.search  # type: ignore[union-attr]
-    end = len(text)
-    limit = end - 1 if text.endswith("\n") else end  # no phantom line after the last "\n"
-    pos = 0
-    number = 1
-    counted = 0
-    while pos <= limit:
-        match = search(text, pos)
-        if match is None:
-            return
-        start = text.rfind("\n", 0, match.start()) + 1
-        if start > limit:
-            return
-        line_end = text.find("\n", match.start())
-        line_end = end if line_end < 0 else line_end
-        line = text[start:line_end]
-        hit = search(line)
-        if hit is not None:
-            number += text.count("\n", counted, start)
-            counted = start
-            out.add(path, number, _walk.preview_line(line.removesuffix("\r"), hit.start()))
-        pos = line_end + 1
-
-
-def _python_engine(job: _walk.SearchJob, out: _walk.Collector, stop: threading.Event) -> None:
-    if os.path.isfile(job.root):
-        name = os.path.basename(job.root)
-        if job.glob is None or job.glob.accepts(name):
-            _one_file(job, job.root, job.prefix.rstrip("/"), out, stop)
-        return
-    files = _walk.walk_files(
-        job.root, job.ignore_base, job.chain, job.glob, stop, job.stats, job.skip_top
-    )
-    for rel, abs_path in files:
-        if stop.is_set():
-            return
-        if job.rx is None:
-            out.add(job.prefix + rel, 0, "")
-        else:
-            _one_file(job, abs_path, job.prefix + rel, out, stop)
-
-
-def _one_file(
-    job: _walk.SearchJob, abs_path: str, shown: str, out: _walk.Collector, stop: threading.Event
-) -> None:
-    if job.rx is None:
-        out.add(shown, 0, "")
-        return
-    text = _walk.read_text(abs_path, job.max_bytes)
-    if text is not None:
-        _search_text(job, text, shown, out, stop)
 
 
 def _make_job(params: SearchParams, ctx: ToolContext) -> tuple[_walk.SearchJob, bool]:
@@ -173,6 +100,7 @@ def _make_job(params: SearchParams, ctx: ToolContext) -> tuple[_walk.SearchJob, 
         glob=_walk.GlobFilter(params.glob) if params.glob and params.glob.strip() else None,
         max_bytes=settings.search_max_file_bytes,
         skip_top=_SKIP_TOP if target == ws else frozenset(),
+        allow_hard_links=settings.allow_hard_links,
     )
     return job, excluded
 
@@ -222,18 +150,9 @@ def _choose_engine(job: _walk.SearchJob, params: SearchParams, ctx: ToolContext)
 def _run_python(
     job: _walk.SearchJob, out: _walk.Collector, deadline: float, ctx: ToolContext
 ) -> str:
-    # A worker thread so the call returns at the deadline even inside a slow regex
-    # (Python's re cannot be interrupted; the thread stops at its next check).
-    stop = threading.Event()
-    worker = threading.Thread(target=_python_engine, args=(job, out, stop), daemon=True)
-    worker.start()
-    while worker.is_alive():
-        worker.join(min(0.05, max(0.0, deadline - time.monotonic())))
-        if ctx.cancel.is_set() or time.monotonic() >= deadline:
-            stop.set()
-            worker.join(0.2)
-            return "cancelled" if ctx.cancel.is_set() else "timeout"
-    return "ok"
+    # In a child process: Python's re holds the GIL while it backtracks, so only a kill
+    # stops a catastrophic pattern (see _pyscan).
+    return _pyscan.run_in_child(job, out, deadline, ctx.cancel)
 
 
 def _render(
@@ -274,6 +193,13 @@ def _render(
         )
     elif status == "cancelled":
         notes.append("search cancelled; results are partial")
+    if job.stats.linked:
+        notes.append(
+            f"skipped {_count(job.stats.linked, 'file')} with several hard links (their other "
+            "names may be outside the workspace); allow_hard_links=true searches them"
+        )
+    if status.startswith("error: "):
+        notes.append(status[len("error: ") :] + "; results are partial")
     if not rows:
         head = "No files match" if listing else f"No matches for /{params.pattern}/"
         notes.insert(0, f"{head} in {where}")

@@ -4,7 +4,9 @@ Every path a tool touches goes through :func:`resolve_path`: it is joined with t
 workspace root, resolved after symlinks (``os.path.realpath``: the deepest existing
 ancestor is resolved and the remaining components appended), then checked with
 ``Path.is_relative_to`` against the resolved root, never with a string prefix test.
-``Settings.read_only_roots`` are extra roots that may be read but never written.
+``Settings.read_only_roots`` are extra roots that may be read but never written, and the
+workspace's own ``.agentkit`` folder (agentkit's records and logs) is never written either.
+Hard links are checked where files are opened (``_fileio.check_links``).
 
 Public API (kept small and stable, other tool modules import it):
 ``resolve_path(ctx, path, *, write=False) -> Path`` and ``display_path(ctx, path) -> str``.
@@ -47,7 +49,8 @@ def resolve_path(ctx: ToolContext, path: str, *, write: bool = False) -> Path:
         ToolError("invalid_argument"): empty path or a NUL byte in it.
         ToolError("outside_workspace"): the path, after ``..`` and symlinks, leaves the
             workspace (and, for reads, every read-only root); or ``write`` is True and the
-            path is inside a read-only root only.
+            path is inside a read-only root only, or inside the workspace's ``.agentkit``
+            state folder (readable, never writable by the tools).
     """
     if not isinstance(path, str) or not path.strip():
         raise ToolError(
@@ -69,6 +72,8 @@ def resolve_path(ctx: ToolContext, path: str, *, write: bool = False) -> Path:
     # a dangling symlink is followed to its (missing) target, so it is checked too.
     resolved = Path(os.path.realpath(joined))
     if _inside(resolved, root):
+        if write:
+            _refuse_state_folder(path, resolved, root)
         return resolved
     for extra in ctx.settings.read_only_paths():
         extra_root = Path(os.path.realpath(extra))
@@ -86,6 +91,24 @@ def resolve_path(ctx: ToolContext, path: str, *, write: bool = False) -> Path:
         f"{path} resolves {how}to {resolved}, which is outside the workspace {root}; "
         "use a path inside the workspace",
     )
+
+
+STATE_FOLDER = ".agentkit"
+"""agentkit's own folder at the workspace root: conversation records, command logs."""
+
+
+def _refuse_state_folder(path: str, resolved: Path, root: Path) -> None:
+    # Reads stay allowed (run_command points the model at its spilled logs there); a write
+    # could forge or destroy the records agentkit itself keeps. casefold: on a
+    # case-insensitive file system ".AgentKit" is the same folder.
+    rel = resolved.relative_to(root).parts
+    if rel and rel[0].casefold() == STATE_FOLDER:
+        raise ToolError(
+            "outside_workspace",
+            f"{path} is inside {STATE_FOLDER}/, agentkit's own state folder (conversation "
+            "records, command logs); the file tools may read it but never write or edit "
+            "there. Write your files elsewhere in the workspace.",
+        )
 
 
 def _leaves_by_symlink(joined: Path, root: Path) -> bool:
