@@ -87,6 +87,9 @@ class ToolContext:
 
 
 ToolFunc = Callable[[Any, ToolContext], "str | dict[str, Any] | ToolResult"]
+InvalidArgumentsHook = Callable[
+    [ValidationError, dict[str, Any], ToolContext], "str | dict[str, Any] | ToolResult"
+]
 
 
 @dataclass
@@ -101,6 +104,9 @@ class Tool:
         counter: the seed stat this tool counts into (files_read, searches, web_pages,
             commands) or None.
         action: last_action template key in prompts/<lang>/actions.json (default: name).
+        on_invalid_arguments: ``hook(exc, arguments, ctx)`` rendering this tool's own
+            answer when its arguments fail validation (the seed tools answer in their
+            JSON shape); None gives ``Error: invalid_argument: ...``.
     """
 
     name: str
@@ -109,6 +115,7 @@ class Tool:
     description: str = ""
     counter: str | None = None
     action: str | None = None
+    on_invalid_arguments: InvalidArgumentsHook | None = None
 
     def schema(self, language: str) -> dict[str, Any]:
         """Return the OpenAI ``tools[]`` entry for this tool in ``language``."""
@@ -220,6 +227,11 @@ class ToolRegistry:
         try:
             params = tool.params.model_validate(arguments or {})
         except ValidationError as exc:
+            if tool.on_invalid_arguments is not None:
+                try:
+                    return to_result(tool.on_invalid_arguments(exc, arguments or {}, ctx))
+                except Exception:  # a broken hook: fall back to the generic error
+                    pass
             return ToolResult.error("invalid_argument", _format_validation_error(name, exc))
         started = time.monotonic()
         try:
