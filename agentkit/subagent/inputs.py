@@ -155,6 +155,8 @@ def refusal_text(tool: str, exc: ValidationError, language: str) -> str:
         if err.get("type") == "seed_input":
             values = {k: v for k, v in ctx.items() if k != "phrase"}
             parts.append(prompts.phrase(language, ctx["phrase"], field=field, **values))
+        elif err.get("type") == "json_invalid":  # the engine could not parse them
+            parts.append(prompts.phrase(language, "arg_unusable", reason=ctx.get("error")))
         elif err.get("type") == "missing":
             parts.append(prompts.phrase(language, "arg_missing", field=field))
         else:  # e.g. the arguments are not an object

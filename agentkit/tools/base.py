@@ -227,12 +227,8 @@ class ToolRegistry:
         try:
             params = tool.params.model_validate(arguments or {})
         except ValidationError as exc:
-            if tool.on_invalid_arguments is not None:
-                try:
-                    return to_result(tool.on_invalid_arguments(exc, arguments or {}, ctx))
-                except Exception:  # a broken hook: fall back to the generic error
-                    pass
-            return ToolResult.error("invalid_argument", _format_validation_error(name, exc))
+            own = _own_refusal(tool, exc, arguments or {}, ctx)
+            return own or ToolResult.error("invalid_argument", _format_validation_error(name, exc))
         started = time.monotonic()
         try:
             result = to_result(tool.func(params, ctx))
@@ -242,6 +238,36 @@ class ToolRegistry:
             return ToolResult.error("internal_error", f"{name} failed: {type(exc).__name__}: {exc}")
         result.meta.setdefault("duration_seconds", round(time.monotonic() - started, 3))
         return result
+
+    def unusable_arguments(self, name: str, reason: str, ctx: ToolContext) -> ToolResult:
+        """Answer a call whose arguments could not be parsed into a JSON object
+        (``reason`` says why): the tool's own refusal when it has an
+        ``on_invalid_arguments`` hook (given a ValidationError of type
+        ``json_invalid``), else ``Error: invalid_argument: ...``."""
+        tool = self._tools.get(name)
+        if tool is not None:
+            line = {"type": "json_invalid", "loc": (), "input": "", "ctx": {"error": reason}}
+            exc = ValidationError.from_exception_data(name, [line])  # type: ignore[list-item]
+            own = _own_refusal(tool, exc, {}, ctx)
+            if own is not None:
+                return own
+        return ToolResult.error(
+            "invalid_argument",
+            f"the arguments of this {name} call could not be used: {reason}. "
+            f"Call {name} again with one complete JSON object.",
+        )
+
+
+def _own_refusal(
+    tool: Tool, exc: ValidationError, arguments: dict[str, Any], ctx: ToolContext
+) -> ToolResult | None:
+    """The tool's on_invalid_arguments answer, or None (no hook, or it failed)."""
+    if tool.on_invalid_arguments is None:
+        return None
+    try:
+        return to_result(tool.on_invalid_arguments(exc, arguments, ctx))
+    except Exception:  # a broken hook: the caller falls back to the generic error
+        return None
 
 
 def to_result(value: Any) -> ToolResult:
