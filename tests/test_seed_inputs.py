@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from subagent_helpers import Gate, Router, call, calls, finish, who
+from subagent_helpers import Gate, Router, call, calls, finish, wait_until, who
 
 from agentkit import Agent, Settings
 from agentkit.subagent.manager import SubAgentManager
@@ -307,10 +307,19 @@ def test_agent_id_true_end_to_end(workspace: Path) -> None:
 @pytest.mark.slow
 def test_folder_of_own_running_agent_names_it(workspace: Path) -> None:
     gate = Gate()
+    second = calls(call("create_sub_agent", agent_id=2, summary="写报告二", task="t", **_bg("out")))
+
+    def when_record_says_running(request: dict[str, Any]) -> dict[str, Any]:
+        # The bug showed once agent 1's record (running, live worker_pid) was on disk:
+        # the record check came first and blamed "another conversation".
+        record = workspace / "out" / ".subagent" / "conversations.json"
+        assert wait_until(lambda: record.is_file() and "worker_pid" in record.read_text())
+        return second
+
     router = Router(
         main=[
             calls(call("create_sub_agent", agent_id=1, summary="写报告一", task="t", **_bg("out"))),
-            calls(call("create_sub_agent", agent_id=2, summary="写报告二", task="t", **_bg("out"))),
+            when_record_says_running,
             gate.release("done"),
         ],
         subs={1: [gate.hold(finish())]},
