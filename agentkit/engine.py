@@ -407,11 +407,7 @@ class Engine:
         started = time.monotonic()
         if call.error is not None or call.arguments is None:
             reason = call.error or "the arguments are not a JSON object"
-            result = ToolResult.error(
-                "invalid_argument",
-                f"the arguments of this {call.name} call could not be used: {reason}. "
-                f"Call {call.name} again with one complete JSON object.",
-            )
+            result = self.registry.unusable_arguments(call.name, reason, self.ctx)
         else:
             result = self.registry.execute(call.name, call.arguments, self.ctx)
         return result, round(time.monotonic() - started, 3)

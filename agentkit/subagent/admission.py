@@ -4,7 +4,16 @@ One job: check a request against the seed's limits and return either the
 deliverables folder it gets or the refusal text: agent_id 1-99 and unique in the
 conversation, timeout within Settings' bounds (60-3600 s), at most
 ``max_concurrent_subagents`` running, a deliverables folder inside the
-workspace that no running sub-agent (of this or another Agent) uses or overlaps.
+workspace, outside agentkit's state folder ``.agentkit`` and any sub-agent's
+record folder ``.subagent``, that no running sub-agent (of this or another
+Agent) uses or overlaps. Input types (whole numbers, flags, non-empty text) were
+checked before (agentkit.subagent.inputs).
+
+A folder taken by a running sub-agent of this conversation is refused naming
+that agent's id and summary (``overlap_dir``); one taken by a sub-agent of
+another Agent or process, found through its record, is refused saying so
+(``folder_busy_elsewhere``). This conversation's own agents are checked first:
+their records say running too, so the record alone cannot tell them apart.
 """
 
 from __future__ import annotations
@@ -17,7 +26,7 @@ from typing import Any
 from agentkit import prompts
 from agentkit.settings import Settings
 from agentkit.subagent.claims import Claims
-from agentkit.subagent.record import folder_in_use
+from agentkit.subagent.record import RECORD_DIR, folder_in_use
 from agentkit.subagent.state import SubAgent
 
 
@@ -44,6 +53,22 @@ def resolve_deliverables(
     if target == workspace or workspace not in target.parents:
         return "it must be a folder inside the workspace, not the workspace itself or outside it"
     return rel.rstrip("/"), target
+
+
+STATE_DIR = ".agentkit"
+"""agentkit's own state folder in the workspace (conversations; agentkit.conversation)."""
+
+
+def reserved_folder(workspace: Path, path: Path) -> str | None:
+    """Return the refusal phrase key when ``path`` (absolute, resolved, inside
+    ``workspace``) is or lies inside ``<workspace>/.agentkit`` (``dir_state``) or
+    any ``.subagent`` record folder (``dir_record``), else None."""
+    parts = path.relative_to(workspace).parts
+    if parts[0] == STATE_DIR:
+        return "dir_state"
+    if RECORD_DIR in parts:
+        return "dir_record"
+    return None
 
 
 def admit(
@@ -84,9 +109,9 @@ def admit(
     if isinstance(resolved, str):
         return phrase("bad_dir", reason=resolved, agent_id=agent_id)
     rel, path = resolved
-    busy = folder_in_use(path)
-    if busy is not None:  # another Agent (or process) is using this folder now
-        return phrase("folder_busy", dir=rel, other=busy)
+    reserved = reserved_folder(workspace, path)
+    if reserved is not None:
+        return phrase(reserved, dir=rel, agent_id=agent_id)
     owner = claims.folder_overlap(path)
     if owner is not None:
         other = agents[owner].spec
@@ -97,4 +122,7 @@ def admit(
             other_summary=other.summary,
             other_dir=other.deliverables_dir,
         )
+    busy = folder_in_use(path)
+    if busy is not None:  # a sub-agent of another Agent (or process) runs there now
+        return phrase("folder_busy_elsewhere", dir=rel, other=busy)
     return resolved

@@ -1,19 +1,24 @@
 """The four seed tools (seed §1): create_sub_agent, terminate_sub_agent and
 get_sub_agent_status for the main agent, finish_task for sub-agents.
 
-Names, parameters and defaults are the seed's. Range checks (agent_id 1-99,
-timeout 60-3600 s) are done by the manager, so a bad value gets the seed's JSON
-with ``"success": false`` and a reason, not a schema error.
+Names, parameters and defaults are the seed's. What each argument accepts
+(whole numbers, flags, non-empty text, summary length) is defined in
+agentkit.subagent.inputs; an argument that breaks it gets the tool's seed-shaped
+JSON refusal (``"success": false``, ``agent_id`` when usable, an ``error`` saying
+what to do), never the generic ``Error: invalid_argument`` text. Range checks
+(agent_id 1-99, timeout 60-3600 s) and the deliverables folder are admission's
+(agentkit.subagent.admission), with the same JSON shape.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, ValidationError
 
-from agentkit.tools.base import Tool, ToolContext
+from agentkit.subagent import inputs
+from agentkit.tools.base import InvalidArgumentsHook, Tool, ToolContext
 
 if TYPE_CHECKING:
     from agentkit.subagent.manager import SubAgentManager
@@ -22,37 +27,41 @@ if TYPE_CHECKING:
 class CreateSubAgentParams(BaseModel):
     """Parameters of create_sub_agent (seed §1)."""
 
-    agent_id: int
-    summary: str
-    task: str
-    deliverables_dir: str | None = None
-    run_in_background: bool = False
-    timeout_seconds: int = 600
+    agent_id: inputs.WholeNumber
+    summary: inputs.CreateSummary
+    task: inputs.Task
+    deliverables_dir: inputs.OptionalText = None
+    run_in_background: Annotated[bool, inputs.or_default(inputs.flag, False)] = False
+    timeout_seconds: Annotated[int, inputs.or_default(inputs.whole_number, 600)] = 600
 
 
 class TerminateSubAgentParams(BaseModel):
     """Parameters of terminate_sub_agent (seed §1)."""
 
-    agent_id: int
+    agent_id: inputs.WholeNumber
 
 
 class GetSubAgentStatusParams(BaseModel):
-    """Parameters of get_sub_agent_status (seed §1)."""
+    """Parameters of get_sub_agent_status (seed §1); a bare id means a list of one."""
 
-    agent_ids: list[int] = Field(min_length=1)
-
-    @field_validator("agent_ids", mode="before")
-    @classmethod
-    def _one_id(cls, value: Any) -> Any:
-        # Models often send a bare number for a one-element list.
-        return [value] if isinstance(value, int) else value
+    agent_ids: inputs.IdList = Field(min_length=1)
 
 
 class FinishTaskParams(BaseModel):
     """Parameters of finish_task (seed §1)."""
 
-    success: bool
-    summary: str
+    success: inputs.Flag
+    summary: inputs.FinishSummary
+
+
+def _refuse_with(tool: str, **extra: Any) -> InvalidArgumentsHook:
+    """The Tool.on_invalid_arguments hook answering ``tool``'s seed-shaped refusal."""
+    build = inputs.refusal(tool, extra)
+
+    def hook(exc: ValidationError, arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+        return build(exc, arguments, ctx.language)
+
+    return hook
 
 
 def make_main_tools(get_manager: Callable[[], SubAgentManager]) -> list[Tool]:
@@ -77,9 +86,24 @@ def make_main_tools(get_manager: Callable[[], SubAgentManager]) -> list[Tool]:
         return get_manager().status(p.agent_ids)
 
     return [
-        Tool("create_sub_agent", CreateSubAgentParams, create),
-        Tool("terminate_sub_agent", TerminateSubAgentParams, terminate),
-        Tool("get_sub_agent_status", GetSubAgentStatusParams, status),
+        Tool(
+            "create_sub_agent",
+            CreateSubAgentParams,
+            create,
+            on_invalid_arguments=_refuse_with("create_sub_agent"),
+        ),
+        Tool(
+            "terminate_sub_agent",
+            TerminateSubAgentParams,
+            terminate,
+            on_invalid_arguments=_refuse_with("terminate_sub_agent"),
+        ),
+        Tool(
+            "get_sub_agent_status",
+            GetSubAgentStatusParams,
+            status,
+            on_invalid_arguments=_refuse_with("get_sub_agent_status", agents=[]),
+        ),
     ]
 
 
@@ -100,4 +124,9 @@ def make_finish_tool(on_finish: Callable[[bool, str], str | None], language: str
             result["warning"] = warning
         return result
 
-    return Tool("finish_task", FinishTaskParams, finish)
+    return Tool(
+        "finish_task",
+        FinishTaskParams,
+        finish,
+        on_invalid_arguments=_refuse_with("finish_task", will_terminate=False),
+    )

@@ -87,6 +87,9 @@ class ToolContext:
 
 
 ToolFunc = Callable[[Any, ToolContext], "str | dict[str, Any] | ToolResult"]
+InvalidArgumentsHook = Callable[
+    [ValidationError, dict[str, Any], ToolContext], "str | dict[str, Any] | ToolResult"
+]
 
 
 @dataclass
@@ -101,6 +104,9 @@ class Tool:
         counter: the seed stat this tool counts into (files_read, searches, web_pages,
             commands) or None.
         action: last_action template key in prompts/<lang>/actions.json (default: name).
+        on_invalid_arguments: ``hook(exc, arguments, ctx)`` rendering this tool's own
+            answer when its arguments fail validation (the seed tools answer in their
+            JSON shape); None gives ``Error: invalid_argument: ...``.
     """
 
     name: str
@@ -109,6 +115,7 @@ class Tool:
     description: str = ""
     counter: str | None = None
     action: str | None = None
+    on_invalid_arguments: InvalidArgumentsHook | None = None
 
     def schema(self, language: str) -> dict[str, Any]:
         """Return the OpenAI ``tools[]`` entry for this tool in ``language``."""
@@ -220,7 +227,8 @@ class ToolRegistry:
         try:
             params = tool.params.model_validate(arguments or {})
         except ValidationError as exc:
-            return ToolResult.error("invalid_argument", _format_validation_error(name, exc))
+            own = _own_refusal(tool, exc, arguments or {}, ctx)
+            return own or ToolResult.error("invalid_argument", _format_validation_error(name, exc))
         started = time.monotonic()
         try:
             result = to_result(tool.func(params, ctx))
@@ -230,6 +238,36 @@ class ToolRegistry:
             return ToolResult.error("internal_error", f"{name} failed: {type(exc).__name__}: {exc}")
         result.meta.setdefault("duration_seconds", round(time.monotonic() - started, 3))
         return result
+
+    def unusable_arguments(self, name: str, reason: str, ctx: ToolContext) -> ToolResult:
+        """Answer a call whose arguments could not be parsed into a JSON object
+        (``reason`` says why): the tool's own refusal when it has an
+        ``on_invalid_arguments`` hook (given a ValidationError of type
+        ``json_invalid``), else ``Error: invalid_argument: ...``."""
+        tool = self._tools.get(name)
+        if tool is not None:
+            line = {"type": "json_invalid", "loc": (), "input": "", "ctx": {"error": reason}}
+            exc = ValidationError.from_exception_data(name, [line])  # type: ignore[list-item]
+            own = _own_refusal(tool, exc, {}, ctx)
+            if own is not None:
+                return own
+        return ToolResult.error(
+            "invalid_argument",
+            f"the arguments of this {name} call could not be used: {reason}. "
+            f"Call {name} again with one complete JSON object.",
+        )
+
+
+def _own_refusal(
+    tool: Tool, exc: ValidationError, arguments: dict[str, Any], ctx: ToolContext
+) -> ToolResult | None:
+    """The tool's on_invalid_arguments answer, or None (no hook, or it failed)."""
+    if tool.on_invalid_arguments is None:
+        return None
+    try:
+        return to_result(tool.on_invalid_arguments(exc, arguments, ctx))
+    except Exception:  # a broken hook: the caller falls back to the generic error
+        return None
 
 
 def to_result(value: Any) -> ToolResult:

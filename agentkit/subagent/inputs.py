@@ -1,0 +1,185 @@
+"""What the seed tools accept as arguments, and how a bad argument is refused.
+
+One job: the input rules of create_sub_agent, terminate_sub_agent,
+get_sub_agent_status and finish_task (seed §1 gives their types: ``agent_id``
+int, ``agent_ids`` list[int], ``timeout_seconds`` int, ``run_in_background`` and
+``success`` bool, ``summary``/``task``/``deliverables_dir`` str), as pydantic
+``BeforeValidator`` types, and the seed-shaped JSON refusal a tool answers when
+its arguments break them (``{"success": false, ..., "error": ...}``, never the
+generic ``Error: invalid_argument`` text).
+
+The rules (pydantic's lax mode would coerce ``true`` to 1 and ``"yes"`` to True;
+these replace it):
+
+- **Whole numbers** (``agent_id``, each of ``agent_ids``, ``timeout_seconds``):
+  a JSON integer; a JSON number with no fractional part (``3.0``: JSON has one
+  number type, and some clients write every number that way); or a string of
+  decimal digits with an optional sign (``"3"``, models quote numbers now and
+  then). Never a boolean, ``null`` (except ``timeout_seconds``, below), a
+  fractional or non-finite number (``3.5``, ``NaN``), other text, a list or an
+  object. Ranges (1-99, 60-3600 s) are checked later by admission, which names
+  the limit.
+- ``agent_ids``: a non-empty list of whole numbers; a bare whole number means a
+  list of one (models often send ``1`` for ``[1]``).
+- **Flags** (``run_in_background``, ``success``): JSON ``true``/``false``, or the
+  strings ``"true"``/``"false"`` (any case). Never ``1``/``0``, ``"yes"``,
+  ``"on"`` or ``null`` (except as below): they are not a clear answer.
+- **Text** (``summary``, ``task``): a JSON string; surrounding whitespace is
+  dropped and an empty (or whitespace-only) text is refused. create_sub_agent's
+  ``summary`` (seed: 10-30 characters) has its whitespace runs joined into one
+  space (it is shown on one line in every status row and notification) and is
+  refused past :data:`SUMMARY_MAX` characters, asking for 10-30: the model can
+  fix that at once, while cutting it would hide what it meant. finish_task's
+  ``summary`` (seed: 50-200 characters) is kept whole in the record, however
+  long; notifications cap it (``SubAgentManager.capped_summary``).
+- **Optional arguments** (``deliverables_dir``, ``run_in_background``,
+  ``timeout_seconds``): ``null`` means "not given" and takes the default (what
+  OpenAI's strict function-calling mode sends for an omitted optional field).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator, ValidationError
+from pydantic_core import PydanticCustomError
+
+from agentkit import prompts
+
+SUMMARY_MAX = 200
+"""create_sub_agent's summary is refused past this many characters (seed: 10-30)."""
+
+_WHOLE = re.compile(r"[+-]?\d{1,18}")
+
+
+def _refuse(phrase: str, value: Any) -> PydanticCustomError:
+    # The error's ctx carries the phrase key and the value; the refusal renders it
+    # in the conversation's language (validators do not know the language).
+    ctx = {"phrase": phrase, "value": _shown(value)}
+    return PydanticCustomError("seed_input", "{phrase}: {value}", ctx)
+
+
+def _shown(value: Any) -> str:
+    """The value as the model wrote it (JSON spelling), at most 40 characters."""
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def whole_number(value: Any) -> int:
+    """Return ``value`` as an int under the whole-number rule (module docstring);
+    raises PydanticCustomError ``arg_not_whole`` otherwise."""
+    if isinstance(value, bool):  # bool is an int subclass: test it first
+        raise _refuse("arg_not_whole", value)
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and _WHOLE.fullmatch(value.strip()):
+        return int(value.strip())
+    raise _refuse("arg_not_whole", value)
+
+
+def _id_list(value: Any) -> list[int]:
+    items = value if isinstance(value, list) else [whole_number(value)]
+    if not items:
+        raise _refuse("arg_ids_empty", value)
+    return [whole_number(item) for item in items]
+
+
+def flag(value: Any) -> bool:
+    """Return ``value`` as a bool under the flag rule (module docstring); raises
+    PydanticCustomError ``arg_not_flag`` otherwise."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    raise _refuse("arg_not_flag", value)
+
+
+def _text(value: Any, empty_phrase: str) -> str:
+    if not isinstance(value, str):
+        raise _refuse("arg_not_text", value)
+    text = value.strip()
+    if not text:
+        raise _refuse(empty_phrase, value)
+    return text
+
+
+def _create_summary(value: Any) -> str:
+    text = " ".join(_text(value, "summary_empty").split())
+    if len(text) > SUMMARY_MAX:
+        raise PydanticCustomError(
+            "seed_input",
+            "{phrase}",
+            {"phrase": "summary_too_long", "length": len(text), "max": SUMMARY_MAX},
+        )
+    return text
+
+
+def _optional_text(value: Any) -> Any:
+    if value is None or isinstance(value, str):
+        return value
+    raise _refuse("arg_not_text", value)
+
+
+def or_default(rule: Callable[[Any], Any], default: Any) -> BeforeValidator:
+    """Validator for an optional argument: ``null`` gives ``default``, anything
+    else must pass ``rule``."""
+    return BeforeValidator(lambda value: default if value is None else rule(value))
+
+
+WholeNumber = Annotated[int, BeforeValidator(whole_number)]
+IdList = Annotated[list[int], BeforeValidator(_id_list)]
+Flag = Annotated[bool, BeforeValidator(flag)]
+CreateSummary = Annotated[str, BeforeValidator(_create_summary)]
+Task = Annotated[str, BeforeValidator(lambda v: _text(v, "task_empty"))]
+FinishSummary = Annotated[str, BeforeValidator(lambda v: _text(v, "finish_summary_empty"))]
+OptionalText = Annotated[str | None, BeforeValidator(_optional_text)]
+
+
+def refusal_text(tool: str, exc: ValidationError, language: str) -> str:
+    """Return what is wrong with the arguments and what to do, one sentence per
+    bad argument, in ``language`` (phrases ``arg_*``, ``*_empty``,
+    ``summary_too_long``)."""
+    parts = []
+    for err in exc.errors(include_url=False):
+        field = ".".join(str(p) for p in err.get("loc", ())) or "arguments"
+        ctx = err.get("ctx") or {}
+        if err.get("type") == "seed_input":
+            values = {k: v for k, v in ctx.items() if k != "phrase"}
+            parts.append(prompts.phrase(language, ctx["phrase"], field=field, **values))
+        elif err.get("type") == "json_invalid":  # the engine could not parse them
+            parts.append(prompts.phrase(language, "arg_unusable", reason=ctx.get("error")))
+        elif err.get("type") == "missing":
+            parts.append(prompts.phrase(language, "arg_missing", field=field))
+        else:  # e.g. the arguments are not an object
+            parts.append(prompts.phrase(language, "arg_invalid", field=field, problem=err["msg"]))
+    parts.append(prompts.phrase(language, "arg_call_again", tool=tool))
+    return ("" if language == "zh" else " ").join(parts)  # zh sentences end in 。
+
+
+def refusal(
+    tool: str, extra: dict[str, Any]
+) -> Callable[[ValidationError, dict[str, Any], str], dict[str, Any]]:
+    """Return the refusal builder of ``tool``: ``(exc, arguments, language) ->``
+    the seed-shaped JSON ``{"success": false, ["agent_id": id,] "error": text,
+    **extra}``. ``agent_id`` is there when the arguments hold a usable one."""
+
+    def build(exc: ValidationError, arguments: dict[str, Any], language: str) -> dict[str, Any]:
+        result: dict[str, Any] = {"success": False}
+        if "agent_id" in arguments:
+            try:
+                result["agent_id"] = whole_number(arguments["agent_id"])
+            except PydanticCustomError:
+                pass  # not a usable id: leave it out rather than echo a wrong type
+        result["error"] = refusal_text(tool, exc, language)
+        return {**result, **extra}
+
+    return build
