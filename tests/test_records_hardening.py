@@ -262,12 +262,16 @@ def test_records_of_a_killed_process_group_are_swept_at_the_next_start(workspace
                 os.killpg(main.pid, signal.SIGKILL)
                 main.wait(10)
         conversation_id = next(conversations.glob("*.json")).stem
-        with Agent(
-            workspace=workspace, settings=settings_for(server), conversation_id=conversation_id
-        ) as agent:
-            record = json.loads(path.read_text())
-            assert wait_until(lambda: not live_marked(mark), 10)
-            result = agent.run("go on")
+        try:
+            with Agent(
+                workspace=workspace, settings=settings_for(server), conversation_id=conversation_id
+            ) as agent:
+                record = json.loads(path.read_text())
+                assert wait_until(lambda: not live_marked(mark), 10)
+                result = agent.run("go on")
+        finally:  # a failing run must not leave the command behind
+            for process in live_marked(mark):
+                process.kill()
         sent = [r for r in server.requests if who(r) is None][-1]["messages"]
     assert record["status"] == "terminated" and record["error"] == KILLED_ERROR
     assert record["completed_at"]
