@@ -230,6 +230,10 @@ class Agent:
         except ValueError as exc:  # bad JSON or not a conversation
             raise ConfigurationError(f"conversation file {path} is damaged: {exc}") from exc
         self._file_state.clear()
+        from agentkit.subagent.sweep import sweep_rows
+
+        # Records a killed process group left "running" are finished now.
+        sweep_rows(self.workspace, self.conversation.subagents)
         return self.conversation
 
     # ----------------------------------------------------------------- runs
@@ -372,7 +376,11 @@ class Agent:
             stale = [r for r in self.conversation.subagents if r.get("status") == "running"]
             for row in stale:
                 row["status"] = "terminated"
-            names = ", ".join(f"{r.get('agent_id')} ({r.get('summary', '')})" for r in stale)
+            names = ", ".join(
+                f"{r.get('agent_id')} ({r.get('summary', '')})"
+                + (f": {r['error']}" if r.get("error") else "")
+                for r in stale
+            )
             notes.append(prompts.phrase(language, "previous_subagents", agents=names))
         return notes
 

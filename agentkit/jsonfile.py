@@ -8,11 +8,13 @@ background thread, keeping only the newest pending document.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -95,14 +97,22 @@ class JsonFileWriter:
     writes the newest version. Versions submitted within ``coalesce`` seconds of
     each other are written once (the newest): at a human pace every turn is
     written at once, and a burst of fast turns costs a few writes, not one each.
-    ``flush()`` writes what is pending now and re-raises the last write error
-    (OSError). A reader always sees a complete document, at most ``coalesce``
+    ``flush()`` writes what is pending now and re-raises the error of the last
+    write when it failed (OSError). ``guard(data, write)``, when given, decides
+    whether ``data`` may replace the file: it calls ``write()`` or not. A reader always sees a complete document, at most ``coalesce``
     seconds old.
     """
 
-    def __init__(self, path: Path, coalesce: float = 0.2) -> None:
+    def __init__(
+        self,
+        path: Path,
+        coalesce: float = 0.2,
+        guard: Callable[[Any, Callable[[], None]], None] | None = None,
+    ) -> None:
         self.path = path
         self.coalesce = coalesce
+        # guard(data, write): runs write() when data may replace the file, or not.
+        self.guard = guard
         self._pending: Any = None
         self._has_pending = False
         self._flushing = False
@@ -152,7 +162,12 @@ class JsonFileWriter:
                 data, self._pending, self._has_pending = self._pending, None, False
                 self._busy = True
             try:
-                _write_text_atomic(self.path, self._encode(data), False)
+                text = self._encode(data)
+                if self.guard is None:
+                    _write_text_atomic(self.path, text, False)
+                else:
+                    self.guard(data, functools.partial(_write_text_atomic, self.path, text, False))
+                self._error = None  # a later good write supersedes an earlier failure
             except (OSError, TypeError, ValueError) as exc:
                 self._error = exc if isinstance(exc, OSError) else OSError(str(exc))
             last_write = time.monotonic()

@@ -77,13 +77,18 @@ class ClaimRequest:
 
 @dataclass(frozen=True)
 class Result:
-    """How the worker ended; its last message. ``runtime_seconds`` by its own clock."""
+    """How the worker ended; its last message. ``runtime_seconds`` by its own clock.
+
+    ``record``: the worker's final record (record.build_record) when it could not
+    write it itself (full disk); the parent writes it or keeps it. None otherwise.
+    """
 
     status: EndStatus
     result_summary: str
     error: str | None
     progress: Progress
     runtime_seconds: int
+    record: dict[str, Any] | None = None
 
 
 # ------------------------------------------------------------ parent → worker
@@ -197,6 +202,11 @@ class WorkerHandle(Protocol):
     def kill(self, grace: float) -> None:
         """End the worker and every process it started (SIGTERM, ``grace`` seconds,
         SIGKILL, or the engine's equivalent). Never raises for a gone worker."""
+        ...
+
+    def close(self) -> None:
+        """Release what the handle holds (its channel, process resources) once the
+        worker ended; idempotent."""
         ...
 
 

@@ -36,30 +36,45 @@ class LocalWorker:
     process: Any
     channel: Channel[ParentMessage, WorkerMessage]
     mark: str
+    # Kept when the process object is closed (it then answers nothing).
+    _closed_pid: int | None = None
+    _closed_code: int | None = None
+    _closed: bool = False
 
     @property
     def pid(self) -> int | None:
         """The worker's process id."""
-        return self.process.pid
+        return self._closed_pid if self._closed else self.process.pid
 
     @property
     def exit_code(self) -> int | None:
         """The process's exit code once it ended, else None."""
-        code = self.process.exitcode
+        code = self._closed_code if self._closed else self.process.exitcode
         return code if isinstance(code, int) else None
 
     def is_alive(self) -> bool:
         """True while the process runs."""
-        return bool(self.process.is_alive())
+        return not self._closed and bool(self.process.is_alive())
 
     def join(self, timeout: float | None = None) -> None:
         """Wait up to ``timeout`` seconds for the process to end."""
-        self.process.join(timeout)
+        if not self._closed:
+            self.process.join(timeout)
 
     def kill(self, grace: float) -> None:
         """Kill the worker (while alive) and every process carrying its mark, with
         ``grace`` seconds between SIGTERM and SIGKILL."""
         kill_tree(self.pid if self.is_alive() else None, self.mark, grace=grace)
+
+    def close(self) -> None:
+        """Close the pipe end and the process's resources (its sentinel fd) once it
+        ended, so a finished sub-agent holds no file descriptor; idempotent."""
+        self.channel.close()
+        if self._closed or self.process.exitcode is None:
+            return  # already closed, or still running: keep it joinable
+        self._closed_pid, self._closed_code = self.process.pid, self.process.exitcode
+        self.process.close()
+        self._closed = True
 
 
 _forkserver_lock = threading.Lock()

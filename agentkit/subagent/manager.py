@@ -28,7 +28,13 @@ from agentkit.subagent.admission import Request, admit
 from agentkit.subagent.claims import Claims
 from agentkit.subagent.contract import Launcher, WorkerSpec
 from agentkit.subagent.local_launcher import LocalLauncher
-from agentkit.subagent.record import Ending, archive_record, list_deliverables, record_relpath
+from agentkit.subagent.record import (
+    Ending,
+    archive_record,
+    list_deliverables,
+    record_relpath,
+    sweep_record,
+)
 from agentkit.subagent.state import STATUS_KEYS, SubAgent, earlier_rows
 from agentkit.subagent.supervisor import Supervisor
 
@@ -140,6 +146,7 @@ class SubAgentManager:
             self.agents[agent_id] = agent
             try:
                 path.mkdir(parents=True, exist_ok=True)
+                sweep_record(path)  # a record a killed process group left "running"
                 archive_record(path)
                 agent.handle = self.launcher.start(spec)
             except Exception as exc:  # cannot start: the agent fails, the main loop goes on

@@ -7,17 +7,31 @@ counters and token_usage) plus status (running, completed, failed, timeout,
 terminated), result_summary, task, sub_conversation_id and error. Written
 atomically after every turn by the worker, and finalised by the parent when it
 kills a worker.
+
+A final record (any status but running) is final: every write goes through
+:func:`may_replace` under a lock on the record folder, which refuses to replace
+a final record of the same sub-conversation, whoever writes (the worker's
+parent-gone handler, the parent's finalise). A record left ``running`` by a
+process group killed at once is swept at the next start (:func:`sweep_record`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentkit.conversation import utc_now
-from agentkit.jsonfile import read_json, write_json_atomic
+from agentkit.jsonfile import JsonFileWriter, read_json, write_json_atomic
+
+try:
+    import fcntl
+except ImportError:  # Windows: no cross-process lock; the in-process rules still hold
+    fcntl = None  # type: ignore[assignment]
 
 if TYPE_CHECKING:
     from agentkit.conversation import Stats
@@ -27,6 +41,13 @@ if TYPE_CHECKING:
 RECORD_DIR = ".subagent"
 RECORD_FILE = "conversations.json"
 NO_TOKENS = {"prompt": 0, "completion": 0, "total": 0}
+FINAL_STATUSES = ("completed", "failed", "timeout", "terminated")
+# Written into a record found "running" at the next start whose worker is gone.
+KILLED_ERROR = (
+    "the agentkit process ended without stopping this sub-agent (killed); found at the next start"
+)
+# Where the parent writes a record it cannot write in the deliverables folder.
+FALLBACK_DIR = Path(".agentkit") / "subagent-records"
 
 
 @dataclass(frozen=True)
@@ -60,11 +81,14 @@ def build_record(
     messages: list[dict[str, Any]],
     stats: dict[str, Any],
     worker_pid: int | None = None,
+    worker_started: float | None = None,
     ending: Ending | None = None,
 ) -> dict[str, Any]:
     """Return the conversations.json document (seed §6 fields plus status).
 
-    ``worker_pid`` is written when given (folder_in_use reads it); ``ending`` adds
+    ``worker_pid`` (with ``worker_started``, its start time in seconds since the
+    epoch, and the spec's process_mark) is written when given: worker_alive and
+    sweep_record read them to tell a live worker from a dead one; ``ending`` adds
     completed_at (now when empty), result_summary and error, else the record is
     still running (completed_at and result_summary null, no error).
     """
@@ -81,6 +105,8 @@ def build_record(
     }
     if worker_pid is not None:
         record["worker_pid"] = worker_pid
+        record["worker_started"] = worker_started
+        record["process_mark"] = spec.process_mark
     record["messages"] = messages
     record["stats"] = stats
     if ending is not None:
@@ -96,19 +122,26 @@ def finalise_record(
     seed_stats: dict[str, int],
     token_usage: dict[str, int],
     ending: Ending,
-) -> None:
+    worker_record: dict[str, Any] | None = None,
+) -> tuple[dict[str, Any], Path | None]:
     """Make the record say how the agent ended when its worker could not (killed,
-    crashed): status, ending and ``seed_stats`` (runtime_seconds and the counters,
-    by the parent's clock) over whatever the worker wrote last. Temp files a killed
-    worker left are removed. A record already in ``status`` is left alone; write
-    errors are ignored (the parent's own row still says how it ended)."""
+    crashed, its own write failed): status, ending and ``seed_stats``
+    (runtime_seconds and the counters, by the parent's clock) over
+    ``worker_record`` (the worker's final record, sent when it could not write it)
+    or else whatever the worker wrote last. Temp files a killed worker left are
+    removed. A final record is left alone.
+
+    Returns ``(record, path)``: the record as it now stands and where it is on
+    disk: the deliverables folder, else ``<workspace>/.agentkit/subagent-records/
+    <sub_conversation_id>.json`` when that folder cannot be written (full disk),
+    else None (the caller keeps ``record`` in memory).
+    """
     deliverables = Path(spec.deliverables_path)
     clean_temp_files(deliverables)
-    record = read_record(deliverables)
-    if record is not None and record.get("status") == status:
-        return
-    if record is None:
-        record = build_record(spec, status, messages=[], stats={})
+    stored = read_record(deliverables)
+    if stored is not None and not may_replace(stored, spec.sub_conversation_id):
+        return stored, record_path(deliverables)
+    record = worker_record or stored or build_record(spec, status, messages=[], stats={})
     stats = dict(record.get("stats") or {})
     stats.update(seed_stats)
     stats.setdefault("token_usage", token_usage or dict(NO_TOKENS))
@@ -120,9 +153,17 @@ def finalise_record(
         stats=stats,
     )
     try:
-        write_record(deliverables, record)
+        if write_record(deliverables, record):
+            return record, record_path(deliverables)
+        return read_record(deliverables) or record, record_path(deliverables)
     except OSError:
         pass
+    fallback = Path(spec.workspace) / FALLBACK_DIR / f"{spec.sub_conversation_id}.json"
+    try:
+        write_json_atomic(fallback, record)
+    except OSError:
+        return record, None
+    return record, fallback
 
 
 def record_path(deliverables: Path) -> Path:
@@ -135,9 +176,77 @@ def record_relpath(deliverables_dir: str) -> str:
     return f"{deliverables_dir}/{RECORD_DIR}/{RECORD_FILE}"
 
 
-def write_record(deliverables: Path, record: dict[str, Any]) -> None:
-    """Atomically (temp file + rename) write ``record`` as the agent's conversations.json."""
-    write_json_atomic(record_path(deliverables), record)
+def may_replace(stored: dict[str, Any] | None, sub_conversation_id: object) -> bool:
+    """The one rule for replacing a record: anything may replace a running record,
+    a missing one or another sub-conversation's; nothing replaces a final record
+    (status in FINAL_STATUSES) of the same sub-conversation."""
+    if not stored or stored.get("sub_conversation_id") != sub_conversation_id:
+        return True
+    return stored.get("status") not in FINAL_STATUSES
+
+
+@contextlib.contextmanager
+def _folder_lock(deliverables: Path) -> Iterator[None]:
+    """Hold an exclusive flock on the record folder (across processes and threads)."""
+    folder = deliverables / RECORD_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    if fcntl is None:
+        yield
+        return
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+_HEAD = re.compile(r'"status": "(\w+)".*?"sub_conversation_id": "([^"\\]*)"', re.S)
+
+
+def _stored_head(deliverables: Path) -> dict[str, Any] | None:
+    """Return the stored record's status and sub_conversation_id, read from the
+    file's head when they are there (they precede the messages), else the whole
+    record; None when there is none."""
+    try:
+        with open(record_path(deliverables), encoding="utf-8", errors="replace") as handle:
+            head = handle.read(65536)
+    except OSError:
+        return None
+    cut = head.find('"messages": ')
+    match = _HEAD.search(head, 0, cut) if cut >= 0 else None
+    if match is not None:
+        return {"status": match.group(1), "sub_conversation_id": match.group(2)}
+    return read_record(deliverables)
+
+
+def guarded(deliverables: Path, record: Any, write: Callable[[], None]) -> bool:
+    """Run ``write()`` (which replaces the record file with ``record``) unless
+    may_replace refuses it, under the folder lock. Returns whether it wrote;
+    raises OSError from the write."""
+    with _folder_lock(deliverables):
+        sub_id = record.get("sub_conversation_id") if isinstance(record, dict) else None
+        if not may_replace(_stored_head(deliverables), sub_id):
+            return False
+        write()
+        return True
+
+
+def write_record(deliverables: Path, record: dict[str, Any]) -> bool:
+    """Atomically (temp file + rename) write ``record`` as the agent's
+    conversations.json, unless a final record of the same sub-conversation is
+    there (see may_replace). Returns whether it wrote; raises OSError."""
+    path = record_path(deliverables)
+    return guarded(deliverables, record, lambda: write_json_atomic(path, record))
+
+
+def record_writer(deliverables: Path) -> JsonFileWriter:
+    """Return a JsonFileWriter of the record whose every write obeys may_replace."""
+
+    def guard(data: Any, write: Callable[[], None]) -> None:
+        guarded(deliverables, data, write)
+
+    return JsonFileWriter(record_path(deliverables), guard=guard)
 
 
 def read_record(deliverables: Path) -> dict[str, Any] | None:
@@ -166,6 +275,27 @@ def archive_record(deliverables: Path) -> Path | None:
     return target
 
 
+def worker_alive(record: dict[str, Any]) -> bool:
+    """True when the record's worker process still runs: its ``worker_pid`` exists,
+    is not a zombie, and (when the record holds ``worker_started``) started at
+    that time, so a reused pid does not count."""
+    pid = record.get("worker_pid")
+    if not isinstance(pid, int) or pid == os.getpid():
+        return False
+    import psutil
+
+    try:
+        process = psutil.Process(pid)
+        if process.status() == psutil.STATUS_ZOMBIE:
+            return False
+        started = record.get("worker_started")
+        if isinstance(started, (int, float)) and abs(process.create_time() - started) > 1.0:
+            return False
+    except psutil.Error:
+        return False
+    return True
+
+
 def folder_in_use(deliverables: Path) -> str | None:
     """Return the sub-conversation id of a sub-agent still running in this folder
     (its record says running and its worker process is alive), else None.
@@ -174,19 +304,37 @@ def folder_in_use(deliverables: Path) -> str | None:
     both start ``sub_agent_results/agent_1``.
     """
     record = read_record(deliverables)
-    if not record or record.get("status") != "running":
-        return None
-    pid = record.get("worker_pid")
-    if not isinstance(pid, int) or pid == os.getpid():
-        return None
-    import psutil
-
-    try:
-        if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
-            return None
-    except psutil.Error:
+    if not record or record.get("status") != "running" or not worker_alive(record):
         return None
     return str(record.get("sub_conversation_id") or "?")
+
+
+def sweep_record(deliverables: Path) -> dict[str, Any] | None:
+    """Finish a record left ``running`` by a process group killed at once (nobody
+    could rewrite it): when its worker is gone (worker_alive), mark it terminated
+    with KILLED_ERROR and completed_at, and kill any process still carrying its
+    process mark. Returns the swept record, or None when there was nothing to do
+    (no record, a final one, or a live worker). Write errors are ignored."""
+    record = read_record(deliverables)
+    if not record or record.get("status") != "running" or worker_alive(record):
+        return None
+    mark = record.get("process_mark")
+    if isinstance(mark, str) and mark:
+        from agentkit.proctree import kill_tree
+
+        kill_tree(None, mark, grace=0.5)
+    clean_temp_files(deliverables)
+    record.update(
+        status="terminated",
+        completed_at=utc_now(),
+        result_summary=KILLED_ERROR,
+        error=KILLED_ERROR,
+    )
+    try:
+        write_record(deliverables, record)
+    except OSError:
+        pass
+    return record
 
 
 def clean_temp_files(deliverables: Path) -> None:

@@ -73,6 +73,10 @@ class SubAgent:
     done: threading.Event = field(default_factory=threading.Event)
     announced: bool = False
     kill_reason: KillStatus | None = None
+    # Where the final record is when the deliverables folder could not hold it
+    # (workspace-relative), and the record itself when no disk could.
+    record_elsewhere: str | None = None
+    record: dict[str, Any] | None = None
 
     @property
     def deliverables_path(self) -> Path:
@@ -113,5 +117,5 @@ class SubAgent:
             "background": self.background,
             "sub_conversation_id": self.spec.sub_conversation_id,
             "result_summary": self.result_summary,
-            "transcript": record_relpath(self.spec.deliverables_dir),
+            "transcript": self.record_elsewhere or record_relpath(self.spec.deliverables_dir),
         }

@@ -30,7 +30,7 @@ from agentkit.subagent.contract import (
     Terminate,
     WrapUp,
 )
-from agentkit.subagent.record import Ending, finalise_record, list_deliverables
+from agentkit.subagent.record import Ending, finalise_record, list_deliverables, record_path
 from agentkit.subagent.state import EndStatus, KillStatus, SubAgent
 
 # How long a killed or finished worker gets to exit before its tree is killed.
@@ -115,14 +115,17 @@ class Supervisor:
             # off the critical path of whoever waits for this agent.
             self.progress(agent, result.progress, emit=False)
             agent.token_usage = result.progress.token_usage
-            self.finish(agent, result.status, Ending(result.result_summary, result.error))
+            ending = Ending(result.result_summary, result.error)
+            self.finish(agent, result.status, ending, worker_record=result.record)
         handle.join(JOIN_SECONDS)
         # The worker and anything it started (commands left running) end here.
         handle.kill(self.settings.command_kill_grace)
-        channel.close()
+        handle.join(1)
         if agent.status == "running" and agent.kill_reason is None:
             why = f"the worker process ended without a result (exit code {handle.exit_code})"
             self.finish(agent, "failed", Ending(None, why))
+        # A finished sub-agent holds no pipe end or process resources (fds).
+        handle.close()
 
     def send(self, agent: SubAgent, message: ParentMessage) -> None:
         """Send ``message`` to the agent's worker; a gone worker is ignored (its
@@ -145,16 +148,18 @@ class Supervisor:
         error = None if owner is None else self.conflict_message(path, owner)
         self.send(agent, ClaimAnswer(request=request.request, error=error))
 
+    def _shown(self, path: Path) -> str:
+        try:
+            return path.relative_to(self.workspace).as_posix()
+        except ValueError:
+            return str(path)
+
     def conflict_message(self, path: Path, owner: int) -> str:
         """Return the write_conflict refusal for ``path``, held by agent ``owner``."""
         other = self.agents.get(owner)
-        try:
-            shown = path.relative_to(self.workspace).as_posix()
-        except ValueError:
-            shown = str(path)
         return self.phrase(
             "write_conflict",
-            path=shown,
+            path=self._shown(path),
             owner=owner,
             summary=other.spec.summary if other else "",
         )
@@ -177,10 +182,19 @@ class Supervisor:
             key = "interrupted_summary"
         self.finish(agent, status, Ending(self.phrase(key, files=shown), status))
 
-    def finish(self, agent: SubAgent, status: EndStatus, ending: Ending) -> None:
+    def finish(
+        self,
+        agent: SubAgent,
+        status: EndStatus,
+        ending: Ending,
+        *,
+        worker_record: dict[str, Any] | None = None,
+    ) -> None:
         """Record how ``agent`` ended (once; later calls do nothing): status, runtime
         by the parent's clock, a summary that says how it ended, claims released,
-        record finalised; then wake waiters and emit SubAgentFinished."""
+        record finalised (from ``worker_record`` when the worker could not write
+        it; kept on the agent when no disk takes it); then wake waiters and emit
+        SubAgentFinished."""
         result_summary, error = ending.result_summary, ending.error
         with self.changed:
             if agent.status != "running":
@@ -199,9 +213,19 @@ class Supervisor:
             agent.result_summary = result_summary
             agent.error = error
             self.claims.release(agent.spec.agent_id)
-        finalise_record(
-            agent.spec, status, agent.stats(), agent.token_usage, Ending(result_summary, error)
+        record, where = finalise_record(
+            agent.spec,
+            status,
+            agent.stats(),
+            agent.token_usage,
+            Ending(result_summary, error),
+            worker_record,
         )
+        with self.changed:
+            if where is None:
+                agent.record = record  # no disk took it: the parent keeps it
+            elif where != record_path(agent.deliverables_path):
+                agent.record_elsewhere = self._shown(where)
         agent.done.set()
         with self.changed:
             self.changed.notify_all()

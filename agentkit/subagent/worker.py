@@ -36,7 +36,6 @@ from agentkit.conversation import Conversation
 from agentkit.engine import Engine, Hooks, Step
 from agentkit.environment import prompt_values
 from agentkit.errors import ToolError
-from agentkit.jsonfile import JsonFileWriter
 from agentkit.settings import Settings
 from agentkit.subagent.contract import (
     Channel,
@@ -52,11 +51,18 @@ from agentkit.subagent.contract import (
     WorkerSpec,
     WrapUp,
 )
-from agentkit.subagent.record import Ending, build_record, record_path, record_stats, write_record
+from agentkit.subagent.record import (
+    Ending,
+    build_record,
+    record_relpath,
+    record_stats,
+    record_writer,
+    write_record,
+)
 from agentkit.subagent.state import EndStatus, Status
 from agentkit.subagent.tools import make_finish_tool
 from agentkit.tokens import count_text
-from agentkit.tools.base import ToolContext, ToolRegistry
+from agentkit.tools.base import ToolContext, ToolRegistry, describe_os_error
 from agentkit.turns import AssistantTurn
 
 count_text("warm up the tokenizer tables once, in the forkserver")
@@ -107,6 +113,7 @@ class ParentLink:
                 self.wrapup_seconds = int(message.seconds_left)
                 self.wrapup.set()
             elif isinstance(message, Terminate):
+                _parent_records.set()
                 parent_gone(self.mark)
                 return
 
@@ -129,6 +136,12 @@ class ParentLink:
 
 
 _on_parent_gone: list[Any] = []
+# Set once the final record is written: from then on the parent-gone and SIGTERM
+# handlers only kill leftovers and exit; they never rewrite the record.
+_final = threading.Event()
+# Set by Terminate: the parent ends this worker on purpose and records how (timeout,
+# terminated, with the files left), so the handlers leave the record to it.
+_parent_records = threading.Event()
 
 
 def parent_gone(mark: str) -> None:
@@ -192,6 +205,16 @@ def _progress(conv: Conversation, last_action: str) -> Progress:
     )
 
 
+def _started_at() -> float | None:
+    """This process's start time (seconds since the epoch), as psutil reports it."""
+    import psutil
+
+    try:
+        return float(psutil.Process().create_time())
+    except psutil.Error:
+        return None
+
+
 def _record(
     spec: WorkerSpec,
     conv: Conversation,
@@ -206,8 +229,36 @@ def _record(
         messages=conv.messages,
         stats=record_stats(int(time.monotonic() - started), conv.stats),
         worker_pid=os.getpid(),
+        worker_started=_START_TIME,
         ending=ending,
     )
+
+
+_START_TIME: float | None = None
+
+
+def _write_final(
+    spec: WorkerSpec, writer: Any, record: dict[str, Any]
+) -> tuple[dict[str, Any] | None, str | None]:
+    """Write the final record; returns ``(None, None)`` when it is on disk, else
+    ``(record, why)``: the record for the parent to write or keep, and the reason
+    (naming the error kind, e.g. disk_full) the sub-agent then failed with."""
+    deliverables = Path(spec.deliverables_path)
+    try:
+        writer.submit(record)
+        writer.flush()
+        return None, None
+    except OSError:
+        pass
+    try:  # the flush may report an earlier turn's failure: try this one directly
+        write_record(deliverables, record)
+        return None, None
+    except OSError as exc:
+        shown = record_relpath(spec.deliverables_dir)
+        return (
+            record,
+            f"the sub-agent's record {shown} could not be written: {describe_os_error(exc)}",
+        )
 
 
 def worker_main(spec: WorkerSpec, conn: Endpoint) -> None:
@@ -216,7 +267,9 @@ def worker_main(spec: WorkerSpec, conn: Endpoint) -> None:
     Never raises: any failure is written to the record and reported as
     ``status: failed`` with the reason.
     """
+    global _START_TIME
     started = time.monotonic()
+    _START_TIME = _started_at()
     # Ctrl-C on a terminal reaches the whole process group; the parent decides how
     # its sub-agents end (terminated), so the worker ignores SIGINT.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -227,7 +280,7 @@ def worker_main(spec: WorkerSpec, conn: Endpoint) -> None:
     link = ParentLink(conn, spec.process_mark)
     link.start_reader()
     deliverables = Path(spec.deliverables_path)
-    writer = JsonFileWriter(record_path(deliverables))
+    writer = record_writer(deliverables)
     conv = Conversation(id=spec.sub_conversation_id)
     status: EndStatus = "failed"
     result_summary = ""
@@ -273,7 +326,11 @@ def worker_main(spec: WorkerSpec, conn: Endpoint) -> None:
             writer.submit(_record(spec, c, "running", started))
 
         def orphaned() -> None:
-            # The main process died (even by SIGKILL): say so in the record.
+            # The main process died (even by SIGKILL): say so in the record, unless
+            # the record is final already (then it stays as it is) or the parent
+            # asked this worker to stop (then the parent records it).
+            if _final.is_set() or _parent_records.is_set():
+                return
             try:
                 writer.flush(1.0)
             except OSError:
@@ -319,11 +376,12 @@ def worker_main(spec: WorkerSpec, conn: Endpoint) -> None:
         error = f"{type(exc).__name__}: {exc}"
         result_summary = result_summary or error
     record = _record(spec, conv, status, started, Ending(result_summary, error))
-    try:
-        writer.submit(record)
-        writer.flush()
-    except OSError as exc:
-        error = f"{error or ''} (record not written: {exc})".strip()
+    unsaved, why = _write_final(spec, writer, record)
+    if why is not None:
+        # A sub-agent whose transcript is lost did not complete: say why.
+        status, error = "failed", f"{error}; {why}" if error else why
+        unsaved = _record(spec, conv, status, started, Ending(result_summary, error))
+    _final.set()
     link.send(
         Result(
             status=status,
@@ -331,6 +389,7 @@ def worker_main(spec: WorkerSpec, conn: Endpoint) -> None:
             error=error,
             progress=_progress(conv, ""),
             runtime_seconds=record["stats"]["runtime_seconds"],
+            record=unsaved,
         )
     )
     # Leftover commands (started with & and never waited for) end with the agent.

@@ -14,7 +14,7 @@ from typing import Any
 
 from agentkit.errors import ToolError
 from agentkit.tools._text import TextFormat
-from agentkit.tools.base import ToolContext
+from agentkit.tools.base import ToolContext, os_error_kind
 from agentkit.tools.workspace import display_path
 
 STALE_PREVIEW_LINES = 40
@@ -205,9 +205,7 @@ def atomic_write(path: Path, data: bytes, mode: int | None) -> None:
 
 
 def os_error(ctx: ToolContext, path: Path, exc: OSError, doing: str) -> ToolError:
-    """Turn an unexpected OSError into a ToolError with a readable message."""
+    """Turn an unexpected OSError into a ToolError with a readable message; the code
+    is the errno class (agentkit.tools.base.os_error_kind: disk_full, ...)."""
     reason = exc.strerror or type(exc).__name__
-    code = "not_found" if isinstance(exc, FileNotFoundError) else "invalid_argument"
-    if isinstance(exc, PermissionError):
-        code = "permission_denied"
-    return ToolError(code, f"cannot {doing} {display_path(ctx, path)}: {reason}")
+    return ToolError(os_error_kind(exc), f"cannot {doing} {display_path(ctx, path)}: {reason}")
