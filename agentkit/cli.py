@@ -164,17 +164,21 @@ class _Interrupts:
         self.signal = signal.SIGINT
         self._previous: Any = None
         self._previous_term: Any = None
+        self._previous_hup: Any = None
 
     def install(self) -> None:
         if threading.current_thread() is threading.main_thread():
             self._previous = signal.signal(signal.SIGINT, self._handle)
             # SIGTERM (kill, systemd, docker stop) ends the run as cleanly as Ctrl-C.
             self._previous_term = signal.signal(signal.SIGTERM, self._handle)
+            # SIGHUP (terminal closed, ssh dropped) too: exit 129, records kept.
+            self._previous_hup = signal.signal(signal.SIGHUP, self._handle)
 
     def restore(self) -> None:
         if self._previous is not None:
             signal.signal(signal.SIGINT, self._previous)
             signal.signal(signal.SIGTERM, self._previous_term)
+            signal.signal(signal.SIGHUP, self._previous_hup)
             self._previous = None
 
     def _handle(self, signum: int, _frame: object) -> None:

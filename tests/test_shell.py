@@ -40,18 +40,12 @@ def run(ctx: ToolContext, command: str, **args: object) -> ToolResult:
     return REGISTRY.execute("run_command", {"command": command, **args}, ctx)
 
 
-def gone(pid: int) -> bool:
-    try:
-        return proctree.is_gone(psutil.Process(pid))
-    except psutil.NoSuchProcess:
-        return True
-
-
 def running_with(text: str) -> list[psutil.Process]:
-    """Live, non-zombie processes whose command line contains ``text``."""
+    """Live, non-zombie processes whose command line starts with ``text`` (the
+    ``sleep N`` itself, not a shell or agent whose arguments mention it)."""
     found = []
     for proc in psutil.process_iter(["cmdline"]):
-        if text in " ".join(proc.info["cmdline"] or ()) and not proctree.is_gone(proc):
+        if " ".join(proc.info["cmdline"] or ()).startswith(text) and not proctree.is_gone(proc):
             found.append(proc)
     return found
 

@@ -228,6 +228,7 @@ def worker_main(spec: WorkerSpec, conn: Connection) -> None:
     # SIGTERM (to the whole process group, by a supervisor or `timeout`): end like an
     # orphan, recording it and killing the commands it started.
     signal.signal(signal.SIGTERM, lambda signum, frame: parent_gone(spec.process_mark))
+    signal.signal(signal.SIGHUP, lambda signum, frame: parent_gone(spec.process_mark))
     os.environ[MARK_VARIABLE] = spec.process_mark
     channel = Channel(conn, spec.process_mark)
     channel.start_reader()
