@@ -137,7 +137,8 @@ def test_background_services_outlive_the_command_but_not_the_owner(workspace: Pa
         lines = [owner.stdout.readline() for _ in range(3)]
         assert lines[-1] == "returned\n", lines
         assert "1 background process left running" in lines[1], lines
-        time.sleep(0.3)
+        assert wait_until(lambda: len(running_with(f"sleep {n}")) == 1, 10)
+        time.sleep(0.5)
         assert len(running_with(f"sleep {n}")) == 1  # the command ended; its service did not
         os.kill(owner.pid, signal.SIGKILL)  # the owner alone, not its group
         owner.wait(10)
@@ -151,8 +152,11 @@ def test_background_services_setting_in_process(workspace: Path) -> None:
     n = marker()
     try:
         result = REGISTRY.execute("run_command", {"command": f"setsid sleep {n} &"}, ctx)
-        assert "left running (command_background_services): sleep (pid" in result.output
-        assert len(running_with(f"sleep {n}")) == 1
+        assert "1 background process left running (command_background_services)" in result.output
+        # setsid may not have exec'd sleep yet when the command returns: poll.
+        assert wait_until(lambda: len(running_with(f"sleep {n}")) == 1, 10)
+        time.sleep(0.5)
+        assert len(running_with(f"sleep {n}")) == 1  # still there after the command
     finally:
         from agentkit.tools._command_launch import end_background_services
 

@@ -153,6 +153,14 @@ class _Run:
             else:
                 self.eof = True
 
+    def drain_ready(self) -> None:
+        """Read what is already in the pipe, without waiting (up to 64 MiB per call)."""
+        assert self.proc.stdout is not None
+        for _ in range(1024):
+            if self.eof or not select.select([self.proc.stdout.fileno()], [], [], 0)[0]:
+                return
+            self.read_some(0)
+
     def drain(self, seconds: float) -> None:
         """Read until EOF or ``seconds`` elapse."""
         end = time.monotonic() + seconds
@@ -300,7 +308,7 @@ def _pump(run: _Run, deadline: float, ctx: ToolContext) -> str:
             return "timeout"
         if ctx.cancel.is_set():
             return "cancelled"
-        if now >= next_snapshot:
+        if now >= next_snapshot and not run.launched.namespaced:  # a namespace needs none
             run.snapshot_children()
             # Often at first (short-lived helpers), then every second for long builds.
             next_snapshot = now + (_CAPTURE_EVERY if now - run.started < 5 else 1.0)
@@ -312,8 +320,12 @@ def _finish(run: _Run, outcome: str, timeout: float, ctx: ToolContext) -> ToolRe
     proc = run.proc
     notes: list[str] = []
     meta: dict[str, object] = {}
+    namespaced = run.launched.namespaced
     if outcome == "exited":
-        run.drain(DRAIN_SECONDS)
+        # In a namespace, `unshare` holds the pipe until the namespace ends, so EOF cannot
+        # mean "every writer is done": take what the shell wrote, then what the leftovers
+        # wrote before they die (final drain below). Elsewhere wait for EOF a while.
+        run.drain_ready() if namespaced else run.drain(DRAIN_SECONDS)
         elapsed = time.monotonic() - run.started
         killed: list[int] = []
         if ctx.settings.command_background_services:
@@ -329,7 +341,11 @@ def _finish(run: _Run, outcome: str, timeout: float, ctx: ToolContext) -> ToolRe
         else:
             killed, names = _kill(run, grace, include_shell=False)
         run.launched.release()
-        run.drain(0.5)
+        # Kept services (and their `unshare`) still hold the pipe: do not wait on them.
+        if namespaced and ctx.settings.command_background_services:
+            run.drain_ready()
+        else:
+            run.drain(0.5)
         code = run.code if run.code is not None else proc.returncode
         head = f"[{_status(code, run.launched.namespaced)} · {elapsed:.1f} s"
         if killed:
