@@ -1,7 +1,8 @@
 """The ``agentkit`` command (DESIGN §3 CLI): run, show, transcript, demo.
 
 Exit codes: 0 done; 1 the run failed or was cancelled, or an internal error;
-2 usage or configuration error (one line on stderr, no traceback); 130 Ctrl-C.
+2 usage or configuration error (one line on stderr, no traceback); 130 Ctrl-C,
+143 SIGTERM, 129 SIGHUP.
 ``AGENTKIT_DEBUG=1`` adds tracebacks to internal errors.
 
 Start-up time matters (DESIGN §8: ``agentkit --help`` under 300 ms), so this
@@ -156,7 +157,8 @@ def _settings(args: argparse.Namespace, base: dict[str, Any] | None = None) -> S
 
 
 class _Interrupts:
-    """SIGINT handling for a run: the first Ctrl-C cancels, the second exits at once."""
+    """SIGINT, SIGTERM and SIGHUP handling for a run: the first cancels (exit 128+signal,
+    records kept), the second exits at once."""
 
     def __init__(self, agent: Agent) -> None:
         self.agent = agent
@@ -238,7 +240,8 @@ def _progress(args: argparse.Namespace, agent: Agent) -> Any:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    """``agentkit run``: returns the exit code (0 done, 1 failed/cancelled, 2 usage, 130 Ctrl-C)."""
+    """``agentkit run``: returns the exit code (0 done, 1 failed/cancelled, 2 usage,
+    130 Ctrl-C, 143 SIGTERM, 129 SIGHUP)."""
     if args.task == "-":  # long tasks: read from standard input
         args.task = sys.stdin.read()
     task = args.task
