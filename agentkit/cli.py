@@ -1,7 +1,8 @@
 """The ``agentkit`` command (DESIGN §3 CLI): run, show, transcript, demo.
 
 Exit codes: 0 done; 1 the run failed or was cancelled, or an internal error;
-2 usage or configuration error (one line on stderr, no traceback); 130 Ctrl-C.
+2 usage or configuration error (one line on stderr, no traceback); 130 Ctrl-C,
+143 SIGTERM, 129 SIGHUP.
 ``AGENTKIT_DEBUG=1`` adds tracebacks to internal errors.
 
 Start-up time matters (DESIGN §8: ``agentkit --help`` under 300 ms), so this
@@ -156,7 +157,8 @@ def _settings(args: argparse.Namespace, base: dict[str, Any] | None = None) -> S
 
 
 class _Interrupts:
-    """SIGINT handling for a run: the first Ctrl-C cancels, the second exits at once."""
+    """SIGINT, SIGTERM and SIGHUP handling for a run: the first cancels (exit 128+signal,
+    records kept), the second exits at once."""
 
     def __init__(self, agent: Agent) -> None:
         self.agent = agent
@@ -164,17 +166,21 @@ class _Interrupts:
         self.signal = signal.SIGINT
         self._previous: Any = None
         self._previous_term: Any = None
+        self._previous_hup: Any = None
 
     def install(self) -> None:
         if threading.current_thread() is threading.main_thread():
             self._previous = signal.signal(signal.SIGINT, self._handle)
             # SIGTERM (kill, systemd, docker stop) ends the run as cleanly as Ctrl-C.
             self._previous_term = signal.signal(signal.SIGTERM, self._handle)
+            # SIGHUP (terminal closed, ssh dropped) too: exit 129, records kept.
+            self._previous_hup = signal.signal(signal.SIGHUP, self._handle)
 
     def restore(self) -> None:
         if self._previous is not None:
             signal.signal(signal.SIGINT, self._previous)
             signal.signal(signal.SIGTERM, self._previous_term)
+            signal.signal(signal.SIGHUP, self._previous_hup)
             self._previous = None
 
     def _handle(self, signum: int, _frame: object) -> None:
@@ -234,7 +240,8 @@ def _progress(args: argparse.Namespace, agent: Agent) -> Any:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    """``agentkit run``: returns the exit code (0 done, 1 failed/cancelled, 2 usage, 130 Ctrl-C)."""
+    """``agentkit run``: returns the exit code (0 done, 1 failed/cancelled, 2 usage,
+    130 Ctrl-C, 143 SIGTERM, 129 SIGHUP)."""
     if args.task == "-":  # long tasks: read from standard input
         args.task = sys.stdin.read()
     task = args.task

@@ -183,6 +183,14 @@ class Settings(BaseSettings):
         default=3.0,
         description="run_command: seconds between SIGTERM and SIGKILL of a timed-out command.",
     )
+    command_background_services: bool = Field(
+        default=False,
+        description=(
+            "run_command: let processes a command leaves running in the background (servers "
+            "started with &, nohup, setsid) outlive the command; they still end with the "
+            "agent's process. Off: they are killed when the command ends."
+        ),
+    )
     command_max_output_chars: int = Field(
         default=30_000, description="run_command: output shown (head and tail kept), characters."
     )

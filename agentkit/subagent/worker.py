@@ -273,9 +273,10 @@ def worker_main(spec: WorkerSpec, conn: Endpoint) -> None:
     # Ctrl-C on a terminal reaches the whole process group; the parent decides how
     # its sub-agents end (terminated), so the worker ignores SIGINT.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    # SIGTERM (to the whole process group, by a supervisor or `timeout`): end like an
+    # SIGTERM or SIGHUP (to the whole group: a supervisor, `timeout`, a closed terminal): end like an
     # orphan, recording it and killing the commands it started.
     signal.signal(signal.SIGTERM, lambda signum, frame: parent_gone(spec.process_mark))
+    signal.signal(signal.SIGHUP, lambda signum, frame: parent_gone(spec.process_mark))
     os.environ[MARK_VARIABLE] = spec.process_mark
     link = ParentLink(conn, spec.process_mark)
     link.start_reader()

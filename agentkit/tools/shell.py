@@ -30,6 +30,7 @@ from pydantic import BaseModel, Field
 from agentkit import proctree
 from agentkit.errors import ToolError
 from agentkit.secrets import is_secret_var, scrub_env
+from agentkit.tools import _command_launch as launch
 from agentkit.tools._shell_output import OutputCapture
 from agentkit.tools._shell_policy import check_interactive, check_policy
 from agentkit.tools.base import Tool, ToolContext, ToolResult
@@ -105,28 +106,53 @@ def _resolve_cwd(ctx: ToolContext, cwd: str) -> Path:
 
 @dataclass
 class _Run:
-    proc: subprocess.Popen[bytes]
+    launched: launch.Launched
     capture: OutputCapture
     command_id: str
     started: float
     captured: dict[int, psutil.Process] = field(default_factory=dict)
     eof: bool = False
+    code: int | None = None  # the shell's exit status, once known
+
+    @property
+    def proc(self) -> subprocess.Popen[bytes]:
+        return self.launched.proc
+
+    def exited(self) -> bool:
+        """True once the shell has exited (its status reported by the namespace init, or
+        the shell reaped in marks mode); sets :attr:`code`."""
+        if self.code is None and self.launched.control is not None:
+            with contextlib.suppress(OSError, ValueError):
+                self.code = self.launched.status()
+        if self.code is None and self.proc.poll() is not None:
+            self.code = self.proc.returncode  # marks mode, or the namespace ended early
+        return self.code is not None
 
     def read_some(self, wait: float) -> None:
-        """Read what the pipe has within ``wait`` seconds (sleep on the shell after EOF)."""
-        if self.eof:
+        """Read what the pipe has within ``wait`` seconds; after EOF, wait for the shell."""
+        assert self.proc.stdout is not None
+        watched: list[int] = [] if self.eof else [self.proc.stdout.fileno()]
+        if self.launched.control is not None and self.code is None:
+            watched.append(self.launched.control.fileno())  # wake up when the shell exits
+        if not watched:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.proc.wait(max(0.0, wait))
             return
-        assert self.proc.stdout is not None
-        fd = self.proc.stdout.fileno()
-        ready, _, _ = select.select([fd], [], [], max(0.0, wait))
-        if ready:
-            data = os.read(fd, 1 << 16)
+        ready, _, _ = select.select(watched, [], [], max(0.0, wait))
+        if not self.eof and watched[0] in ready:
+            data = os.read(watched[0], 1 << 16)
             if data:
                 self.capture.feed(data)
             else:
                 self.eof = True
+
+    def drain_ready(self) -> None:
+        """Read what is already in the pipe, without waiting (up to 64 MiB per call)."""
+        assert self.proc.stdout is not None
+        for _ in range(1024):
+            if self.eof or not select.select([self.proc.stdout.fileno()], [], [], 0)[0]:
+                return
+            self.read_some(0)
 
     def drain(self, seconds: float) -> None:
         """Read until EOF or ``seconds`` elapse."""
@@ -151,7 +177,41 @@ def _describe(procs: list[psutil.Process]) -> dict[int, str]:
     return names
 
 
+def _namespace(run: _Run) -> tuple[psutil.Process | None, list[psutil.Process]]:
+    """Return the namespace init and every other live process in the command's namespace
+    (pidns mode: all of them are descendants of the init, whatever they did)."""
+    try:
+        inits = psutil.Process(run.proc.pid).children()
+    except psutil.Error:
+        return None, []
+    init = inits[0] if inits else None
+    members = proctree.descendants(inits)
+    return init, [p for p in members if not proctree.is_gone(p)]
+
+
+def _leftovers(run: _Run) -> list[psutil.Process]:
+    """Processes of the command still running after its shell exited."""
+    if run.launched.control is not None:
+        return _namespace(run)[1]
+    live = [p for p in run.captured.values() if not proctree.is_gone(p)]
+    marked = proctree.processes_with_mark(run.command_id, COMMAND_VAR)
+    found = {p.pid: p for p in [*marked, *live]}
+    found.update((p.pid, p) for p in proctree.descendants(list(found.values())))
+    return list(found.values())
+
+
 def _kill(run: _Run, grace: float, include_shell: bool) -> tuple[list[int], dict[int, str]]:
+    if run.launched.control is not None:
+        # pidns: signal the init's tree (the init itself only takes the final SIGKILL, so
+        # the command gets its grace), then end the namespace: nothing can be missed.
+        init, members = _namespace(run)
+        if not include_shell and not members:
+            return [], {}
+        names = _describe(members)
+        root = init.pid if include_shell and init is not None else None
+        pids = proctree.kill_tree(root, None, grace, extra=members)
+        run.launched.release()
+        return pids, names
     live = [p for p in run.captured.values() if not proctree.is_gone(p)]
     marked = proctree.processes_with_mark(run.command_id, COMMAND_VAR)
     if not include_shell and not live and not marked:
@@ -205,19 +265,13 @@ def run_command(params: RunCommandParams, ctx: ToolContext) -> ToolResult:
     shell = shutil.which("bash") or "/bin/sh"
     started = time.monotonic()
     try:
-        proc = subprocess.Popen(
-            [shell, "-c", command],
-            cwd=cwd,
-            env=command_env(ctx.process_mark or command_id, command_id, settings),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            close_fds=True,
+        launched = launch.spawn(
+            shell, command, cwd, command_env(ctx.process_mark or command_id, command_id, settings)
         )
     except OSError as exc:
         raise ToolError("not_found", f"could not start {shell}: {exc}") from None
-    run = _Run(proc, capture, command_id, started)
+    proc = launched.proc
+    run = _Run(launched, capture, command_id, started)
     done = False
     try:
         outcome = _pump(run, started + timeout, ctx)
@@ -228,8 +282,10 @@ def run_command(params: RunCommandParams, ctx: ToolContext) -> ToolResult:
         if not done:  # an exception escaped: never leave the tree behind
             root = proc.pid if proc.poll() is None else None
             proctree.kill_tree(root, command_id, 0.0, var=COMMAND_VAR, extra=run.captured.values())
+            launched.release()
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(5)
+        launched.release()
         if proc.stdout is not None:
             proc.stdout.close()
 
@@ -239,13 +295,13 @@ def _pump(run: _Run, deadline: float, ctx: ToolContext) -> str:
     next_snapshot = run.started + 0.05
     while True:
         now = time.monotonic()
-        if run.proc.poll() is not None:
+        if run.exited():
             return "exited"
         if now >= deadline:
             return "timeout"
         if ctx.cancel.is_set():
             return "cancelled"
-        if now >= next_snapshot:
+        if now >= next_snapshot and not run.launched.namespaced:  # a namespace needs none
             run.snapshot_children()
             # Often at first (short-lived helpers), then every second for long builds.
             next_snapshot = now + (_CAPTURE_EVERY if now - run.started < 5 else 1.0)
@@ -257,14 +313,34 @@ def _finish(run: _Run, outcome: str, timeout: float, ctx: ToolContext) -> ToolRe
     proc = run.proc
     notes: list[str] = []
     meta: dict[str, object] = {}
+    namespaced = run.launched.namespaced
     if outcome == "exited":
-        run.drain(DRAIN_SECONDS)
+        # In a namespace, `unshare` holds the pipe until the namespace ends, so EOF cannot
+        # mean "every writer is done": take what the shell wrote, then what the leftovers
+        # wrote before they die (final drain below). Elsewhere wait for EOF a while.
+        run.drain_ready() if namespaced else run.drain(DRAIN_SECONDS)
         elapsed = time.monotonic() - run.started
-        killed, names = _kill(run, grace, include_shell=False)
-        run.drain(0.5)
-        code = proc.returncode
-        status = f"exit {code}" if code >= 0 else f"killed by {_signal_name(-code)}"
-        head = f"[{status} · {elapsed:.1f} s"
+        killed: list[int] = []
+        if ctx.settings.command_background_services:
+            kept = _leftovers(run)
+            if kept:
+                notes.append(
+                    f"{_plural(len(kept), 'background process')} left running "
+                    "(command_background_services): "
+                    f"{_list_procs([p.pid for p in kept], _describe(kept), proc.pid)}; "
+                    "they end with this agent"
+                )
+            launch.keep_alive(run.launched)
+        else:
+            killed, names = _kill(run, grace, include_shell=False)
+        run.launched.release()
+        # Kept services (and their `unshare`) still hold the pipe: do not wait on them.
+        if namespaced and ctx.settings.command_background_services:
+            run.drain_ready()
+        else:
+            run.drain(0.5)
+        code = run.code if run.code is not None else proc.returncode
+        head = f"[{_status(code, run.launched.namespaced)} · {elapsed:.1f} s"
         if killed:
             notes.append(
                 f"killed {_plural(len(killed), 'leftover background process')}: "
@@ -275,6 +351,7 @@ def _finish(run: _Run, outcome: str, timeout: float, ctx: ToolContext) -> ToolRe
     else:
         elapsed = time.monotonic() - run.started
         killed, names = _kill(run, grace, include_shell=True)
+        run.launched.release()
         run.drain(0.5)
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(5)
@@ -314,6 +391,16 @@ def _finish(run: _Run, outcome: str, timeout: float, ctx: ToolContext) -> ToolRe
     return ToolResult(
         output=f"{lead}\n{text}", ok=False, error_code=code, truncated=truncated, meta=meta
     )
+
+
+def _status(code: int, namespaced: bool) -> str:
+    """``exit N``, or ``killed by SIGX`` (a negative returncode). In a namespace the
+    status is the shell's ``$?``, so a signal death reads 128+N: name the signal."""
+    if code < 0:
+        return f"killed by {_signal_name(-code)}"
+    if namespaced and 128 < code < 160:
+        return f"exit {code} (128+{_signal_name(code - 128)})"
+    return f"exit {code}"
 
 
 def _signal_name(num: int) -> str:

@@ -1,0 +1,266 @@
+"""How run_command starts a command so that it cannot outlive its owner (DESIGN §4).
+
+Two modes, picked once per process (:func:`launch_mode`, probe cached):
+
+``"pidns"`` (Linux with ``setpriv`` and ``unshare``; as non-root also unprivileged user
+namespaces): the argv is::
+
+    setpriv --pdeathsig KILL -- unshare [--user --map-current-user] --pid --fork \\
+        --kill-child -- /bin/sh -c INIT agentkit-init SHELL COMMAND
+
+The command's shell runs as pid 2 of a fresh pid namespace whose pid 1 is a tiny
+``sh`` (:data:`_INIT`). Why a pid namespace rather than an environment mark, a cgroup or
+a watchdog: every process of the command, however it detaches (``setsid``, ``nohup``,
+double fork, ``env -i``), stays in the namespace and is re-parented to its init, so a
+walk of the init's descendants finds all of them, and when the init exits the kernel
+SIGKILLs everything left in the namespace: no race, nothing a command can shed.
+A cgroup needs write access to the cgroup tree (root or systemd delegation) and does
+not die with its owner; a watchdog process can itself be killed.
+Lifetime chain: the agent process dies → ``unshare`` gets SIGKILL (``--pdeathsig``) →
+``--kill-child`` SIGKILLs the init → the kernel kills the namespace. The shell is not
+pid 1, so ``kill $$``, ``abort()`` and signal deaths behave as usual (a pid-1 process
+ignores signals it has no handler for); ``$$``/``$!`` are namespace pids, ``ps`` still
+shows the host's.
+
+The init's stdin is a socket pair whose other end the caller holds
+(:attr:`Launched.control`): the init writes the command's status there (the shell's
+``$?``: 128+N after signal N) and then waits for EOF. The caller lists what is left in
+the namespace, then closes ``control`` to end it, or, for
+background services (``Settings.command_background_services``), keeps it open
+(:func:`keep_alive`) so they live on until the owner process ends.
+
+PR_SET_PDEATHSIG fires when the *thread* that forked exits, not the process. So every
+launch is forked by one long-lived thread (:func:`spawn`), never by a short-lived
+tool thread; the signal therefore means "the agent process ended", whatever ended it.
+Window left: a kill of the agent between ``fork`` and setpriv's ``prctl`` (well under
+a millisecond) leaves that one command running.
+
+``"marks"`` (elsewhere): ``SHELL -c COMMAND`` in its own session; leftovers are found
+by the environment mark (:mod:`agentkit.proctree`) and the agent process is made a
+child subreaper (Linux) so orphans stay in its tree. Weaker: ``env -i`` escapes the
+scan and a SIGKILL of the agent orphans its commands. A log line says so once.
+
+A sandbox (bubblewrap: ``bwrap --unshare-pid --die-with-parent``) can replace
+:func:`launch_argv` alone.
+
+Public API: :func:`launch_mode`, :func:`launch_argv`, :func:`spawn`, :class:`Launched`,
+:func:`keep_alive`, :func:`end_background_services`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import logging
+import os
+import queue
+import select
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "launch_mode",
+    "launch_argv",
+    "spawn",
+    "Launched",
+    "keep_alive",
+    "end_background_services",
+]
+
+log = logging.getLogger(__name__)
+
+# pid 1 of the namespace: run the command (stdin closed), let go of the output pipe,
+# report $? on our stdin (a socket, so writable), then wait for the caller to close it.
+_INIT = '"$1" -c "$2" </dev/null; s=$?; exec >/dev/null 2>&1; echo $s >&0; read -r _; exit 0'
+
+_mode: str | None = None
+_userns: list[str] = []
+_mode_lock = threading.Lock()
+_kept: list[socket.socket] = []  # control sockets of background services, closed at exit
+
+
+def _probe(extra: list[str]) -> bool:
+    argv = ["setpriv", "--pdeathsig", "KILL", "--", "unshare", *extra, "--pid", "--fork",
+            "--kill-child", "--", "/bin/sh", "-c", "exit 7"]  # fmt: skip
+    try:
+        done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return done.returncode == 7
+
+
+def _become_subreaper() -> None:
+    # PR_SET_CHILD_SUBREAPER (36): orphans of our commands re-parent to us, not to init,
+    # so the descendants walk still finds them.
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)
+
+
+def launch_mode() -> str:
+    """Return ``"pidns"`` or ``"marks"`` (see the module docstring); probed once per process.
+
+    The probe runs ``unshare`` once (about 10 ms). Falling back logs one warning and makes
+    this process a child subreaper.
+    """
+    global _mode
+    with _mode_lock:
+        if _mode is None:
+            _mode = "marks"
+            if (
+                sys.platform.startswith("linux")
+                and shutil.which("setpriv")
+                and shutil.which("unshare")
+            ):
+                if os.geteuid() == 0 and _probe([]):
+                    _mode = "pidns"
+                elif _probe(["--user", "--map-current-user"]):
+                    _userns[:] = ["--user", "--map-current-user"]
+                    _mode = "pidns"
+            if _mode == "marks":
+                _become_subreaper()
+                log.warning(
+                    "agentkit: pid namespaces are unavailable (no setpriv/unshare, or user "
+                    "namespaces disabled); run_command falls back to environment marks, and "
+                    "a command's detached processes may outlive a killed agent"
+                )
+        return _mode
+
+
+def launch_argv(shell: str, command: str) -> list[str]:
+    """Return the argv that runs ``shell -c command`` under the current :func:`launch_mode`.
+
+    In ``"pidns"`` mode the process started must get a socket as stdin (:func:`spawn`).
+    """
+    if launch_mode() != "pidns":
+        return [shell, "-c", command]
+    return ["setpriv", "--pdeathsig", "KILL", "--", "unshare", *_userns, "--pid", "--fork",
+            "--kill-child", "--", "/bin/sh", "-c", _INIT, "agentkit-init", shell, command]  # fmt: skip
+
+
+@dataclass
+class Launched:
+    """A started command.
+
+    Attributes:
+        proc: the process started (``unshare`` in ``"pidns"`` mode, the shell otherwise).
+        control: in ``"pidns"`` mode, our end of a socket pair that is the init's stdin:
+            it yields the shell's exit status as decimal text and a newline; closing it
+            ends the namespace. None in ``"marks"`` mode, and once released.
+        namespaced: True when started in a pid namespace (``"pidns"`` mode).
+    """
+
+    proc: subprocess.Popen[bytes]
+    control: socket.socket | None
+    namespaced: bool = False
+
+    def status(self) -> int | None:
+        """Return the shell's exit status once the init reported it (non-blocking), else None.
+
+        Reads what is available; call when ``control`` is readable.
+        """
+        if self.control is None:
+            return None
+        self._buffer += self.control.recv(64) if self._readable() else b""
+        text = self._buffer.decode("ascii", "replace")
+        return int(text) if text.endswith("\n") and text.strip().isdigit() else None
+
+    def _readable(self) -> bool:
+        assert self.control is not None
+        ready, _, _ = select.select([self.control], [], [], 0)
+        return bool(ready)
+
+    def release(self) -> None:
+        """End the namespace (if any): the init reads EOF and exits. Idempotent."""
+        if self.control is not None:
+            with contextlib.suppress(OSError):
+                self.control.close()
+            self.control = None
+
+    _buffer: bytes = b""
+
+
+_requests: queue.Queue[tuple[Callable[[], Any], queue.Queue[Any]]] = queue.Queue()
+_spawner: threading.Thread | None = None
+
+
+def _serve() -> None:
+    while True:
+        func, reply = _requests.get()
+        try:
+            reply.put((True, func()))
+        except BaseException as exc:  # handed back to the caller's thread
+            reply.put((False, exc))
+
+
+def _on_spawner(func: Callable[[], Any]) -> Any:
+    global _spawner
+    with _mode_lock:
+        if _spawner is None:
+            # Lives as long as the process: the parent-death signal of every command is
+            # tied to this thread (PR_SET_PDEATHSIG follows the forking thread).
+            _spawner = threading.Thread(target=_serve, name="agentkit-spawner", daemon=True)
+            _spawner.start()
+    reply: queue.Queue[Any] = queue.Queue(maxsize=1)
+    _requests.put((func, reply))
+    ok, value = reply.get()
+    if not ok:
+        raise value
+    return value
+
+
+def spawn(shell: str, command: str, cwd: os.PathLike[str] | str, env: dict[str, str]) -> Launched:
+    """Start ``shell -c command`` in ``cwd`` with ``env``, stdout+stderr on one pipe,
+    stdin closed, in its own session, forked by the long-lived spawner thread.
+
+    Returns:
+        A :class:`Launched`. Raises OSError when the program cannot be started.
+    """
+    argv = launch_argv(shell, command)
+    ours: socket.socket | None = None
+    theirs: socket.socket | None = None
+    if launch_mode() == "pidns":
+        ours, theirs = socket.socketpair()
+    stdin: Any = theirs.fileno() if theirs is not None else subprocess.DEVNULL
+    try:
+        proc = _on_spawner(
+            lambda: subprocess.Popen(
+                argv,
+                cwd=cwd,
+                env=env,
+                stdin=stdin,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                close_fds=True,
+            )  # fmt: skip
+        )
+    except BaseException:
+        if ours is not None:
+            ours.close()
+        raise
+    finally:
+        if theirs is not None:
+            theirs.close()
+    return Launched(proc, ours, namespaced=ours is not None)
+
+
+def keep_alive(launched: Launched) -> None:
+    """Keep a finished command's namespace (its background services) until the process
+    ends or :func:`end_background_services` is called."""
+    if launched.control is not None:
+        _kept.append(launched.control)
+        launched.control = None
+
+
+def end_background_services() -> None:
+    """End every namespace kept by :func:`keep_alive` (its processes are SIGKILLed)."""
+    while _kept:
+        with contextlib.suppress(OSError):
+            _kept.pop().close()

@@ -1,0 +1,211 @@
+"""No process of a command outlives the command, nor its owner, whatever signal ends it.
+
+Real processes throughout: run_command in this process, in a separate owner process
+killed by SIGKILL, and under the CLI (main agent and a sub-agent) ended by SIGHUP or by
+SIGKILL to its whole process group. Processes are found by a unique argv string.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+from subagent_helpers import Router, call, calls, finish, wait_until
+from test_cli import cli_env
+
+from agentkit import proctree
+from agentkit.settings import Settings
+from agentkit.testing import FakeOpenAIServer
+from agentkit.tools.base import ToolContext, ToolRegistry
+from agentkit.tools.shell import SHELL_TOOLS
+
+REPO = Path(__file__).resolve().parents[1]
+REGISTRY = ToolRegistry(SHELL_TOOLS)
+
+
+def running_with(text: str) -> list[psutil.Process]:
+    """Live, non-zombie processes whose command line starts with ``text`` (the
+    ``sleep N`` itself, not a shell or agent whose arguments mention it)."""
+    found = []
+    for proc in psutil.process_iter(["cmdline"]):
+        if " ".join(proc.info["cmdline"] or ()).startswith(text) and not proctree.is_gone(proc):
+            found.append(proc)
+    return found
+
+
+def marker() -> str:
+    """A unique ``sleep`` argument: ``sleep 9xxxxxxx`` identifies our processes."""
+    return str(900_000_000 + uuid.uuid4().int % 99_999_999)
+
+
+def make_ctx(workspace: Path, **overrides: Any) -> ToolContext:
+    settings = Settings(model="m", api_key="k", command_kill_grace=0.5, **overrides)
+    return ToolContext(workspace=workspace, settings=settings, process_mark=uuid.uuid4().hex)
+
+
+def reap(text: str) -> None:
+    for proc in running_with(text):
+        with contextlib.suppress(psutil.Error):
+            proc.kill()
+
+
+@pytest.mark.parametrize(
+    "launch",
+    [
+        "setsid sleep {n} >/dev/null &",
+        "nohup sleep {n} >/dev/null 2>&1 &",
+        "(sleep {n} >/dev/null &) &",  # double fork: re-parented at once
+        "env -i setsid sleep {n} >/dev/null &",  # sheds the environment mark
+        "env -i /bin/sh -c 'setsid sleep {n} & exit 0' >/dev/null &",
+    ],
+)
+def test_background_leftovers_are_gone_when_the_command_returns(
+    workspace: Path, launch: str
+) -> None:
+    ctx = make_ctx(workspace)
+    n = marker()
+    try:
+        # Output to /dev/null: a leftover holding the pipe costs a 1 s drain per call.
+        for _ in range(30):  # the old sweep lost this race a few percent of the time
+            result = REGISTRY.execute("run_command", {"command": launch.format(n=n)}, ctx)
+            assert result.ok, result.output
+            assert running_with(f"sleep {n}") == [], result.output
+    finally:
+        reap(f"sleep {n}")
+
+
+OWNER = textwrap.dedent(
+    """
+    import sys
+    from pathlib import Path
+    from agentkit.settings import Settings
+    from agentkit.tools.base import ToolContext, ToolRegistry
+    from agentkit.tools.shell import SHELL_TOOLS
+
+    command, background = sys.argv[1], sys.argv[2] == "1"
+    settings = Settings(model="m", api_key="k", command_background_services=background)
+    ctx = ToolContext(workspace=Path.cwd(), settings=settings, process_mark="owner-test")
+    result = ToolRegistry(SHELL_TOOLS).execute("run_command", {"command": command}, ctx)
+    print(result.output, flush=True)
+    print("returned", flush=True)
+    import time
+    time.sleep(600)
+    """
+)
+
+
+def start_owner(workspace: Path, command: str, background: bool) -> subprocess.Popen[str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.Popen(
+        [sys.executable, "-c", OWNER, command, "1" if background else "0"],
+        cwd=workspace,
+        env=env,
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its own process group, killed whole below
+    )
+
+
+def test_sigkill_of_the_owner_group_ends_its_running_command(workspace: Path) -> None:
+    n = marker()
+    owner = start_owner(workspace, f"(setsid sleep {n}1 &); sleep {n}2", background=False)
+    try:
+        assert wait_until(lambda: len(running_with(f"sleep {n}")) == 2, 30)
+        os.killpg(owner.pid, signal.SIGKILL)
+        owner.wait(10)
+        assert wait_until(lambda: running_with(f"sleep {n}") == [], 10)
+    finally:
+        reap(f"sleep {n}")
+
+
+def test_background_services_outlive_the_command_but_not_the_owner(workspace: Path) -> None:
+    n = marker()
+    owner = start_owner(workspace, f"setsid sleep {n} >/dev/null 2>&1 & echo up", True)
+    try:
+        assert owner.stdout is not None
+        lines = [owner.stdout.readline() for _ in range(3)]
+        assert lines[-1] == "returned\n", lines
+        assert "1 background process left running" in lines[1], lines
+        assert wait_until(lambda: len(running_with(f"sleep {n}")) == 1, 10)
+        time.sleep(0.5)
+        assert len(running_with(f"sleep {n}")) == 1  # the command ended; its service did not
+        os.kill(owner.pid, signal.SIGKILL)  # the owner alone, not its group
+        owner.wait(10)
+        assert wait_until(lambda: running_with(f"sleep {n}") == [], 10)
+    finally:
+        reap(f"sleep {n}")
+
+
+def test_background_services_setting_in_process(workspace: Path) -> None:
+    ctx = make_ctx(workspace, command_background_services=True)
+    n = marker()
+    try:
+        result = REGISTRY.execute("run_command", {"command": f"setsid sleep {n} &"}, ctx)
+        assert "1 background process left running (command_background_services)" in result.output
+        # setsid may not have exec'd sleep yet when the command returns: poll.
+        assert wait_until(lambda: len(running_with(f"sleep {n}")) == 1, 10)
+        time.sleep(0.5)
+        assert len(running_with(f"sleep {n}")) == 1  # still there after the command
+    finally:
+        from agentkit.tools._command_launch import end_background_services
+
+        end_background_services()
+        assert wait_until(lambda: running_with(f"sleep {n}") == [], 10)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["SIGHUP", "SIGKILL"])
+def test_cli_ended_by_signal_leaves_no_command_behind(workspace: Path, how: str) -> None:
+    n = marker()
+    long_command = f"(setsid sleep {n}1 &); sleep {n}2"
+    router = Router(
+        main=[
+            calls(
+                call("create_sub_agent", agent_id=1, summary="Busy one", task="wait"),
+                call("run_command", command=f"(setsid sleep {n}3 &); sleep {n}4"),
+            ),
+            "done",
+        ],
+        subs={1: [calls(call("run_command", command=long_command)), finish()]},
+    )
+    with FakeOpenAIServer(router) as server:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "agentkit", "run", "hi", "-w", str(workspace)],
+            env=cli_env(server.base_url),
+            cwd=REPO,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+        try:
+            ready = wait_until(lambda: len(running_with(f"sleep {n}")) == 4, 60)
+            assert ready, [p.info["cmdline"] for p in running_with(f"sleep {n}")]
+            os.killpg(proc.pid, getattr(signal, how))
+            out, err = proc.communicate(timeout=60)
+            assert wait_until(lambda: running_with(f"sleep {n}") == [], 15)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+            reap(f"sleep {n}")
+    if how == "SIGHUP":
+        assert proc.returncode == 129, err
+        assert "Traceback" not in err
+        (saved,) = (workspace / ".agentkit" / "conversations").glob("*.json")
+        (row,) = json.loads(saved.read_text())["subagents"]
+        assert row["status"] == "terminated", row
+    else:
+        assert proc.returncode == -signal.SIGKILL
