@@ -51,7 +51,9 @@ class LLMClient:
         settings: uses ``model``, ``base_url``, ``api_key``, ``stream``, ``temperature``,
             ``max_output_tokens``, ``request_timeout`` (seconds; connect and read/idle
             timeout), ``max_retries``, ``retry_base_delay`` and ``retry_max_delay``
-            (seconds).
+            (seconds), ``system_role_after_start`` (False: system messages after the
+            first are sent as user messages; also learnt, for this client's lifetime,
+            when a server refuses one with a 400).
         text_tool_call_fallback: read tool calls a model wrote as text (README rule X1;
             opt-in, for local models). None: ``settings.text_tool_call_fallback`` if
             that field exists, else False.
@@ -106,6 +108,9 @@ class LLMClient:
         self._max_tokens_key = "max_tokens"
         self._reached = False  # set once this server answered at all
         self._stream_options = True
+        #: Whether system messages after the first are sent as they are; False once
+        #: a server refused one (then they go as user messages, for the session).
+        self.allow_mid_system = bool(getattr(settings, "system_role_after_start", True))
 
     # -- public ---------------------------------------------------------------
 
@@ -154,10 +159,11 @@ class LLMClient:
         repaired: set[str] = set()
         while True:
             _check(cancel)
+            sent = messages if self.allow_mid_system else _mid_system_as_user(messages)
             try:
-                turn = self._attempt(messages, tools, stream, max_tokens, cancel, on_text)
+                turn = self._attempt(sent, tools, stream, max_tokens, cancel, on_text)
             except LLMError as error:
-                if self._auto_repair(error, repaired):
+                if self._auto_repair(error, repaired, sent):
                     continue
                 spent = not error.retryable or retries >= settings.max_retries
                 if error.kind == "connection" and not self._reached and retries >= 1:
@@ -393,10 +399,18 @@ class LLMClient:
         ceiling = min(cap, self.settings.retry_base_delay * 2 ** (retry - 1))
         return self._rng.uniform(0, ceiling)  # full jitter
 
-    def _auto_repair(self, error: LLMError, repaired: set[str]) -> bool:
-        """Adapt once to servers refusing ``max_tokens`` or ``stream_options``; True to resend."""
+    def _auto_repair(
+        self, error: LLMError, repaired: set[str], messages: list[dict[str, Any]]
+    ) -> bool:
+        """Adapt once to servers refusing ``max_tokens``, ``stream_options`` or a system
+        message after the first; True to resend."""
         if error.kind != "invalid_request":
             return False
+        if self.allow_mid_system and _has_mid_system(messages):
+            # Some servers refuse a system message mid-conversation (any 400 then):
+            # send those as user messages from now on, for this client's session.
+            self.allow_mid_system = False
+            return True
         text = error.message.lower()
         if (
             "max_completion_tokens" in text
@@ -417,6 +431,20 @@ class LLMClient:
 def _check(cancel: threading.Event | None) -> None:
     if cancel is not None and cancel.is_set():
         raise Cancelled("cancelled before the model request")
+
+
+def _has_mid_system(messages: list[dict[str, Any]]) -> bool:
+    return any(m.get("role") == "system" for m in messages[1:])
+
+
+def _mid_system_as_user(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``messages`` with every system message after the first turned into a user
+    message; the same list object when there is none."""
+    if not _has_mid_system(messages):
+        return messages
+    return [messages[0]] + [
+        {**m, "role": "user"} if m.get("role") == "system" else m for m in messages[1:]
+    ]
 
 
 def _is_empty(turn: AssistantTurn) -> bool:

@@ -251,6 +251,45 @@ def test_max_tokens_refused_switches_to_max_completion_tokens() -> None:
     assert third["max_completion_tokens"] == 100
 
 
+def test_mid_conversation_system_message_refused_is_resent_as_user_for_the_session() -> None:
+    refusal = {"error": {"message": "System message must be at the beginning."}}
+
+    def handler(request: dict[str, Any]) -> Any:
+        if "system" in [m["role"] for m in request["messages"][1:]]:
+            return ErrorReply(400, refusal)
+        return "ok"
+
+    messages = [
+        {"role": "system", "content": "You help."},
+        {"role": "user", "content": "Hi"},
+        {"role": "system", "content": "NOTICE"},
+    ]
+    with FakeOpenAIServer(handler) as server, LLMClient(settings_for(server)) as client:
+        assert client.complete(messages, None).content == "ok"
+        assert client.allow_mid_system is False
+        assert client.complete(messages, None).content == "ok"  # remembered: one request
+        sent = [r["messages"] for r in server.requests]
+    assert len(sent) == 3
+    assert sent[0] == messages
+    assert sent[1] == sent[2] == [*messages[:2], {"role": "user", "content": "NOTICE"}]
+    assert messages[2]["role"] == "system"  # the caller's list is left as it was
+
+
+def test_mid_conversation_system_messages_off_by_setting() -> None:
+    messages = [{"role": "system", "content": "S"}, {"role": "system", "content": "N"}]
+    with Run(["ok"], system_role_after_start=False) as run:
+        run.client.complete(messages, None)
+    assert run.server.requests[0]["messages"][1] == {"role": "user", "content": "N"}
+
+
+def test_other_refusals_are_not_mistaken_for_the_system_role() -> None:
+    bad = {"error": {"message": "Invalid tool schema", "type": "invalid_request_error"}}
+    with Run([ErrorReply(400, bad), "never"]) as run, pytest.raises(LLMError) as info:
+        run.complete()
+    assert info.value.kind == "invalid_request"
+    assert len(run.server.requests) == 1
+
+
 # -- empty replies (F4) -----------------------------------------------------------
 
 
