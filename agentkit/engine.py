@@ -26,9 +26,9 @@ from agentkit import prompts
 from agentkit.compaction import ContextWindow
 from agentkit.conversation import Conversation
 from agentkit.errors import Cancelled, ContextLengthExceeded, LLMError
+from agentkit.llm.turns import AssistantTurn, ToolCall
 from agentkit.settings import Settings
 from agentkit.tools.base import ToolContext, ToolRegistry, ToolResult
-from agentkit.turns import AssistantTurn, ToolCall
 
 
 class Model(Protocol):

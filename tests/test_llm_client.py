@@ -13,9 +13,9 @@ import pytest
 
 from agentkit.errors import Cancelled, ConfigurationError, ContextLengthExceeded, LLMError
 from agentkit.llm import LLMClient
+from agentkit.llm.turns import AssistantTurn
 from agentkit.settings import Settings
 from agentkit.testing import ErrorReply, FakeOpenAIServer, RawChunks, RawResponse, Reply
-from agentkit.turns import AssistantTurn
 
 USER = [{"role": "user", "content": "Please help."}]
 TOOLS = [

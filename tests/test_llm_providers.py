@@ -12,9 +12,9 @@ import pytest
 
 from agentkit.errors import ContextLengthExceeded, LLMError
 from agentkit.llm import ONCE_ONLY_KINDS, LLMClient
+from agentkit.llm.turns import AssistantTurn
 from agentkit.settings import Settings
 from agentkit.testing import FakeOpenAIServer, RawChunks, RawResponse
-from agentkit.turns import AssistantTurn
 
 PROVIDERS = Path(__file__).resolve().parents[2] / "shared" / "testdata" / "providers"
 CASES = sorted(PROVIDERS.glob("*.json")) if PROVIDERS.is_dir() else []

@@ -26,7 +26,7 @@ import httpx  # noqa: F401
 import openai  # noqa: F401
 import pydantic  # noqa: F401
 
-import agentkit.llm  # noqa: F401
+import agentkit.llm.client  # noqa: F401
 import agentkit.tools
 import agentkit.tools.files  # noqa: F401
 import agentkit.tools.search  # noqa: F401
@@ -38,13 +38,13 @@ from agentkit.engine import Engine, Hooks, Step
 from agentkit.environment import prompt_values
 from agentkit.errors import ToolError
 from agentkit.jsonfile import JsonFileWriter
+from agentkit.llm.turns import AssistantTurn
 from agentkit.settings import Settings
 from agentkit.subagent.launcher import WorkerSpec
 from agentkit.subagent.records import record_path, write_record
 from agentkit.subagent.tools import make_finish_tool
 from agentkit.tokens import count_text
 from agentkit.tools.base import ToolContext, ToolRegistry
-from agentkit.turns import AssistantTurn
 
 count_text("warm up the tokenizer tables once, in the forkserver")
 # Building a client imports the HTTP transport modules (lazily loaded by openai).

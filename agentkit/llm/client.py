@@ -6,8 +6,8 @@ types) but through its generic ``client.post()`` path, not the typed
 transform on each call (~15 ms at 100 messages; DESIGN §8). Responses are read as
 raw bytes and parsed here, so every provider quirk of
 shared/testdata/providers/README.md can be handled (rules R1-R9, S1-S7, T1-T5,
-F1-F4, E1-E6; the assembly lives in ``_llm_assemble``, classification in
-``_llm_errors``).
+F1-F4, E1-E6; the assembly lives in ``_assemble``, classification in
+``_errors``).
 
 ``openai`` is imported when an LLMClient is created, not when this module is
 imported (``import openai`` takes ~0.4 s; the CLI must start faster).
@@ -23,13 +23,13 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from agentkit._cancel import WATCHDOG, SocketTracker
-from agentkit._llm_assemble import RawTurn, build_turn, decode_body
-from agentkit._llm_errors import classify, transport_error_types
-from agentkit._sse import SSEParser
 from agentkit.errors import Cancelled, ConfigurationError, LLMError
+from agentkit.llm._assemble import RawTurn, build_turn, decode_body
+from agentkit.llm._cancel import WATCHDOG, SocketTracker
+from agentkit.llm._errors import classify, transport_error_types
+from agentkit.llm._sse import SSEParser
+from agentkit.llm.turns import AssistantTurn
 from agentkit.settings import Settings
-from agentkit.turns import AssistantTurn
 
 #: Kinds retried at most once whatever ``max_retries`` says (README R3 and T4).
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
