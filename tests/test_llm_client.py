@@ -175,7 +175,13 @@ def test_quota_is_not_retried() -> None:
 
 
 def test_retries_stop_after_max_retries_with_backoff() -> None:
-    run = Run([ErrorReply(500)] * 5, max_retries=2, retry_base_delay=0.01, retry_max_delay=0.02)
+    run = Run(
+        [ErrorReply(500)] * 5,
+        max_retries=2,
+        retry_base_delay=0.01,
+        retry_max_delay=0.02,
+        retry_total_seconds=0,
+    )
     with run, pytest.raises(LLMError) as info:
         run.complete()
     assert info.value.kind == "server_error" and info.value.status == 500

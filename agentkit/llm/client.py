@@ -34,6 +34,8 @@ from agentkit.settings import Settings
 #: Kinds retried at most once whatever ``max_retries`` says (README R3 and T4).
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 ONCE_ONLY_KINDS = frozenset(("incomplete_stream", "truncated_tool_call"))
+#: Kinds of a model outage: retried beyond ``max_retries`` within ``retry_total_seconds``.
+OUTAGE_KINDS = frozenset(("server_error", "overloaded", "timeout", "connection"))
 #: A stream may last at most this many times ``request_timeout`` in total, even if the
 #: server keeps it alive with comments (the read timeout only bounds silence; R4).
 STREAM_DEADLINE_FACTOR = 10
@@ -50,8 +52,8 @@ class LLMClient:
     Args:
         settings: uses ``model``, ``base_url``, ``api_key``, ``stream``, ``temperature``,
             ``max_output_tokens``, ``request_timeout`` (seconds; connect and read/idle
-            timeout), ``max_retries``, ``retry_base_delay`` and ``retry_max_delay``
-            (seconds), ``system_role_after_start`` (False: system messages after the
+            timeout), ``max_retries``, ``retry_base_delay``, ``retry_max_delay`` and
+            ``retry_total_seconds`` (seconds), ``system_role_after_start`` (False: system messages after the
             first are sent as user messages; also learnt, for this client's lifetime,
             when a server refuses one with a 400).
         text_tool_call_fallback: read tool calls a model wrote as text (README rule X1;
@@ -127,7 +129,11 @@ class LLMClient:
 
         Transient failures (README E2) are retried with exponential backoff and full
         jitter (``retry_base_delay`` doubling, capped at ``retry_max_delay``), honouring
-        server hints; a hint above the cap fails at once. An empty reply while tools are
+        server hints; a hint above the cap fails at once. A model outage (OUTAGE_KINDS:
+        5xx, timeouts, dropped connections) is retried past ``max_retries`` for as long
+        as the next wait ends within ``retry_total_seconds`` of its first failure,
+        then fails saying so; a server never reached fails after one retry, and
+        ``max_retries`` 0 turns all retries off. An empty reply while tools are
         offered is retried once, then once without streaming (F4; not when
         ``max_retries`` is 0). Each retry restarts the request;
         ``on_retry(error, retry_number, delay_seconds)`` is called first (numbers count
@@ -157,6 +163,7 @@ class LLMClient:
         once_used: set[str] = set()
         empty_retries = 0
         repaired: set[str] = set()
+        outage_since: float | None = None  # monotonic time of the outage's first failure
         while True:
             _check(cancel)
             sent = messages if self.allow_mid_system else _mid_system_as_user(messages)
@@ -165,7 +172,9 @@ class LLMClient:
             except LLMError as error:
                 if self._auto_repair(error, repaired, sent):
                     continue
-                spent = not error.retryable or retries >= settings.max_retries
+                spent = not error.retryable or settings.max_retries == 0
+                if retries >= settings.max_retries and error.kind not in OUTAGE_KINDS:
+                    spent = True  # an outage is bounded by retry_total_seconds (below)
                 if error.kind == "connection" and not self._reached and retries >= 1:
                     # Never reached this server: one retry, then a quick clear error
                     # (a wrong port should not cost a minute of backoff).
@@ -184,6 +193,11 @@ class LLMClient:
                 delay = self._delay(error, retries + 1)
                 if delay is None:
                     raise  # the server asks for a longer wait than retry_max_delay allows
+                if error.kind in OUTAGE_KINDS:
+                    now = time.monotonic()
+                    outage_since = now if outage_since is None else outage_since
+                    if retries >= settings.max_retries:
+                        _check_outage_budget(error, now - outage_since, delay, settings)
                 retries += 1
                 log.info(
                     "model request failed, retry %d in %.2f s: %s", retries, delay, error.one_line()
@@ -396,7 +410,7 @@ class LLMClient:
         cap = self.settings.retry_max_delay
         if error.retry_after is not None:
             return None if error.retry_after > cap else error.retry_after
-        ceiling = min(cap, self.settings.retry_base_delay * 2 ** (retry - 1))
+        ceiling = min(cap, self.settings.retry_base_delay * 2 ** min(retry - 1, 60))
         return self._rng.uniform(0, ceiling)  # full jitter
 
     def _auto_repair(
@@ -445,6 +459,20 @@ def _mid_system_as_user(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [messages[0]] + [
         {**m, "role": "user"} if m.get("role") == "system" else m for m in messages[1:]
     ]
+
+
+def _check_outage_budget(error: LLMError, elapsed: float, delay: float, settings: Settings) -> None:
+    """Raise ``error``, saying so, when waiting ``delay`` more seconds would take an
+    outage that began ``elapsed`` seconds ago past ``settings.retry_total_seconds``."""
+    budget = settings.retry_total_seconds
+    if elapsed + delay <= budget:
+        return
+    error.message = (
+        f"{error.message} (the model server kept failing for {elapsed:.1f} s; "
+        f"gave up after retry_total_seconds={budget:g})"
+    )
+    error.args = (error.message,)
+    raise error
 
 
 def _is_empty(turn: AssistantTurn) -> bool:
