@@ -27,15 +27,12 @@ from agentkit.errors import Cancelled, ConfigurationError, LLMError
 from agentkit.llm._assemble import RawTurn, build_turn, decode_body
 from agentkit.llm._cancel import WATCHDOG, SocketTracker
 from agentkit.llm._errors import classify, transport_error_types
+from agentkit.llm._retry import RetryPlan
 from agentkit.llm._sse import SSEParser
 from agentkit.llm.turns import AssistantTurn
 from agentkit.settings import Settings
 
-#: Kinds retried at most once whatever ``max_retries`` says (README R3 and T4).
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
-ONCE_ONLY_KINDS = frozenset(("incomplete_stream", "truncated_tool_call"))
-#: Kinds of a model outage: retried beyond ``max_retries`` within ``retry_total_seconds``.
-OUTAGE_KINDS = frozenset(("server_error", "overloaded", "timeout", "connection"))
 #: A stream may last at most this many times ``request_timeout`` in total, even if the
 #: server keeps it alive with comments (the read timeout only bounds silence; R4).
 STREAM_DEADLINE_FACTOR = 10
@@ -127,13 +124,10 @@ class LLMClient:
     ) -> AssistantTurn:
         """Send one request (streamed unless ``settings.stream`` is False) and return the turn.
 
-        Transient failures (README E2) are retried with exponential backoff and full
-        jitter (``retry_base_delay`` doubling, capped at ``retry_max_delay``), honouring
-        server hints; a hint above the cap fails at once. A model outage (OUTAGE_KINDS:
-        5xx, timeouts, dropped connections) is retried past ``max_retries`` for as long
-        as the next wait ends within ``retry_total_seconds`` of its first failure,
-        then fails saying so; a server never reached fails after one retry, and
-        ``max_retries`` 0 turns all retries off. An empty reply while tools are
+        Transient failures (README E2) are retried with backoff as ``_retry`` says:
+        ``max_retries`` times, a model outage (5xx, timeouts, dropped connections)
+        for up to ``retry_total_seconds`` (then the error says so), a server never
+        reached once. An empty reply while tools are
         offered is retried once, then once without streaming (F4; not when
         ``max_retries`` is 0). Each retry restarts the request;
         ``on_retry(error, retry_number, delay_seconds)`` is called first (numbers count
@@ -159,11 +153,9 @@ class LLMClient:
         settings = self.settings
         stream = settings.stream
         max_tokens = settings.max_output_tokens
-        retries = 0
-        once_used: set[str] = set()
+        plan = RetryPlan(settings, self._rng)
         empty_retries = 0
         repaired: set[str] = set()
-        outage_since: float | None = None  # monotonic time of the outage's first failure
         while True:
             _check(cancel)
             sent = messages if self.allow_mid_system else _mid_system_as_user(messages)
@@ -172,38 +164,22 @@ class LLMClient:
             except LLMError as error:
                 if self._auto_repair(error, repaired, sent):
                     continue
-                spent = not error.retryable or settings.max_retries == 0
-                if retries >= settings.max_retries and error.kind not in OUTAGE_KINDS:
-                    spent = True  # an outage is bounded by retry_total_seconds (below)
-                if error.kind == "connection" and not self._reached and retries >= 1:
-                    # Never reached this server: one retry, then a quick clear error
-                    # (a wrong port should not cost a minute of backoff).
-                    spent = True
-                if error.kind in ONCE_ONLY_KINDS and error.kind in once_used:
-                    spent = True
-                if spent:
+                delay = plan.next_delay(error, reached=self._reached)
+                if delay is None:
                     partial = getattr(error, "turn", None)
                     if partial is not None:
                         return partial  # truncated calls: answered as tool errors, not run
                     raise
-                if error.kind in ONCE_ONLY_KINDS:
-                    once_used.add(error.kind)
-                    if error.kind == "truncated_tool_call" and max_tokens:
-                        max_tokens *= 2  # T4: give the call room the second time
-                delay = self._delay(error, retries + 1)
-                if delay is None:
-                    raise  # the server asks for a longer wait than retry_max_delay allows
-                if error.kind in OUTAGE_KINDS:
-                    now = time.monotonic()
-                    outage_since = now if outage_since is None else outage_since
-                    if retries >= settings.max_retries:
-                        _check_outage_budget(error, now - outage_since, delay, settings)
-                retries += 1
+                if error.kind == "truncated_tool_call" and max_tokens:
+                    max_tokens *= 2  # T4: give the call room the second time
                 log.info(
-                    "model request failed, retry %d in %.2f s: %s", retries, delay, error.one_line()
+                    "model request failed, retry %d in %.2f s: %s",
+                    plan.retries,
+                    delay,
+                    error.one_line(),
                 )
                 if on_retry is not None:
-                    on_retry(error, retries + empty_retries, delay)
+                    on_retry(error, plan.retries + empty_retries, delay)
                 if delay > 0 and cancel is not None and cancel.wait(delay):
                     raise Cancelled("cancelled while waiting to retry the model request") from None
                 if delay > 0 and cancel is None:
@@ -222,7 +198,7 @@ class LLMClient:
             if empty_retries == 2:
                 stream = False  # the second retry goes without streaming
             if on_retry is not None:
-                on_retry(error, retries + empty_retries, 0.0)
+                on_retry(error, plan.retries + empty_retries, 0.0)
 
     def close(self) -> None:
         """Close the HTTP connections."""
@@ -405,14 +381,6 @@ class LLMClient:
 
     # -- retries --------------------------------------------------------------
 
-    def _delay(self, error: LLMError, retry: int) -> float | None:
-        """Seconds to wait before retry number ``retry``; None to fail fast (hint > cap)."""
-        cap = self.settings.retry_max_delay
-        if error.retry_after is not None:
-            return None if error.retry_after > cap else error.retry_after
-        ceiling = min(cap, self.settings.retry_base_delay * 2 ** min(retry - 1, 60))
-        return self._rng.uniform(0, ceiling)  # full jitter
-
     def _auto_repair(
         self, error: LLMError, repaired: set[str], messages: list[dict[str, Any]]
     ) -> bool:
@@ -459,20 +427,6 @@ def _mid_system_as_user(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [messages[0]] + [
         {**m, "role": "user"} if m.get("role") == "system" else m for m in messages[1:]
     ]
-
-
-def _check_outage_budget(error: LLMError, elapsed: float, delay: float, settings: Settings) -> None:
-    """Raise ``error``, saying so, when waiting ``delay`` more seconds would take an
-    outage that began ``elapsed`` seconds ago past ``settings.retry_total_seconds``."""
-    budget = settings.retry_total_seconds
-    if elapsed + delay <= budget:
-        return
-    error.message = (
-        f"{error.message} (the model server kept failing for {elapsed:.1f} s; "
-        f"gave up after retry_total_seconds={budget:g})"
-    )
-    error.args = (error.message,)
-    raise error
 
 
 def _is_empty(turn: AssistantTurn) -> bool:
