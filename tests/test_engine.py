@@ -308,14 +308,14 @@ def test_a_model_outage_within_the_retry_budget_is_ridden_out(
         _, result, _ = run_engine(
             server,
             workspace,
-            max_retries=4,
+            max_retries=1,
             retry_base_delay=0.05,
             retry_max_delay=0.2,
-            retry_total_seconds=3,
+            retry_total_seconds=5,
         )
         requests = len(server.requests)
     assert result.status == "done" and result.final_text == "back", result.error
-    assert requests > 5  # more than max_retries allows: the budget kept it going
+    assert requests > 2  # more than max_retries allows: the budget kept it going
 
 
 def test_a_model_outage_longer_than_the_budget_fails_saying_so(workspace: Path) -> None:
@@ -323,16 +323,16 @@ def test_a_model_outage_longer_than_the_budget_fails_saying_so(workspace: Path) 
         _, result, _ = run_engine(
             server,
             workspace,
-            max_retries=2,
-            retry_base_delay=0.05,
-            retry_max_delay=0.1,
-            retry_total_seconds=0.5,
+            max_retries=1,
+            retry_base_delay=0.02,
+            retry_max_delay=0.05,
+            retry_total_seconds=1,
         )
         requests = len(server.requests)
     assert result.status == "failed" and result.error_kind == "overloaded"
-    assert "retry_total_seconds=0.5" in (result.error or "")
+    assert "retry_total_seconds=1)" in (result.error or "")
     assert "kept failing" in (result.error or "")
-    assert requests > 3
+    assert requests > 2  # past max_retries, within the budget
 
 
 def test_final_answer_hook_can_nudge(workspace: Path) -> None:
