@@ -93,6 +93,10 @@ class Engine:
         max_turns: model requests allowed in this run (default settings.max_turns).
         on_tool_call: called as ``(name, last_action)`` before each tool call runs,
             after the stats were counted (sub-agents report progress with it).
+
+    Attributes:
+        window: the :class:`~agentkit.compaction.ContextWindow`: the messages as
+            sent, their token sizes, the budget and the fitting.
     """
 
     def __init__(
