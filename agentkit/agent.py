@@ -131,7 +131,6 @@ class Agent:
         self._closed = False
         self._file_state: dict[str, Any] = {}
         self._writer: JsonFileWriter | None = None
-        self.allow_mid_system = self.settings.system_role_after_start
         self.registry = self._build_registry()
         self.conversation = Conversation(model=self.settings.model)
         if conversation_id:
@@ -307,7 +306,6 @@ class Agent:
                 emit=self._emit,
                 save=self._save,
             )
-            engine.allow_mid_system = self.allow_mid_system
             try:
                 outcome = engine.run()
             except BaseException:
@@ -317,7 +315,6 @@ class Agent:
                 conv.state, conv.error = "idle", "interrupted"
                 raise
             finally:
-                self.allow_mid_system = engine.allow_mid_system
                 engine.close()
                 # Cancelled, failed or out of turns with sub-agents still at work:
                 # nobody would hear of them, so end them (no orphans).

@@ -130,10 +130,6 @@ def _workspace(value: str) -> Path:
 def _settings(args: argparse.Namespace, base: dict[str, Any] | None = None) -> Settings:
     """Settings from the flags that were given (they override ``base``, which overrides
     the environment)."""
-    from pydantic import ValidationError
-
-    from agentkit.settings import Settings
-
     given: dict[str, Any] = dict(base or {})
     for flag, field in (
         ("model", "model"),
@@ -147,6 +143,19 @@ def _settings(args: argparse.Namespace, base: dict[str, Any] | None = None) -> S
             given[field] = value
     if args.no_stream:
         given["stream"] = False
+    return make_settings(given)
+
+
+def make_settings(given: dict[str, Any]) -> Settings:
+    """``Settings(**given)`` (the environment fills the rest).
+
+    Raises:
+        UsageError: a value is invalid (one line naming each field and its problem).
+    """
+    from pydantic import ValidationError
+
+    from agentkit.settings import Settings
+
     try:
         return Settings(**given)
     except ValidationError as exc:
@@ -218,10 +227,10 @@ def _run_in_thread(agent: Agent, task: str, handler: Any) -> RunResult:
     return box["result"]
 
 
-def _progress(args: argparse.Namespace, agent: Agent) -> Any:
+def _progress(json_output: bool, agent: Agent) -> Any:
     """Pick the progress view: live on a terminal, plain lines on a pipe, quiet for --json
     unless stderr is a terminal (then live on stderr)."""
-    if args.json:
+    if json_output:
         if not sys.stderr.isatty():
             return None
         stream_is_err = True
@@ -250,20 +259,43 @@ def cmd_run(args: argparse.Namespace) -> int:
     _workspace(args.workspace)  # a missing folder is a usage error before anything starts
     if getattr(args, "local", False):
         return _run_local(args)
-    return _cmd_run_with(args, _settings(args))
+    return run_task(
+        task, args.workspace, _settings(args), json_output=args.json, continue_id=args.continue_id
+    )
 
 
-def _cmd_run_with(args: argparse.Namespace, settings: Settings) -> int:
-    """Run the task of ``args`` with ``settings``; returns the exit code."""
-    task = args.task
-    workspace = _workspace(args.workspace)
+def run_task(
+    task: str,
+    workspace: str,
+    settings: Settings,
+    *,
+    json_output: bool = False,
+    continue_id: str | None = None,
+) -> int:
+    """Run ``task`` as ``agentkit run`` does: progress on the terminal, Ctrl-C handling,
+    the final answer (or the result as JSON with ``json_output``) on standard output.
+
+    Args:
+        task: the task text (not empty).
+        workspace: the workspace folder.
+        settings: the run's settings.
+        continue_id: a conversation to continue, or None for a new one.
+
+    Returns:
+        The exit code: 0 done, 1 failed or cancelled, 2 an unusable endpoint, 130
+        (128 + the signal) interrupted.
+
+    Raises:
+        UsageError: a missing workspace, bad settings or an unknown ``continue_id``.
+    """
+    workspace_path = _workspace(workspace)
 
     from agentkit.agent import Agent, check_settings
     from agentkit.errors import ConfigurationError
 
     try:
         check_settings(settings)
-        agent = Agent(workspace=workspace, settings=settings, conversation_id=args.continue_id)
+        agent = Agent(workspace=workspace_path, settings=settings, conversation_id=continue_id)
     except ConfigurationError as exc:
         raise UsageError(str(exc)) from None
     except (FileNotFoundError, ValueError) as exc:  # --continue with an unknown/bad id
@@ -272,7 +304,7 @@ def _cmd_run_with(args: argparse.Namespace, settings: Settings) -> int:
     interrupts = _Interrupts(agent)
     view = None
     try:
-        view = _progress(args, agent)
+        view = _progress(json_output, agent)
         interrupts.install()
         if view is not None:
             view.start()
@@ -286,7 +318,7 @@ def _cmd_run_with(args: argparse.Namespace, settings: Settings) -> int:
     finally:
         interrupts.restore()
         agent.close()
-    code = _report(args, settings, result, view, interrupted=interrupts.count > 0)
+    code = _report(json_output, settings, result, view, interrupted=interrupts.count > 0)
     return 128 + int(interrupts.signal) if code == 130 else code
 
 
@@ -313,15 +345,22 @@ def _run_local(args: argparse.Namespace) -> int:
         args.local = False
         for flag in ("base_url", "model", "api_key"):
             setattr(args, flag, None)
-        return _cmd_run_with(args, _settings(args, server.settings_overrides()))
+        settings = _settings(args, server.settings_overrides())
+        return run_task(
+            args.task,
+            args.workspace,
+            settings,
+            json_output=args.json,
+            continue_id=args.continue_id,
+        )
     finally:
         server.stop()
 
 
 def _report(
-    args: argparse.Namespace, settings: Settings, result: RunResult, view: Any, interrupted: bool
+    json_output: bool, settings: Settings, result: RunResult, view: Any, interrupted: bool
 ) -> int:
-    if args.json:
+    if json_output:
         _print_json(result.to_dict())
     if result.status == "cancelled" or (interrupted and result.status != "done"):
         print(
@@ -343,7 +382,7 @@ def _report(
             f"run {result.status}: {result.error} (conversation saved to {result.transcript_path})"
         )
         return 1
-    if not args.json:
+    if not json_output:
         _print_final(result.final_text, view)
     return 0
 

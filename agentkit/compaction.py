@@ -1,7 +1,9 @@
 """Keeping a conversation inside the model's context window.
 
-Two steps, cheapest first (issue 2, DESIGN §5): shrink the oldest tool outputs,
-then compact older turns into one summary message. The summary is built
+:class:`ContextWindow` holds the conversation as it is sent (wire format, token
+sizes, the budget) and calls the steps below when a request would not fit.
+Steps, cheapest first (issue 2, DESIGN §5): shrink the oldest tool outputs,
+then long arguments of answered tool calls, then compact older turns into one summary message. The summary is built
 mechanically from the messages (no extra model call), so compaction cannot fail
 or cost tokens. Originals go to the conversation's ``archive``: nothing is lost
 from the record, only from what is sent.
@@ -10,7 +12,15 @@ from the record, only from what is sent.
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from agentkit import events as ev
+from agentkit import prompts
+
+if TYPE_CHECKING:
+    from agentkit.conversation import Conversation
+    from agentkit.settings import Settings
 
 SHRINK_KEEP_CHARS = 400
 SUMMARY_MAX_CHARS = 8000
@@ -193,3 +203,125 @@ def compact_turns(
     messages[start:cut] = [summary]
     sizes[start:cut] = [count(summary)]
     return sum(sizes) <= target
+
+
+class ContextWindow:
+    """The conversation as it is sent: wire-format messages, their sizes, the budget.
+
+    Owns appending messages to the conversation, so the wire-format copy and the
+    token count of each message stay in step with ``conversation.messages``
+    without re-encoding the history every turn (DESIGN §8). ``fit`` shrinks and
+    compacts the stored messages when the request would not fit the budget.
+
+    Args:
+        conversation: the conversation (``messages`` and ``archive`` are used).
+        settings: uses ``context_window`` and ``context_budget`` (share, 0-1),
+            ``max_output_tokens``, ``replay_reasoning`` and ``language``.
+        tools_schema: returns the tool schemas offered (their tokens count
+            against the budget; asked once).
+        emit: receives ContextCompacted events.
+    """
+
+    def __init__(
+        self,
+        conversation: Conversation,
+        settings: Settings,
+        tools_schema: Callable[[], list[dict[str, Any]]],
+        emit: Callable[[ev.Event], None],
+    ) -> None:
+        self.conversation = conversation
+        self.settings = settings
+        self._tools_schema = tools_schema
+        self._emit = emit
+        self._wire: list[dict[str, Any]] = []
+        self._sizes: list[int] = []
+        self._tool_tokens: int | None = None
+
+    @property
+    def wire(self) -> list[dict[str, Any]]:
+        """The messages to send (OpenAI shape), in step with the conversation."""
+        self._sync()
+        return self._wire
+
+    @property
+    def tokens(self) -> int:
+        """Estimated tokens of :attr:`wire`."""
+        return sum(self._sizes)
+
+    def append(self, message: dict[str, Any]) -> None:
+        """Append ``message`` to the conversation and to the wire cache."""
+        self.conversation.messages.append(message)
+        if len(self._wire) == len(self.conversation.messages) - 1:
+            wire = self._to_wire(message)
+            self._wire.append(wire)
+            self._sizes.append(_count(wire))
+
+    def rebuild(self) -> None:
+        """Re-encode every message (after the history was changed in place)."""
+        self._wire = [self._to_wire(m) for m in self.conversation.messages]
+        self._sizes = [_count(w) for w in self._wire]
+
+    def budget(self) -> int:
+        """Tokens a request's messages may use: ``context_window * context_budget``
+        less the tool schemas and ``max_output_tokens`` (at least 256)."""
+        if self._tool_tokens is None:
+            from agentkit.tokens import count_text
+
+            schema = json.dumps(self._tools_schema(), ensure_ascii=False)
+            self._tool_tokens = count_text(schema)
+        settings = self.settings
+        budget = int(settings.context_window * settings.context_budget)
+        return max(budget - self._tool_tokens - (settings.max_output_tokens or 0), 256)
+
+    def fit(self, budget: int) -> None:
+        """Bring :attr:`wire` within ``budget`` tokens, cheapest step first: shrink old
+        tool outputs, then long arguments of answered calls, then compact old turns.
+        Emits ContextCompacted when anything changed; originals go to the archive."""
+        self._sync()
+        before = self.tokens
+        if before <= budget:
+            return
+        msgs = self.conversation.messages
+        archive = self.conversation.archive
+        sizes = list(self._sizes)  # shrinking works on the stored messages
+        how = "shrink"
+
+        def count(message: dict[str, Any]) -> int:
+            return _count(self._to_wire(message))
+
+        if not shrink_tool_outputs(msgs, sizes, budget, archive, count):
+            how = "shrink arguments"
+            if not shrink_call_arguments(msgs, sizes, budget, archive, count):
+                how = "compact"
+                header = prompts.load(self.settings.language, "compaction_header.txt").strip()
+                compact_turns(msgs, sizes, budget, archive, count, header)
+        self.rebuild()
+        self._emit(ev.ContextCompacted(tokens_before=before, tokens_after=self.tokens, how=how))
+
+    def _sync(self) -> None:
+        if len(self._wire) != len(self.conversation.messages):
+            self.rebuild()  # messages were added without append() (a hook, a repair)
+
+    def _to_wire(self, msg: dict[str, Any]) -> dict[str, Any]:
+        role = msg.get("role")
+        if role == "assistant":
+            out: dict[str, Any] = {"role": "assistant", "content": msg.get("content")}
+            if msg.get("tool_calls"):
+                out["tool_calls"] = msg["tool_calls"]
+                if self.settings.replay_reasoning and msg.get("reasoning_content"):
+                    out["reasoning_content"] = msg["reasoning_content"]
+            return out
+        if role == "tool":
+            return {
+                "role": "tool",
+                "tool_call_id": msg.get("tool_call_id"),
+                "name": msg.get("name"),
+                "content": msg.get("content") or "",
+            }
+        return {"role": role, "content": msg.get("content") or ""}
+
+
+def _count(message: dict[str, Any]) -> int:
+    from agentkit.tokens import count_message  # tiktoken loads on first use, not at import
+
+    return count_message(message)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from agentkit.jsonfile import read_json, write_json_atomic
-from agentkit.turns import Usage
+from agentkit.llm.turns import Usage
 
 STATES = ("idle", "running", "waiting_for_subagents", "done", "failed")
 # The seed's four activity counters (seed §1 stats, §2 templates), in display order;

@@ -10,7 +10,6 @@ their notifications, reads their deliverables and writes a final report.
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
 import shutil
@@ -236,20 +235,15 @@ def main(
             f"workspace: {root}\n",
             flush=True,
         )
-        args = argparse.Namespace(
-            task=TASK.get(lang, TASK["en"]),
-            workspace=str(root),
-            model=DEMO_MODEL,
-            base_url=server.base_url,
-            api_key="demo-no-key",
-            lang=lang,
-            json=False,
-            max_turns=None,
-            no_stream=False,
-            local=False,
-            continue_id=None,
+        settings = cli.make_settings(
+            {
+                "model": DEMO_MODEL,
+                "base_url": server.base_url,
+                "api_key": "demo-no-key",
+                "language": lang,
+            }
         )
-        code = cli.cmd_run(args)
+        code = cli.run_task(TASK.get(lang, TASK["en"]), str(root), settings)
     results = root / "sub_agent_results"
     print(
         f"\ndeliverables: {results}/agent_1, agent_2, agent_3 and {root / REPORT_FILE}\n"

@@ -23,12 +23,12 @@ from typing import Any, Protocol
 
 from agentkit import events as ev
 from agentkit import prompts
-from agentkit.compaction import compact_turns, shrink_call_arguments, shrink_tool_outputs
+from agentkit.compaction import ContextWindow
 from agentkit.conversation import Conversation
 from agentkit.errors import Cancelled, ContextLengthExceeded, LLMError
+from agentkit.llm.turns import AssistantTurn, ToolCall
 from agentkit.settings import Settings
 from agentkit.tools.base import ToolContext, ToolRegistry, ToolResult
-from agentkit.turns import AssistantTurn, ToolCall
 
 
 class Model(Protocol):
@@ -93,6 +93,10 @@ class Engine:
         max_turns: model requests allowed in this run (default settings.max_turns).
         on_tool_call: called as ``(name, last_action)`` before each tool call runs,
             after the stats were counted (sub-agents report progress with it).
+
+    Attributes:
+        window: the :class:`~agentkit.compaction.ContextWindow`: the messages as
+            sent, their token sizes, the budget and the fitting.
     """
 
     def __init__(
@@ -119,11 +123,8 @@ class Engine:
         self.max_turns = max_turns or self.settings.max_turns
         self.on_tool_call = on_tool_call
         self.last_action = ""
-        self.allow_mid_system = self.settings.system_role_after_start
-        self._wire: list[dict[str, Any]] = []
-        self._sizes: list[int] = []
+        self.window = ContextWindow(conversation, self.settings, self._tools_schema, self.emit)
         self._pool: ThreadPoolExecutor | None = None
-        self._tool_tokens: int | None = None
 
     # ------------------------------------------------------------------ public
     @property
@@ -132,12 +133,8 @@ class Engine:
         return self.ctx.cancel
 
     def append(self, message: dict[str, Any]) -> None:
-        """Append a message to the conversation (and the wire cache)."""
-        self.conversation.messages.append(message)
-        if len(self._wire) == len(self.conversation.messages) - 1:
-            wire = self._to_wire(message, len(self.conversation.messages) - 1)
-            self._wire.append(wire)
-            self._sizes.append(self._count(wire))
+        """Append a message to the conversation (see ContextWindow.append)."""
+        self.window.append(message)
 
     def save(self) -> None:
         """Persist the conversation now (no-op without a save callback)."""
@@ -241,107 +238,31 @@ class Engine:
                     )
                     insert_at += 1
                 break
-        self._rebuild_wire()
-
-    def _to_wire(self, msg: dict[str, Any], index: int) -> dict[str, Any]:
-        role = msg.get("role")
-        if role == "assistant":
-            out: dict[str, Any] = {"role": "assistant", "content": msg.get("content")}
-            if msg.get("tool_calls"):
-                out["tool_calls"] = msg["tool_calls"]
-                if self.settings.replay_reasoning and msg.get("reasoning_content"):
-                    out["reasoning_content"] = msg["reasoning_content"]
-            return out
-        if role == "tool":
-            return {
-                "role": "tool",
-                "tool_call_id": msg.get("tool_call_id"),
-                "name": msg.get("name"),
-                "content": msg.get("content") or "",
-            }
-        if role == "system" and index > 0 and not self.allow_mid_system:
-            return {"role": "user", "content": msg.get("content") or ""}
-        return {"role": role, "content": msg.get("content") or ""}
-
-    def _rebuild_wire(self) -> None:
-        msgs = self.conversation.messages
-        self._wire = [self._to_wire(m, i) for i, m in enumerate(msgs)]
-        self._sizes = [self._count(w) for w in self._wire]
-
-    @staticmethod
-    def _count(message: dict[str, Any]) -> int:
-        from agentkit.tokens import count_message
-
-        return count_message(message)
+        self.window.rebuild()
 
     def _tools_schema(self) -> list[dict[str, Any]]:
         return self.registry.schemas(self.settings.language)
 
-    def _budget(self) -> int:
-        if self._tool_tokens is None:
-            import json
-
-            from agentkit.tokens import count_text
-
-            self._tool_tokens = count_text(json.dumps(self._tools_schema(), ensure_ascii=False))
-        budget = int(self.settings.context_window * self.settings.context_budget)
-        return max(budget - self._tool_tokens - (self.settings.max_output_tokens or 0), 256)
-
-    def _fit_context(self, budget: int) -> None:
-        if len(self._wire) != len(self.conversation.messages):
-            self._rebuild_wire()
-        before = sum(self._sizes)
-        if before <= budget:
-            return
-        msgs = self.conversation.messages
-        archive = self.conversation.archive
-        # Shrinking works on the stored messages; the wire cache is rebuilt after.
-        sizes = list(self._sizes)
-        how = "shrink"
-
-        def count(message: dict[str, Any]) -> int:
-            return self._count(self._to_wire(message, 1))
-
-        if not shrink_tool_outputs(msgs, sizes, budget, archive, count):
-            how = "shrink arguments"
-            if not shrink_call_arguments(msgs, sizes, budget, archive, count):
-                how = "compact"
-                header = prompts.load(self.settings.language, "compaction_header.txt").strip()
-                compact_turns(msgs, sizes, budget, archive, count, header)
-        self._rebuild_wire()
-        self.emit(ev.ContextCompacted(tokens_before=before, tokens_after=sum(self._sizes), how=how))
-
     def _request(self) -> AssistantTurn:
-        self._fit_context(self._budget())
+        window = self.window
+        window.fit(window.budget())
         tools = self._tools_schema() or None
-        retried_context = False
-        retried_system = False
-        while True:
-            try:
-                return self.model.complete(
-                    self._wire,
-                    tools,
-                    cancel=self.ctx.cancel,
-                    on_text=self._on_text,
-                    on_retry=self._on_retry,
-                )
-            except ContextLengthExceeded as exc:
-                if retried_context:
-                    raise
-                retried_context = True
-                limit = exc.limit_tokens or int(sum(self._sizes) * 0.8)
-                self._fit_context(min(self._budget(), int(limit * 0.75)))
-            except LLMError as exc:
-                if retried_system or exc.kind != "invalid_request" or not self._has_mid_system():
-                    raise
-                # Some servers refuse a system message after the first one: resend
-                # notifications as user messages, and remember it for the session.
-                retried_system = True
-                self.allow_mid_system = False
-                self._rebuild_wire()
+        try:
+            return self._complete(tools)
+        except ContextLengthExceeded as exc:
+            # The server counts differently: fit under what it said, and ask once more.
+            limit = exc.limit_tokens or int(window.tokens * 0.8)
+            window.fit(min(window.budget(), int(limit * 0.75)))
+            return self._complete(tools)
 
-    def _has_mid_system(self) -> bool:
-        return any(m.get("role") == "system" for m in self._wire[1:])
+    def _complete(self, tools: list[dict[str, Any]] | None) -> AssistantTurn:
+        return self.model.complete(
+            self.window.wire,
+            tools,
+            cancel=self.ctx.cancel,
+            on_text=self._on_text,
+            on_retry=self._on_retry,
+        )
 
     def _on_text(self, text: str) -> None:
         self.emit(ev.TextDelta(text=text))

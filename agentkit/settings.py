@@ -118,6 +118,11 @@ class Settings(BaseSettings):
     retry_max_delay: float = Field(
         default=60.0, ge=0, description="Cap on one wait, seconds; a longer Retry-After fails fast."
     )
+    retry_total_seconds: float = Field(
+        default=120.0,
+        ge=0,
+        description="A model outage (5xx, timeouts, dropped connections) is retried beyond max_retries until this many seconds since its first failure have passed (0: max_retries only; a server never reached still fails after one retry).",
+    )
     tool_choice: str | None = Field(
         default=None,
         description="tool_choice sent with tools: auto, required, none, or a tool name to force it (None: the server's default).",

@@ -89,9 +89,9 @@ def main() -> None:
     from agentkit.engine import Engine
     from agentkit.jsonfile import JsonFileWriter
     from agentkit.llm import LLMClient
+    from agentkit.llm.turns import AssistantTurn, ToolCall, Usage
     from agentkit.settings import Settings
     from agentkit.tools.base import Tool, ToolContext, ToolRegistry
-    from agentkit.turns import AssistantTurn, ToolCall, Usage
 
     class NoopParams(BaseModel):
         note: str = ""

@@ -217,3 +217,25 @@ def test_settings_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     )
     assert s.max_concurrent_subagents == 3 and s.web_allow_hosts == ["127.0.0.1", "10.0.0.0/8"]
     assert Settings(model="arg").model == "arg"  # arguments win over the environment
+
+
+def test_a_refused_mid_conversation_system_message_is_remembered_across_runs(
+    workspace: Path,
+) -> None:
+    from agentkit.testing import ErrorReply
+
+    def handler(request: dict) -> object:
+        if "system" in [m["role"] for m in request["messages"][1:]]:
+            return ErrorReply(400, {"error": {"message": "System message must be first."}})
+        return "ok"
+
+    with FakeOpenAIServer(handler) as server, Agent(workspace, settings_for(server)) as agent:
+        assert agent.run("one").status == "done"
+        agent.conversation.messages.append({"role": "system", "content": "NOTICE"})
+        assert agent.run("two").status == "done"
+        assert len(server.requests) == 3  # the refusal once, then the user-role resend
+        assert agent.run("three").status == "done"
+        assert len(server.requests) == 4  # remembered: no second refusal
+        last = server.requests[-1]["messages"]
+    assert {"role": "user", "content": "NOTICE"} in last
+    assert [m["role"] for m in agent.conversation.messages].count("system") == 2  # record kept

@@ -638,3 +638,23 @@ def test_task_from_standard_input(workspace: Path) -> None:
         sent = server.requests[0]["messages"][-1]["content"]
     assert proc.returncode == 0, proc.stderr
     assert sent == task
+
+
+def test_run_task_is_the_run_command_as_a_function(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agentkit.cli import UsageError, make_settings, run_task
+
+    for name in list(os.environ):
+        if name.startswith(("AGENTKIT_", "OPENAI_")):
+            monkeypatch.delenv(name)
+    with FakeOpenAIServer(["the answer"]) as server:
+        settings = make_settings({"model": "m", "base_url": server.base_url, "api_key": "k"})
+        code = run_task("say it", str(tmp_path), settings, json_output=True)
+        assert server.requests[0]["messages"][-1] == {"role": "user", "content": "say it"}
+    assert code == 0
+    assert json.loads(capsys.readouterr().out)["final_text"] == "the answer"
+    with pytest.raises(UsageError, match="max_turns"):
+        make_settings({"max_turns": 0})
+    with pytest.raises(UsageError):
+        run_task("x", str(tmp_path / "missing"), settings)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -74,15 +75,15 @@ def run_engine(
     events: list | None = None,
     **overrides: object,
 ) -> tuple[Engine, object, Conversation]:
-    settings = Settings(
-        model="m",
-        base_url=server.base_url,
-        api_key="k",
-        language="en",
-        retry_base_delay=0.01,
-        max_retries=1,
-        **overrides,
-    )
+    values: dict[str, object] = {
+        "model": "m",
+        "base_url": server.base_url,
+        "api_key": "k",
+        "language": "en",
+        "retry_base_delay": 0.01,
+        "max_retries": 1,
+    }
+    settings = Settings(**{**values, **overrides})
     conv = Conversation()
     conv.messages = [{"role": "system", "content": "sys"}, {"role": "user", "content": "task"}]
     saved: list[int] = []
@@ -196,8 +197,8 @@ def test_cancel_from_another_thread_stops_a_slow_request(workspace: Path) -> Non
 def test_model_error_after_retries_fails_cleanly_and_saves(workspace: Path) -> None:
     script = [ErrorReply(503), ErrorReply(503)]
     with FakeOpenAIServer(script) as server:
-        _, result, conv = run_engine(server, workspace)
-        assert len(server.requests) == 2  # one retry (max_retries=1)
+        _, result, conv = run_engine(server, workspace, retry_total_seconds=0)
+        assert len(server.requests) == 2  # one retry (max_retries=1, no outage budget)
     assert result.status == "failed" and result.error_kind in ("server_error", "overloaded")
     assert "\n" not in (result.error or "")
     saved = json.loads((workspace / "conv.json").read_text())
@@ -275,9 +276,63 @@ def test_mid_conversation_system_message_refused_falls_back_to_user(workspace: P
         last = server.requests[-1]["messages"]
     assert result.status == "done"
     assert {"role": "user", "content": "NOTICE"} in last
-    assert engine.allow_mid_system is False
+    assert engine.model.allow_mid_system is False  # the client remembers it
     # The record keeps what it was.
     assert any(m["role"] == "system" and m["content"] == "NOTICE" for m in conv.messages)
+
+
+def outage(seconds: float, reply: Callable[[], object]) -> Callable[[dict], object]:
+    """A handler failing with ``reply()`` for ``seconds`` after its first request."""
+    started: list[float] = []
+
+    def handler(request: dict) -> object:
+        if not started:
+            started.append(time.monotonic())
+        return reply() if time.monotonic() - started[0] < seconds else "back"
+
+    return handler
+
+
+OUTAGE_REPLIES = {
+    "503": lambda: ErrorReply(503),
+    "dropped": lambda: Reply(content="cut short", disconnect_after=1),
+}
+
+
+@pytest.mark.parametrize("failure", sorted(OUTAGE_REPLIES))
+def test_a_model_outage_within_the_retry_budget_is_ridden_out(
+    workspace: Path, failure: str
+) -> None:
+    handler = outage(1.5, OUTAGE_REPLIES[failure])
+    with FakeOpenAIServer(handler) as server:
+        _, result, _ = run_engine(
+            server,
+            workspace,
+            max_retries=1,
+            retry_base_delay=0.05,
+            retry_max_delay=0.2,
+            retry_total_seconds=5,
+        )
+        requests = len(server.requests)
+    assert result.status == "done" and result.final_text == "back", result.error
+    assert requests > 2  # more than max_retries allows: the budget kept it going
+
+
+def test_a_model_outage_longer_than_the_budget_fails_saying_so(workspace: Path) -> None:
+    with FakeOpenAIServer(outage(60, OUTAGE_REPLIES["503"])) as server:
+        _, result, _ = run_engine(
+            server,
+            workspace,
+            max_retries=1,
+            retry_base_delay=0.02,
+            retry_max_delay=0.05,
+            retry_total_seconds=1,
+        )
+        requests = len(server.requests)
+    assert result.status == "failed" and result.error_kind == "overloaded"
+    assert "retry_total_seconds=1)" in (result.error or "")
+    assert "kept failing" in (result.error or "")
+    assert requests > 2  # past max_retries, within the budget
 
 
 def test_final_answer_hook_can_nudge(workspace: Path) -> None:

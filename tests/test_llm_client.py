@@ -13,9 +13,9 @@ import pytest
 
 from agentkit.errors import Cancelled, ConfigurationError, ContextLengthExceeded, LLMError
 from agentkit.llm import LLMClient
+from agentkit.llm.turns import AssistantTurn
 from agentkit.settings import Settings
 from agentkit.testing import ErrorReply, FakeOpenAIServer, RawChunks, RawResponse, Reply
-from agentkit.turns import AssistantTurn
 
 USER = [{"role": "user", "content": "Please help."}]
 TOOLS = [
@@ -175,7 +175,13 @@ def test_quota_is_not_retried() -> None:
 
 
 def test_retries_stop_after_max_retries_with_backoff() -> None:
-    run = Run([ErrorReply(500)] * 5, max_retries=2, retry_base_delay=0.01, retry_max_delay=0.02)
+    run = Run(
+        [ErrorReply(500)] * 5,
+        max_retries=2,
+        retry_base_delay=0.01,
+        retry_max_delay=0.02,
+        retry_total_seconds=0,
+    )
     with run, pytest.raises(LLMError) as info:
         run.complete()
     assert info.value.kind == "server_error" and info.value.status == 500
@@ -249,6 +255,45 @@ def test_max_tokens_refused_switches_to_max_completion_tokens() -> None:
     assert first["max_tokens"] == 100 and "max_completion_tokens" not in first
     assert second["max_completion_tokens"] == 100 and "max_tokens" not in second
     assert third["max_completion_tokens"] == 100
+
+
+def test_mid_conversation_system_message_refused_is_resent_as_user_for_the_session() -> None:
+    refusal = {"error": {"message": "System message must be at the beginning."}}
+
+    def handler(request: dict[str, Any]) -> Any:
+        if "system" in [m["role"] for m in request["messages"][1:]]:
+            return ErrorReply(400, refusal)
+        return "ok"
+
+    messages = [
+        {"role": "system", "content": "You help."},
+        {"role": "user", "content": "Hi"},
+        {"role": "system", "content": "NOTICE"},
+    ]
+    with FakeOpenAIServer(handler) as server, LLMClient(settings_for(server)) as client:
+        assert client.complete(messages, None).content == "ok"
+        assert client.allow_mid_system is False
+        assert client.complete(messages, None).content == "ok"  # remembered: one request
+        sent = [r["messages"] for r in server.requests]
+    assert len(sent) == 3
+    assert sent[0] == messages
+    assert sent[1] == sent[2] == [*messages[:2], {"role": "user", "content": "NOTICE"}]
+    assert messages[2]["role"] == "system"  # the caller's list is left as it was
+
+
+def test_mid_conversation_system_messages_off_by_setting() -> None:
+    messages = [{"role": "system", "content": "S"}, {"role": "system", "content": "N"}]
+    with Run(["ok"], system_role_after_start=False) as run:
+        run.client.complete(messages, None)
+    assert run.server.requests[0]["messages"][1] == {"role": "user", "content": "N"}
+
+
+def test_other_refusals_are_not_mistaken_for_the_system_role() -> None:
+    bad = {"error": {"message": "Invalid tool schema", "type": "invalid_request_error"}}
+    with Run([ErrorReply(400, bad), "never"]) as run, pytest.raises(LLMError) as info:
+        run.complete()
+    assert info.value.kind == "invalid_request"
+    assert len(run.server.requests) == 1
 
 
 # -- empty replies (F4) -----------------------------------------------------------

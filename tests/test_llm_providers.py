@@ -12,9 +12,9 @@ import pytest
 
 from agentkit.errors import ContextLengthExceeded, LLMError
 from agentkit.llm import ONCE_ONLY_KINDS, LLMClient
+from agentkit.llm.turns import AssistantTurn
 from agentkit.settings import Settings
 from agentkit.testing import FakeOpenAIServer, RawChunks, RawResponse
-from agentkit.turns import AssistantTurn
 
 PROVIDERS = Path(__file__).resolve().parents[2] / "shared" / "testdata" / "providers"
 CASES = sorted(PROVIDERS.glob("*.json")) if PROVIDERS.is_dir() else []
@@ -73,6 +73,7 @@ def test_provider_case(path: Path | None) -> None:
             max_retries=MAX_RETRIES,
             retry_base_delay=0.001,
             retry_max_delay=RETRY_MAX_DELAY,
+            retry_total_seconds=0,  # a failing case fails after max_retries, not an outage
         )
         # X1 is opt-in; enabling it everywhere also checks it stays out of other cases.
         with LLMClient(settings, text_tool_call_fallback=True) as client:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from agentkit import prompts
 from agentkit.engine import Engine, Hooks, Step
 from agentkit.errors import Cancelled
-from agentkit.turns import AssistantTurn
+from agentkit.llm.turns import AssistantTurn
 
 if TYPE_CHECKING:
     from agentkit.subagent.manager import SubAgentManager

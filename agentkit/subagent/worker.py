@@ -25,7 +25,7 @@ import httpx  # noqa: F401
 import openai  # noqa: F401
 import pydantic  # noqa: F401
 
-import agentkit.llm  # noqa: F401
+import agentkit.llm.client  # noqa: F401
 import agentkit.tools
 import agentkit.tools.files  # noqa: F401
 import agentkit.tools.search  # noqa: F401
@@ -36,6 +36,7 @@ from agentkit.conversation import Conversation
 from agentkit.engine import Engine, Hooks, Step
 from agentkit.environment import prompt_values
 from agentkit.errors import ToolError
+from agentkit.llm.turns import AssistantTurn
 from agentkit.settings import Settings
 from agentkit.subagent.contract import (
     Channel,
@@ -63,7 +64,6 @@ from agentkit.subagent.state import EndStatus, Status
 from agentkit.subagent.tools import make_finish_tool
 from agentkit.tokens import count_text
 from agentkit.tools.base import ToolContext, ToolRegistry, describe_os_error
-from agentkit.turns import AssistantTurn
 
 count_text("warm up the tokenizer tables once, in the forkserver")
 # Building a client imports the HTTP transport modules (lazily loaded by openai).

@@ -13,12 +13,12 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from agentkit import _text_toolcalls
-from agentkit._llm_errors import classify
-from agentkit._toolcall_accumulator import ToolCallAccumulator, mint_call_id
 from agentkit.errors import LLMError
+from agentkit.llm import _text_toolcalls
+from agentkit.llm._errors import classify
+from agentkit.llm._toolcall_accumulator import ToolCallAccumulator, mint_call_id
+from agentkit.llm.turns import AssistantTurn, ToolCall, Usage
 from agentkit.tokens import count_messages, count_text
-from agentkit.turns import AssistantTurn, ToolCall, Usage
 
 _FINISH_ALIASES = {"sensitive": "content_filter", "function_call": "tool_calls", "eos": "stop"}
 _FAILED_FINISH = frozenset(("network_error", "error"))

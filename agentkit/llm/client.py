@@ -6,8 +6,8 @@ types) but through its generic ``client.post()`` path, not the typed
 transform on each call (~15 ms at 100 messages; DESIGN §8). Responses are read as
 raw bytes and parsed here, so every provider quirk of
 shared/testdata/providers/README.md can be handled (rules R1-R9, S1-S7, T1-T5,
-F1-F4, E1-E6; the assembly lives in ``_llm_assemble``, classification in
-``_llm_errors``).
+F1-F4, E1-E6; the assembly lives in ``_assemble``, classification in
+``_errors``).
 
 ``openai`` is imported when an LLMClient is created, not when this module is
 imported (``import openai`` takes ~0.4 s; the CLI must start faster).
@@ -23,17 +23,16 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from agentkit._cancel import WATCHDOG, SocketTracker
-from agentkit._llm_assemble import RawTurn, build_turn, decode_body
-from agentkit._llm_errors import classify, transport_error_types
-from agentkit._sse import SSEParser
 from agentkit.errors import Cancelled, ConfigurationError, LLMError
+from agentkit.llm._assemble import RawTurn, build_turn, decode_body
+from agentkit.llm._cancel import WATCHDOG, SocketTracker
+from agentkit.llm._errors import classify, transport_error_types
+from agentkit.llm._retry import RetryPlan
+from agentkit.llm._sse import SSEParser
+from agentkit.llm.turns import AssistantTurn
 from agentkit.settings import Settings
-from agentkit.turns import AssistantTurn
 
-#: Kinds retried at most once whatever ``max_retries`` says (README R3 and T4).
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
-ONCE_ONLY_KINDS = frozenset(("incomplete_stream", "truncated_tool_call"))
 #: A stream may last at most this many times ``request_timeout`` in total, even if the
 #: server keeps it alive with comments (the read timeout only bounds silence; R4).
 STREAM_DEADLINE_FACTOR = 10
@@ -50,8 +49,10 @@ class LLMClient:
     Args:
         settings: uses ``model``, ``base_url``, ``api_key``, ``stream``, ``temperature``,
             ``max_output_tokens``, ``request_timeout`` (seconds; connect and read/idle
-            timeout), ``max_retries``, ``retry_base_delay`` and ``retry_max_delay``
-            (seconds).
+            timeout), ``max_retries``, ``retry_base_delay``, ``retry_max_delay`` and
+            ``retry_total_seconds`` (seconds), ``system_role_after_start`` (False: system messages after the
+            first are sent as user messages; also learnt, for this client's lifetime,
+            when a server refuses one with a 400).
         text_tool_call_fallback: read tool calls a model wrote as text (README rule X1;
             opt-in, for local models). None: ``settings.text_tool_call_fallback`` if
             that field exists, else False.
@@ -106,6 +107,9 @@ class LLMClient:
         self._max_tokens_key = "max_tokens"
         self._reached = False  # set once this server answered at all
         self._stream_options = True
+        #: Whether system messages after the first are sent as they are; False once
+        #: a server refused one (then they go as user messages, for the session).
+        self.allow_mid_system = bool(getattr(settings, "system_role_after_start", True))
 
     # -- public ---------------------------------------------------------------
 
@@ -120,9 +124,10 @@ class LLMClient:
     ) -> AssistantTurn:
         """Send one request (streamed unless ``settings.stream`` is False) and return the turn.
 
-        Transient failures (README E2) are retried with exponential backoff and full
-        jitter (``retry_base_delay`` doubling, capped at ``retry_max_delay``), honouring
-        server hints; a hint above the cap fails at once. An empty reply while tools are
+        Transient failures (README E2) are retried with backoff as ``_retry`` says:
+        ``max_retries`` times, a model outage (5xx, timeouts, dropped connections)
+        for up to ``retry_total_seconds`` (then the error says so), a server never
+        reached once. An empty reply while tools are
         offered is retried once, then once without streaming (F4; not when
         ``max_retries`` is 0). Each retry restarts the request;
         ``on_retry(error, retry_number, delay_seconds)`` is called first (numbers count
@@ -148,42 +153,33 @@ class LLMClient:
         settings = self.settings
         stream = settings.stream
         max_tokens = settings.max_output_tokens
-        retries = 0
-        once_used: set[str] = set()
+        plan = RetryPlan(settings, self._rng)
         empty_retries = 0
         repaired: set[str] = set()
         while True:
             _check(cancel)
+            sent = messages if self.allow_mid_system else _mid_system_as_user(messages)
             try:
-                turn = self._attempt(messages, tools, stream, max_tokens, cancel, on_text)
+                turn = self._attempt(sent, tools, stream, max_tokens, cancel, on_text)
             except LLMError as error:
-                if self._auto_repair(error, repaired):
+                if self._auto_repair(error, repaired, sent):
                     continue
-                spent = not error.retryable or retries >= settings.max_retries
-                if error.kind == "connection" and not self._reached and retries >= 1:
-                    # Never reached this server: one retry, then a quick clear error
-                    # (a wrong port should not cost a minute of backoff).
-                    spent = True
-                if error.kind in ONCE_ONLY_KINDS and error.kind in once_used:
-                    spent = True
-                if spent:
+                delay = plan.next_delay(error, reached=self._reached)
+                if delay is None:
                     partial = getattr(error, "turn", None)
                     if partial is not None:
                         return partial  # truncated calls: answered as tool errors, not run
                     raise
-                if error.kind in ONCE_ONLY_KINDS:
-                    once_used.add(error.kind)
-                    if error.kind == "truncated_tool_call" and max_tokens:
-                        max_tokens *= 2  # T4: give the call room the second time
-                delay = self._delay(error, retries + 1)
-                if delay is None:
-                    raise  # the server asks for a longer wait than retry_max_delay allows
-                retries += 1
+                if error.kind == "truncated_tool_call" and max_tokens:
+                    max_tokens *= 2  # T4: give the call room the second time
                 log.info(
-                    "model request failed, retry %d in %.2f s: %s", retries, delay, error.one_line()
+                    "model request failed, retry %d in %.2f s: %s",
+                    plan.retries,
+                    delay,
+                    error.one_line(),
                 )
                 if on_retry is not None:
-                    on_retry(error, retries + empty_retries, delay)
+                    on_retry(error, plan.retries + empty_retries, delay)
                 if delay > 0 and cancel is not None and cancel.wait(delay):
                     raise Cancelled("cancelled while waiting to retry the model request") from None
                 if delay > 0 and cancel is None:
@@ -202,7 +198,7 @@ class LLMClient:
             if empty_retries == 2:
                 stream = False  # the second retry goes without streaming
             if on_retry is not None:
-                on_retry(error, retries + empty_retries, 0.0)
+                on_retry(error, plan.retries + empty_retries, 0.0)
 
     def close(self) -> None:
         """Close the HTTP connections."""
@@ -385,18 +381,18 @@ class LLMClient:
 
     # -- retries --------------------------------------------------------------
 
-    def _delay(self, error: LLMError, retry: int) -> float | None:
-        """Seconds to wait before retry number ``retry``; None to fail fast (hint > cap)."""
-        cap = self.settings.retry_max_delay
-        if error.retry_after is not None:
-            return None if error.retry_after > cap else error.retry_after
-        ceiling = min(cap, self.settings.retry_base_delay * 2 ** (retry - 1))
-        return self._rng.uniform(0, ceiling)  # full jitter
-
-    def _auto_repair(self, error: LLMError, repaired: set[str]) -> bool:
-        """Adapt once to servers refusing ``max_tokens`` or ``stream_options``; True to resend."""
+    def _auto_repair(
+        self, error: LLMError, repaired: set[str], messages: list[dict[str, Any]]
+    ) -> bool:
+        """Adapt once to servers refusing ``max_tokens``, ``stream_options`` or a system
+        message after the first; True to resend."""
         if error.kind != "invalid_request":
             return False
+        if self.allow_mid_system and _has_mid_system(messages):
+            # Some servers refuse a system message mid-conversation (any 400 then):
+            # send those as user messages from now on, for this client's session.
+            self.allow_mid_system = False
+            return True
         text = error.message.lower()
         if (
             "max_completion_tokens" in text
@@ -417,6 +413,20 @@ class LLMClient:
 def _check(cancel: threading.Event | None) -> None:
     if cancel is not None and cancel.is_set():
         raise Cancelled("cancelled before the model request")
+
+
+def _has_mid_system(messages: list[dict[str, Any]]) -> bool:
+    return any(m.get("role") == "system" for m in messages[1:])
+
+
+def _mid_system_as_user(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``messages`` with every system message after the first turned into a user
+    message; the same list object when there is none."""
+    if not _has_mid_system(messages):
+        return messages
+    return [messages[0]] + [
+        {**m, "role": "user"} if m.get("role") == "system" else m for m in messages[1:]
+    ]
 
 
 def _is_empty(turn: AssistantTurn) -> bool:

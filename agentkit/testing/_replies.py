@@ -14,11 +14,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from agentkit._fake_http import Disconnect, Pause
+from agentkit.testing._http import Disconnect, Pause
 from agentkit.tokens import count_text
 
 if TYPE_CHECKING:
-    from agentkit.testing import Reply
+    from agentkit.testing.server import Reply
 
 # ASCII-escaped: any string a handler returns (even a lone surrogate) is valid JSON on the wire.
 DUMP = json.JSONEncoder(ensure_ascii=True, separators=(",", ":")).encode

@@ -16,7 +16,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentkit.turns import ToolCall
+from agentkit.llm.turns import ToolCall
 
 _KNOWN_CALL_KEYS = frozenset(("index", "id", "type", "function"))
 _DECODER = json.JSONDecoder()
