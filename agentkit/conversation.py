@@ -117,11 +117,13 @@ class Conversation:
     error: str | None = None
     archive: list[dict[str, Any]] = field(default_factory=list)
     subagents: list[dict[str, Any]] = field(default_factory=list)
+    title: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Return the JSON document saved on disk."""
         return {
             "conversation_id": self.id,
+            "title": self.title,
             "state": self.state,
             "created_at": self.created_at,
             "updated_at": self.updated_at,
@@ -160,6 +162,7 @@ class Conversation:
             error=data.get("error"),
             archive=list(data.get("archive") or []),
             subagents=list(data.get("subagents") or []),
+            title=data.get("title") if isinstance(data.get("title"), str) else None,
         )
 
 

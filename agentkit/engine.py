@@ -111,6 +111,7 @@ class Engine:
         save: Callable[[Conversation], None] | None = None,
         max_turns: int | None = None,
         on_tool_call: Callable[[str, str], None] | None = None,
+        manage_state: bool = True,
     ) -> None:
         self.model = model
         self.registry = registry
@@ -122,6 +123,7 @@ class Engine:
         self._save = save
         self.max_turns = max_turns or self.settings.max_turns
         self.on_tool_call = on_tool_call
+        self.manage_state = manage_state
         self.last_action = ""
         self.window = ContextWindow(conversation, self.settings, self._tools_schema, self.emit)
         self._pool: ThreadPoolExecutor | None = None
@@ -159,7 +161,8 @@ class Engine:
         ``failed`` with the error's one line); raises nothing on cancel either."""
         conv = self.conversation
         self._repair_history()
-        self.set_state("running")
+        if self.manage_state:
+            self.set_state("running")
         turns = 0
         try:
             while True:
@@ -208,8 +211,9 @@ class Engine:
         self, status: str, final_text: str | None, error: str | None, error_kind: str | None = None
     ) -> EngineResult:
         self.conversation.error = error
-        # A cancelled conversation can simply be continued: it goes back to idle.
-        self.set_state({"done": "done", "cancelled": "idle"}.get(status, "failed"))
+        if self.manage_state:
+            # A cancelled conversation can simply be continued: it goes back to idle.
+            self.set_state({"done": "done", "cancelled": "idle"}.get(status, "failed"))
         self.save()
         return EngineResult(
             status=status, final_text=final_text, error=error, error_kind=error_kind

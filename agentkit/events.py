@@ -1,8 +1,15 @@
-"""Typed events for progress displays and UIs (``Agent.run(on_event=...)``).
+"""Typed events for progress displays and UIs (``Agent.run(on_event=...)``,
+``Session.subscribe``, ``async for ... in Session.events()``).
 
-Every event is a small frozen dataclass; ``type`` names it for JSON consumers.
-Callbacks run on the thread that produced the event (the run's thread, or the
-sub-agent monitor thread for sub-agent events); keep them quick.
+Every event is a small frozen dataclass; ``type`` names it for JSON consumers and
+``conversation_id`` says which conversation it belongs to (filled in by the
+session that publishes it). A conversation's events form one ordered stream
+(agentkit.chat.eventbus numbers them); callbacks are called one at a time.
+
+Conversation events (docs/architecture.md §9): :class:`RoundStarted` /
+:class:`RoundFinished` bracket each round; ``RoundFinished.background`` lists the
+sub-agents still running (work goes on), and :class:`AllWorkDone` follows once no
+round and no sub-agent is left (the moment to ring a bell).
 """
 
 from __future__ import annotations
@@ -12,11 +19,16 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 __all__ = [
+    "AllWorkDone",
     "AssistantMessage",
     "ContextCompacted",
     "Event",
     "EventHandler",
+    "MessageQueued",
+    "Notification",
     "RetryScheduled",
+    "RoundFinished",
+    "RoundStarted",
     "RunFinished",
     "RunStarted",
     "StateChanged",
@@ -26,12 +38,18 @@ __all__ = [
     "TextDelta",
     "ToolCallFinished",
     "ToolCallStarted",
+    "UserMessage",
 ]
 
 
 @dataclass(frozen=True)
 class Event:
-    """Base of all events: a frozen dataclass whose ``type`` is its class name."""
+    """Base of all events: a frozen dataclass whose ``type`` is its class name.
+
+    ``conversation_id`` (keyword-only, default "") names the conversation.
+    """
+
+    conversation_id: str = field(default="", kw_only=True)
 
     @property
     def type(self) -> str:
@@ -45,9 +63,9 @@ class Event:
 
 @dataclass(frozen=True)
 class RunStarted(Event):
-    """A run (a round of the main agent) began on ``task`` in conversation ``conversation_id``."""
+    """``Agent.run`` began on ``task`` (its first round; notification rounds follow
+    until no sub-agent works, then :class:`RunFinished`)."""
 
-    conversation_id: str
     task: str
 
 
@@ -146,3 +164,62 @@ class RunFinished(Event):
 
 
 EventHandler = Callable[[Event], None]
+
+
+@dataclass(frozen=True)
+class UserMessage(Event):
+    """A user message entered the conversation: at the start of a round, or at a turn
+    boundary of a running round (``queued`` True: it waited for the current tool
+    results)."""
+
+    text: str
+    queued: bool = False
+
+
+@dataclass(frozen=True)
+class MessageQueued(Event):
+    """A user message arrived while a round runs; it waits for the next turn boundary.
+    ``position`` is its place in the queue (1 = next)."""
+
+    text: str
+    position: int
+
+
+@dataclass(frozen=True)
+class Notification(Event):
+    """Finished sub-agents were announced to the main agent with the specification's
+    template (docs/specification.md §3): ``role`` "system" after a tool batch, "user"
+    when it starts a round; ``agent_ids`` the sub-agents announced; ``text`` as sent."""
+
+    agent_ids: list[int]
+    role: str
+    text: str
+
+
+@dataclass(frozen=True)
+class RoundStarted(Event):
+    """A round began (``round`` counts from 1 per session); ``trigger`` is "user" (a
+    message) or "notification" (a background sub-agent ended while no round ran)."""
+
+    round: int
+    trigger: str
+
+
+@dataclass(frozen=True)
+class RoundFinished(Event):
+    """A round ended: ``status`` done, failed or cancelled; ``final_text`` the answer;
+    ``background`` the ids of sub-agents still running (non-empty: the conversation
+    waits for them and a completion will start a round by itself)."""
+
+    round: int
+    status: str
+    final_text: str | None
+    error: str | None = None
+    background: list[int] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class AllWorkDone(Event):
+    """No round runs and no sub-agent works: the conversation is idle (after the last
+    round, or after the last background sub-agent of a conversation whose round had
+    already ended without news to announce)."""

@@ -49,7 +49,7 @@ def test_run_returns_result_events_and_saves_the_conversation(workspace: Path) -
         == workspace / ".agentkit" / "conversations" / f"{result.conversation_id}.json"
     )
     saved = json.loads(result.transcript_path.read_text())
-    assert saved["state"] == "done" and saved["messages"][-1]["content"] == "It says alpha."
+    assert saved["state"] == "idle" and saved["messages"][-1]["content"] == "It says alpha."
     # The main system prompt describes the workspace; every tool is offered.
     assert str(workspace) in first["messages"][0]["content"]
     names = {t["function"]["name"] for t in first["tools"]}

@@ -141,7 +141,7 @@ def test_run_json_multi_turn_tool_calls(read_run: dict[str, Any]) -> None:
     assert set(usage) == {"prompt", "completion", "total"} and usage["total"] > 0
     saved = Path(data["transcript_path"])
     assert saved == workspace / ".agentkit" / "conversations" / f"{data['conversation_id']}.json"
-    assert json.loads(saved.read_text())["state"] == "done"
+    assert json.loads(saved.read_text())["state"] == "idle"
     assert len(requests) == 2
     assert requests[1]["messages"][-1]["role"] == "tool"
     assert requests[0]["model"] == "fake-model"
@@ -389,7 +389,7 @@ def test_show_and_transcript_after_a_run(read_run: dict[str, Any]) -> None:
 
     show = agentkit("show", "-w", str(workspace), env=env)
     assert show.returncode == 0, show.stderr
-    assert f"conversation {conv_id}" in show.stdout and "state: done" in show.stdout
+    assert f"conversation {conv_id}" in show.stdout and "state: idle" in show.stdout
     assert "The file says: hello-from-a" in show.stdout and "sub-agents: none" in show.stdout
     shown = json.loads(agentkit("show", conv_id, "-w", str(workspace), "--json", env=env).stdout)
     assert shown["conversation_id"] == conv_id and shown["subagents"] == []

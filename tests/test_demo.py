@@ -81,7 +81,7 @@ def check_run(root: Path) -> None:
         assert answered == ids
     [main_file] = (root / ".agentkit/conversations").glob("conv_*.json")
     main = json.loads(main_file.read_text())
-    assert main["state"] == "done"
+    assert main["state"] == "idle"
     calls = tool_calls(main["messages"])
     assert main["stats"]["tool_calls"] == {name: calls.count(name) for name in set(calls)}
     assert calls.count("create_sub_agent") == 3

@@ -271,18 +271,20 @@ def test_idle_main_waits_then_gets_user_notification_for_agents_finishing_togeth
     with FakeOpenAIServer(router) as server, make_agent(server, workspace) as agent:
         holder["agent"] = agent
         # Hold the announcement until both are done, so they are "finishing together".
-        original = agent.manager.wait_finished
+        original = agent.manager.take_finished
 
-        def wait_both(cancel: threading.Event) -> Any:
-            for a in agent.manager.agents.values():
-                a.done.wait(20)
-            return original(cancel)
+        def take_both() -> Any:
+            agents = list(agent.manager.agents.values())
+            if any(a.status != "running" for a in agents):
+                for a in agents:
+                    a.done.wait(20)
+            return original()
 
-        agent.manager.wait_finished = wait_both  # type: ignore[method-assign]
+        agent.manager.take_finished = take_both  # type: ignore[method-assign]
         result = agent.run("并行两个任务", on_event=on_event)
         main = main_requests(server)
     assert result.status == "done" and result.final_text == "全部完成"
-    assert "waiting_for_subagents" in states and states[-1] == "done"
+    assert "waiting_for_subagents" in states and states[-1] == "idle"
     notice = main[2]["messages"][-1]
     assert notice["role"] == "user"
     assert notice["content"] == (

@@ -58,13 +58,16 @@ class Progress:
     """The worker's counters after a tool call (seed §1 status row fields).
 
     ``counters``: the four seed counters by name; ``token_usage``: ``{"prompt",
-    "completion", "total"}`` tokens; ``last_action``: one line, may be empty.
+    "completion", "total"}`` tokens; ``last_action``: one line, may be empty;
+    ``finishing``: it is calling finish_task (its Result follows), so a
+    notification about to go out can wait for it (agents ending together share one).
     """
 
     counters: dict[str, int]
     last_action: str
     turns: int
     token_usage: dict[str, int]
+    finishing: bool = False
 
 
 @dataclass(frozen=True)

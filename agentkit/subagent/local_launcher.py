@@ -10,6 +10,7 @@ the same protocol in its own module.
 from __future__ import annotations
 
 import contextlib
+import logging
 import multiprocessing
 import os
 import sys
@@ -18,12 +19,15 @@ import types
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import agentkit
 from agentkit.proctree import kill_tree
 from agentkit.secrets import ALWAYS_HIDDEN
 from agentkit.subagent.contract import Channel, ParentMessage, WorkerMessage, WorkerSpec
+
+if TYPE_CHECKING:
+    from agentkit.settings import Settings
 
 PRELOAD = ["agentkit.subagent.worker"]
 
@@ -176,3 +180,47 @@ class LocalLauncher:
             process.start()
         child_conn.close()  # only the worker holds this end: its EOF tells us it died
         return LocalWorker(process=process, channel=Channel(parent_conn), mark=spec.process_mark)
+
+
+_prewarm_lock = threading.Lock()
+_prewarmed = False
+
+
+def _ready() -> None:
+    """A worker that does nothing: starting it proves the server has preloaded."""
+
+
+def prewarm(start_method: str = "forkserver", api_key: str | None = None) -> None:
+    """Start the worker process server now and wait until it has preloaded the heavy
+    modules (openai, the tools), by starting one empty process through it. Later
+    sub-agents then start in tens of milliseconds. Once per process; a failure is
+    logged, never raised (the first sub-agent then starts it the usual way)."""
+    global _prewarmed
+    with _prewarm_lock:
+        if _prewarmed or start_method != "forkserver":
+            return
+        _prewarmed = True
+        if "forkserver" not in multiprocessing.get_all_start_methods():
+            return
+        ctx = multiprocessing.get_context("forkserver")
+        try:
+            _ensure_forkserver(ctx, api_key)
+            process = ctx.Process(target=_ready, name="agentkit-prewarm", daemon=True)
+            with _hidden_main():
+                process.start()
+            process.join(60)
+            process.close()
+        except Exception as exc:  # only an optimisation
+            logging.getLogger("agentkit").info("worker prewarm failed: %s", exc)
+
+
+def prewarm_in_background(settings: Settings) -> None:
+    """Run :func:`prewarm` on a daemon thread for ``settings``' start method and key."""
+    if _prewarmed:
+        return
+    threading.Thread(
+        target=prewarm,
+        args=(settings.subagent_start_method, settings.api_key),
+        name="agentkit-prewarm",
+        daemon=True,
+    ).start()

@@ -290,6 +290,19 @@ class SubAgentManager:
                 agent.announced = True
             return sorted(done, key=lambda a: a.spec.agent_id)
 
+    def has_unannounced(self) -> bool:
+        """True when a background agent ended and was not announced yet."""
+        with self._lock:
+            return any(
+                a.background and not a.announced and a.status != "running"
+                for a in self.agents.values()
+            )
+
+    def any_finishing(self) -> bool:
+        """True while a running agent has called finish_task and its end is on the way."""
+        with self._lock:
+            return any(a.finishing and a.status == "running" for a in self.agents.values())
+
     def has_pending(self) -> bool:
         """True while a background agent runs or ended unannounced."""
         with self._lock:

@@ -72,6 +72,7 @@ class SubAgent:
     handle: WorkerHandle | None = None
     done: threading.Event = field(default_factory=threading.Event)
     announced: bool = False
+    finishing: bool = False  # it called finish_task; its Result is on the way
     kill_reason: KillStatus | None = None
     # Where the final record is when the deliverables folder could not hold it
     # (workspace-relative), and the record itself when no disk could.

@@ -137,6 +137,7 @@ class Supervisor:
         """Take the worker's counters and last action; emit SubAgentProgress."""
         with self.changed:
             agent.counters.update(progress.counters)
+            agent.finishing = progress.finishing
             if progress.last_action:
                 agent.last_action = progress.last_action
         if emit:

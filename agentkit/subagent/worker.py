@@ -195,13 +195,14 @@ class SubAgentHooks(Hooks):
         return Step(messages=[*self._wrapup(), {"role": "user", "content": nudge}])
 
 
-def _progress(conv: Conversation, last_action: str) -> Progress:
+def _progress(conv: Conversation, last_action: str, finishing: bool = False) -> Progress:
     stats = conv.stats
     return Progress(
         counters=stats.seed_counts(),
         last_action=last_action,
         turns=stats.turns,
         token_usage=stats.token_usage(),
+        finishing=finishing,
     )
 
 
@@ -357,7 +358,9 @@ def worker_main(spec: WorkerSpec, conn: Endpoint) -> None:
             hooks=hooks,
             save=save,
             max_turns=settings.subagent_max_turns,
-            on_tool_call=lambda name, action: link.send(_progress(conv, action)),
+            on_tool_call=lambda name, action: link.send(
+                _progress(conv, action, finishing=name == "finish_task")
+            ),
         )
         save(conv)
         outcome = engine.run()

@@ -1,0 +1,59 @@
+"""What a reopened conversation owes its model: sub-agents that ended unseen.
+
+One job: when a saved conversation is loaded (after a restart, a crash, or a
+switch back to it), every sub-agent its file still lists as running has ended
+without the main agent hearing of it. Their records are swept
+(agentkit.subagent.sweep: a worker that is gone is recorded as terminated and
+its leftover processes killed), and the model is told at the next round: those
+that finished, with the result summary their records hold; those that were
+killed, with the reason.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agentkit import prompts
+from agentkit.conversation import Conversation
+from agentkit.settings import Settings
+from agentkit.subagent.sweep import sweep_rows
+
+__all__ = ["recovery_notes"]
+
+
+def recovery_notes(workspace: Path, conversation: Conversation, settings: Settings) -> list[str]:
+    """Sweep the conversation's sub-agents left ``running`` and return the system
+    notes for its next round (empty when none was left running). The rows in
+    ``conversation.subagents`` are updated to their final status."""
+    rows = conversation.subagents
+    stale = [r for r in rows if isinstance(r, dict) and r.get("status") == "running"]
+    if not stale:
+        return []
+    sweep_rows(workspace, stale)
+    language = settings.language
+    notes: list[str] = []
+    killed = []
+    for row in stale:
+        if row.get("status") == "running":  # the worker is gone without a final record
+            row["status"] = "terminated"
+            killed.append(row)
+            continue
+        notes.append(
+            prompts.phrase(
+                language,
+                "ended_unseen",
+                agent_id=row.get("agent_id"),
+                summary=row.get("summary", ""),
+                status=row.get("status"),
+                result_summary=row.get("result_summary") or "",
+                deliverables_dir=row.get("deliverables_dir", ""),
+            )
+        )
+    if killed:
+        names = ", ".join(
+            f"{r.get('agent_id')} ({r.get('summary', '')})"
+            + (f": {r['error']}" if r.get("error") else "")
+            for r in killed
+        )
+        notes.insert(0, prompts.phrase(language, "previous_subagents", agents=names))
+    return notes

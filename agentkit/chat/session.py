@@ -1,0 +1,549 @@
+"""A living conversation with the main agent: the specification's chat setting.
+
+One job: keep one conversation alive between rounds (docs/architecture.md §9).
+Sending a message returns when the main agent's round ends, with its answer,
+while background sub-agents keep working; a sub-agent that ends between rounds
+starts a round by itself with the specification's user template (docs/
+specification.md §2, §3); messages sent while a round runs queue and reach the
+model at the next turn boundary; every event goes out on one ordered stream.
+
+Threads: one *driver* thread per session runs the rounds, one after another.
+``post``/``send`` only queue and wake it, so they never block on a round;
+``cancel`` stops the current round only. Sub-agent monitor threads wake the
+driver when a sub-agent ends. Lock order: the driver never holds its own lock
+while calling the manager, and events are never published under it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import threading
+import time
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import Future
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agentkit import events as ev
+from agentkit import prompts
+from agentkit.chat.eventbus import EventBus, Numbered
+from agentkit.chat.inbox import Inbox, RoundResult
+from agentkit.chat.notes import recovery_notes
+from agentkit.chat.rounds import RoundPlan, run_round
+from agentkit.chat.store import clean_title, default_title, load_conversation
+from agentkit.conversation import Conversation, conversations_dir, utc_now
+from agentkit.engine import Model
+from agentkit.environment import prompt_values
+from agentkit.errors import ConfigurationError
+from agentkit.jsonfile import JsonFileWriter
+from agentkit.settings import Settings
+from agentkit.tools.base import Tool, ToolContext, ToolRegistry
+
+if TYPE_CHECKING:
+    from agentkit.subagent.contract import Launcher
+    from agentkit.subagent.manager import SubAgentManager
+
+log = logging.getLogger("agentkit")
+
+__all__ = ["Session", "build_registry", "check_settings"]
+
+NOTIFY_SETTLE = 0.3
+"""At most this many seconds a completion waits for sub-agents that have already called
+finish_task (their ends are on the way), so that sub-agents ending together share one
+notification (docs/specification.md §2). No wait when none is finishing."""
+
+STATES = ("idle", "running", "waiting_for_subagents")
+
+
+def check_settings(settings: Settings) -> None:
+    """Raise ConfigurationError when the endpoint settings cannot work.
+
+    A model name is required. An API key is required for the default OpenAI
+    endpoint; a custom ``base_url`` (Ollama, vLLM, llama.cpp...) may go without,
+    and a placeholder key is sent.
+    """
+    if not settings.model:
+        raise ConfigurationError("no model given: pass --model or set AGENTKIT_MODEL")
+    if not settings.api_key and not settings.base_url:
+        raise ConfigurationError(
+            "no API key: set OPENAI_API_KEY (or pass --api-key), or point --base-url / OPENAI_BASE_URL at a local server"
+        )
+
+
+class Session:
+    """One conversation with the main agent, alive between rounds.
+
+    Args:
+        workspace: the folder the tools work in (must exist).
+        settings: Settings (default: read the environment).
+        conversation_id: load and continue this saved conversation (its sub-agents
+            that ended while nobody listened are told to the model at the next round).
+        tools: extra tools for the main agent.
+        registry: use this tool registry as it is (``tools`` and ``subagents`` then
+            only decide whether the sub-agent manager may be used); see
+            :func:`build_registry`.
+        model: an object with the engine's ``complete()`` (default: an LLMClient).
+        subagents: offer the sub-agent tools (default True).
+        launcher: how sub-agent workers start (default: local processes).
+        prewarm: start the worker process server in the background now, so the first
+            sub-agent starts fast (default True).
+
+    Raises:
+        ConfigurationError: no such folder, no model or key, a damaged file.
+        FileNotFoundError: an unknown conversation_id.
+    """
+
+    def __init__(
+        self,
+        workspace: str | Path = ".",
+        settings: Settings | None = None,
+        *,
+        conversation_id: str | None = None,
+        tools: list[Tool] | None = None,
+        registry: ToolRegistry | None = None,
+        model: Model | None = None,
+        subagents: bool = True,
+        launcher: Launcher | None = None,
+        prewarm: bool = True,
+    ) -> None:
+        self.settings = settings or Settings()
+        root = Path(workspace).expanduser()
+        if not root.is_dir():
+            raise ConfigurationError(f"workspace {str(root)!r} is not a folder")
+        self.workspace = root.resolve()
+        if model is None:
+            check_settings(self.settings)
+        self._model = model
+        self._owns_model = model is None
+        self._subagents = subagents
+        self._launcher = launcher
+        self.registry = registry or build_registry(subagents, tools or [], lambda: self.manager)
+        self.bus = EventBus()
+        self._wake = threading.Condition(threading.Lock())
+        self._poked = False
+        self._closed = False
+        self._running = False
+        self._hold_notifications = False
+        self._round_no = 0
+        self._round_cancel = threading.Event()
+        self._idle = threading.Event()
+        self._idle.set()
+        self._manager: SubAgentManager | None = None
+        self._manager_lock = threading.Lock()
+        self._writer: JsonFileWriter | None = None
+        self._file_state: dict[str, Any] = {}
+        self.last_result: RoundResult | None = None
+        self.inbox = Inbox(self._poke)
+        self._notes: list[str] = []
+        if conversation_id:
+            self.conversation = load_conversation(self.workspace, conversation_id)
+            self._notes = recovery_notes(self.workspace, self.conversation, self.settings)
+            self.conversation.state = "idle"
+        else:
+            self.conversation = Conversation(model=self.settings.model)
+        self._thread = threading.Thread(
+            target=self._drive, name=f"agentkit-session-{self.conversation.id}", daemon=True
+        )
+        self._thread.start()
+        if prewarm and subagents and launcher is None:
+            from agentkit.subagent.local_launcher import prewarm_in_background
+
+            prewarm_in_background(self.settings)
+
+    # ------------------------------------------------------------- properties
+    @property
+    def id(self) -> str:
+        """The conversation id (``conv_...``)."""
+        return self.conversation.id
+
+    @property
+    def title(self) -> str:
+        """The title: given with :meth:`rename`, else from the first user message."""
+        return self.conversation.title or default_title(self.conversation.messages)
+
+    @property
+    def state(self) -> str:
+        """``running`` (a round runs, or work for one is waiting), ``waiting_for_subagents``
+        (no round; background sub-agents work) or ``idle``."""
+        if self._running or self._work_waiting():
+            return "running"
+        manager = self._manager
+        if manager is not None and manager.running():
+            return "waiting_for_subagents"
+        return "idle"
+
+    def _work_waiting(self) -> bool:
+        """True when a message is queued or a completion waits to be announced."""
+        if len(self.inbox):
+            return True
+        manager = self._manager
+        return manager is not None and not self._hold_notifications and manager.has_unannounced()
+
+    @property
+    def closed(self) -> bool:
+        """True once :meth:`close` was called."""
+        return self._closed
+
+    @property
+    def model(self) -> Model:
+        """The LLM client (created on first use)."""
+        if self._model is None:
+            from agentkit.llm import LLMClient
+
+            self._model = LLMClient(self.settings)
+        return self._model
+
+    @property
+    def manager(self) -> SubAgentManager:
+        """The conversation's sub-agent manager (created on first use)."""
+        with self._manager_lock:  # parallel create_sub_agent calls must share one manager
+            if self._manager is None:
+                from agentkit.subagent.manager import SubAgentManager
+
+                self._manager = SubAgentManager(
+                    workspace=self.workspace,
+                    settings=self.settings,
+                    conversation=self.conversation,
+                    emit=self._emit,
+                    launcher=self._launcher,
+                )
+            return self._manager
+
+    @property
+    def transcript_path(self) -> Path:
+        """``<workspace>/.agentkit/conversations/<conversation id>.json``."""
+        return conversations_dir(self.workspace) / f"{self.conversation.id}.json"
+
+    def subagents(self) -> list[dict[str, Any]]:
+        """Status rows of every sub-agent of the conversation (earlier runs' too):
+        agent_id, summary, status, runtime_seconds, the four counters, last_action,
+        deliverables_dir."""
+        if self._manager is None:
+            return [dict(r) for r in self.conversation.subagents]
+        return self._manager.records()
+
+    # --------------------------------------------------------------- messages
+    def post(self, text: str) -> Future[RoundResult]:
+        """Queue a user message without waiting; returns the future of the result of
+        the round it is answered in. Between rounds it starts a round at once; during
+        a round it reaches the model after the current tool results.
+
+        Raises:
+            ConfigurationError: an empty message.
+            Cancelled: the session is closed.
+        """
+        if not isinstance(text, str) or not text.strip():
+            raise ConfigurationError("the message is empty")
+        self._idle.clear()
+        busy = self._running
+        pending, position = self.inbox.put(text)
+        if busy:
+            self._emit(ev.MessageQueued(text=text, position=position))
+        return pending.future
+
+    def send(self, text: str, timeout: float | None = None) -> RoundResult:
+        """Send a user message and wait for the end of the round that answers it
+        (background sub-agents may still run: ``result.background``).
+
+        Raises ConfigurationError (empty), Cancelled (session closed before the
+        answer), TimeoutError after ``timeout`` seconds (the message stays queued).
+        """
+        return self.post(text).result(timeout)
+
+    async def asend(self, text: str) -> RoundResult:
+        """Asyncio form of :meth:`send`."""
+        return await asyncio.wrap_future(self.post(text))
+
+    def wait_idle(self, timeout: float | None = None) -> bool:
+        """Block until no round runs, nothing is queued and no sub-agent works;
+        returns False after ``timeout`` seconds."""
+        return self._idle.wait(timeout)
+
+    # ---------------------------------------------------------------- control
+    def cancel(self) -> bool:
+        """Stop the current round (safe from any thread or a signal handler): its
+        model request and tools are interrupted, a blocking sub-agent it waits for is
+        terminated; background sub-agents go on. Returns False when no round ran."""
+        if not self._running:
+            return False
+        self._round_cancel.set()
+        if self._manager is not None:
+            self._manager.wake()
+        return True
+
+    def stop_all(self) -> None:
+        """Cancel the current round and terminate every running sub-agent; their ends
+        are told to the model with the next user message (no round starts for them)."""
+        self._hold_notifications = True
+        self._round_cancel.set()
+        if self._manager is not None:
+            self._manager.wake()
+            self._manager.terminate_all(interrupted=True)
+        self._poke()
+
+    def terminate_subagent(self, agent_id: int) -> dict[str, Any]:
+        """Terminate a sub-agent at the user's request; returns the seed's
+        terminate_sub_agent JSON (docs/specification.md §1). The model is told at the
+        next round."""
+        if self._manager is None:
+            return {"success": False, "agent_id": agent_id, "error": "no sub-agent runs"}
+        result = self._manager.terminate(agent_id)
+        if result.get("success"):
+            self._notes.append(
+                prompts.phrase(self.settings.language, "user_terminated", agent_id=agent_id)
+            )
+        return result
+
+    def rename(self, title: str) -> None:
+        """Set the conversation's title (one line, cut to 80 characters); saved now.
+
+        Raises ConfigurationError for an empty title."""
+        cleaned = clean_title(title)
+        if not cleaned:
+            raise ConfigurationError("a title cannot be empty")
+        self.conversation.title = cleaned
+        self._save(self.conversation)
+        self._flush()
+
+    def close(self) -> None:
+        """End the conversation's life in this process (docs/specification.md §8.5):
+        cancel the round, terminate every sub-agent, save, stop the driver. Queued
+        messages never answered fail with Cancelled. Idempotent."""
+        with self._wake:
+            if self._closed:
+                return
+            self._closed = True
+            self._wake.notify_all()
+        self._round_cancel.set()
+        self.inbox.close("the conversation was closed before this message was answered")
+        if self._manager is not None:
+            self._manager.shutdown()
+        self._thread.join(30)
+        self._save(self.conversation)
+        try:
+            self._flush()
+        except OSError as exc:
+            log.info("conversation %s could not be saved: %s", self.id, exc)
+        self._idle.set()
+        self.bus.close()
+        close = getattr(self._model, "close", None)
+        if self._owns_model and callable(close):
+            close()
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ----------------------------------------------------------------- events
+    def subscribe(self, callback: Callable[[ev.Event], None]) -> Callable[[], None]:
+        """Call ``callback(event)`` for each later event, one at a time; returns the
+        function that unsubscribes."""
+        return self.bus.subscribe(callback)
+
+    def events(self, after: int | None = None) -> AsyncIterator[Numbered]:
+        """``async for item in session.events():`` each later event as ``item.event``
+        with its number ``item.seq``; ``after`` replays kept events after that number
+        first (a reconnecting client). Ends when the session closes."""
+        return self.bus.aiter(after)
+
+    def publish(self, event: ev.Event) -> None:
+        """Put ``event`` on the conversation's stream (its conversation_id filled in)."""
+        self._emit(event)
+
+    def _emit(self, event: ev.Event) -> None:
+        if not event.conversation_id:
+            event = dataclasses.replace(event, conversation_id=self.conversation.id)
+        self.bus.publish(event)
+        if isinstance(event, ev.SubAgentFinished):
+            self._poke()
+
+    # ------------------------------------------------------------ the driver
+    def _poke(self) -> None:
+        with self._wake:
+            self._poked = True
+            self._wake.notify_all()
+
+    def _drive(self) -> None:
+        while True:
+            with self._wake:
+                while not self._closed and not self._poked:
+                    self._wake.wait()
+                if self._closed:
+                    return
+                self._poked = False
+            try:
+                while not self._closed:  # round after round while work waits
+                    plan = self._plan()
+                    if plan.is_empty():
+                        self._settle()
+                        break
+                    self._round(plan)
+            except Exception:  # the driver must survive anything a round throws
+                log.exception("conversation %s: a round failed unexpectedly", self.id)
+                self._running = False
+                self._settle()
+
+    def _plan(self) -> RoundPlan:
+        manager = self._manager
+        messages = self.inbox.take_all()
+        if messages:
+            self._hold_notifications = False
+        finished: list[Any] = []
+        if manager is not None and not self._hold_notifications:
+            finished = manager.take_finished()
+            if finished and not messages and manager.any_finishing():
+                deadline = time.monotonic() + NOTIFY_SETTLE
+                while manager.any_finishing() and time.monotonic() < deadline:
+                    time.sleep(0.005)  # others ending at the same moment join
+                finished += manager.take_finished()
+                messages = self.inbox.take_all()
+        plan = RoundPlan(finished=finished, messages=messages)
+        if not plan.is_empty():
+            plan.notes = self._take_notes()
+        return plan
+
+    def _take_notes(self) -> list[str]:
+        notes, self._notes = self._notes, []
+        conv = self.conversation
+        if (
+            conv.error in ("cancelled", "interrupted")
+            and conv.messages[-1:]
+            and conv.messages[-1]["role"] == "user"
+        ):
+            notes.insert(0, prompts.phrase(self.settings.language, "interrupted_request"))
+        return notes
+
+    def _round(self, plan: RoundPlan) -> None:
+        self._round_no += 1
+        number = self._round_no
+        self._running = True
+        self._idle.clear()
+        self._round_cancel.clear()
+        if self._closed:  # closed between the plan and now: cancel at once
+            self._round_cancel.set()
+        self._set_state("running")
+        self._emit(ev.RoundStarted(round=number, trigger=plan.trigger))
+        ctx = ToolContext(
+            workspace=self.workspace,
+            settings=self.settings,
+            cancel=self._round_cancel,
+            claim_write=self._claim_write,
+            file_state=self._file_state,
+        )
+        outcome, taken = run_round(
+            plan,
+            conversation=self.conversation,
+            system_prompt=self._system_prompt,
+            model=self.model,
+            registry=self.registry,
+            ctx=ctx,
+            manager=lambda: self._manager,
+            inbox=self.inbox,
+            emit=self._emit,
+            save=self._save,
+        )
+        self._save(self.conversation)
+        save_error = None
+        try:
+            self._flush()
+        except OSError as exc:
+            save_error = f"the conversation could not be saved: {exc}"
+        manager = self._manager
+        background = sorted(a.spec.agent_id for a in manager.running()) if manager else []
+        result = RoundResult(
+            conversation_id=self.id,
+            round=number,
+            status="failed" if save_error else outcome.status,
+            final_text=outcome.final_text,
+            error=outcome.error or save_error,
+            error_kind=outcome.error_kind,
+            background=background,
+            stats=self.conversation.stats.to_dict(),
+            transcript_path=self.transcript_path,
+        )
+        self.last_result = result
+        self._running = False
+        self._settle()  # before anyone hears the round ended, so the state is current
+        self._emit(
+            ev.RoundFinished(
+                round=number,
+                status=result.status,
+                final_text=result.final_text,
+                error=result.error,
+                background=background,
+            )
+        )
+        for pending in taken:
+            if not pending.future.done():
+                pending.future.set_result(result)
+
+    def _settle(self) -> None:
+        """Set the state after a round or a completion; ``AllWorkDone`` when idle."""
+        state = self.state
+        if state == "running":
+            return
+        changed = self.conversation.state != state
+        self._set_state(state)
+        try:
+            self._flush()  # the file says the state a caller is about to hear of
+        except OSError as exc:
+            log.info("conversation %s could not be saved: %s", self.id, exc)
+        if state == "idle":
+            if changed:
+                self._emit(ev.AllWorkDone())
+            self._idle.set()
+
+    def _set_state(self, state: str) -> None:
+        if self.conversation.state != state:
+            self.conversation.state = state
+            self._emit(ev.StateChanged(state=state))
+            self._save(self.conversation)
+
+    # --------------------------------------------------------------- storage
+    def _system_prompt(self) -> str:
+        return prompts.render(
+            self.settings.language,
+            "main_system.txt",
+            max_concurrent=self.settings.max_concurrent_subagents,
+            **prompt_values(self.workspace),
+        )
+
+    def _save(self, conversation: Conversation) -> None:
+        if self._manager is not None:
+            conversation.subagents = self._manager.records()
+        path = self.transcript_path
+        if self._writer is None or self._writer.path != path:
+            self._flush()
+            self._writer = JsonFileWriter(path)
+        conversation.updated_at = utc_now()
+        self._writer.submit(conversation.to_dict())
+
+    def _flush(self) -> None:
+        if self._writer is not None:
+            self._writer.flush()
+
+    def _claim_write(self, path: Path) -> None:
+        if self._manager is not None:
+            self._manager.check_main_write(path)
+
+
+def build_registry(
+    subagents: bool, extra: list[Tool], manager: Callable[[], SubAgentManager]
+) -> ToolRegistry:
+    """Return the main agent's tools: the built-in ones, the three sub-agent tools
+    bound to ``manager()`` (called at each use) when ``subagents``, then ``extra``."""
+    from agentkit.tools import base_tools
+
+    registry = ToolRegistry(base_tools())
+    if subagents:
+        from agentkit.subagent.tools import make_main_tools
+
+        for tool in make_main_tools(manager):
+            registry.register(tool)
+    for tool in extra:
+        registry.register(tool)
+    return registry
