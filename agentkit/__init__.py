@@ -1,6 +1,6 @@
 """agentkit: agents that delegate work to parallel, isolated, observable sub-agents.
 
-The public API (DESIGN §3)::
+The public API (docs/architecture.md §3)::
 
     from agentkit import Agent, Settings
     with Agent(workspace="proj", settings=Settings(model="gpt-4o-mini")) as agent:

@@ -1,4 +1,4 @@
-"""The main agent: the public Python API of DESIGN §3.
+"""The main agent: the public Python API of docs/architecture.md §3.
 
     from agentkit import Agent, Settings
     with Agent(workspace="proj", settings=Settings(model="...")) as agent:
@@ -8,7 +8,7 @@ An Agent owns one conversation at a time (saved under
 ``<workspace>/.agentkit/conversations/<id>.json`` after every turn) and the
 sub-agents created in it. Starting a new conversation, loading another one,
 ``close()`` and leaving the ``with`` block terminate every running sub-agent
-(seed §8.5).
+(docs/specification.md §8.5).
 """
 
 from __future__ import annotations

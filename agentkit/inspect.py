@@ -1,6 +1,6 @@
 """Reading results back: a conversation's sub-agents, and any transcript, readably.
 
-Sources (DESIGN §1, seed §6): the main conversation file
+Sources (docs/architecture.md §1, docs/specification.md §6): the main conversation file
 ``<workspace>/.agentkit/conversations/<id>.json`` (with its ``subagents`` rows) and
 each sub-agent's ``<deliverables_dir>/.subagent/conversations.json``. Everything
 here is plain data in, plain text out, so the CLI can print it or dump it as JSON.
@@ -194,7 +194,7 @@ def resolve_transcript(workspace: Path, target: str) -> Path:
 
     ``target`` is a path to a JSON file, a sub-agent id number (looked up in the
     latest conversation's ``subagents`` rows; its record is
-    ``<deliverables_dir>/.subagent/conversations.json``, seed §6) or a
+    ``<deliverables_dir>/.subagent/conversations.json``, docs/specification.md §6) or a
     conversation id. Raises InspectError when nothing matches.
     """
     as_path = Path(target).expanduser()
@@ -259,7 +259,7 @@ def render_transcript(doc: dict[str, Any], *, tool_chars: int = 800, text_chars:
     """Return a main conversation or sub-agent record as readable text.
 
     Args:
-        doc: a conversation file or a sub-agent conversations.json (seed §6).
+        doc: a conversation file or a sub-agent conversations.json (docs/specification.md §6).
         tool_chars: cut tool results to this many chars (0: keep all).
         text_chars: cut system/user/assistant texts to this many chars (0: keep all).
     """

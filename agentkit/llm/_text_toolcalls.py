@@ -4,7 +4,7 @@ Some local models put the call in ``content`` as their chat template taught them
 ``<tool_call>{...}</tool_call>`` (Hermes, Qwen), ``<function=NAME>...</function>``
 (Llama 3.1, Qwen3-Coder's ``<parameter=KEY>`` form), or a bare or ```json-fenced
 ``{"name": ..., "arguments"|"parameters": {...}}`` object or list
-(shared/testdata/providers cases 60, 61). Only names of offered tools with
+(docs/providers.md cases 60, 61). Only names of offered tools with
 parseable arguments are accepted; a fenced or bare object must be the whole content
 or its last block, so quoted examples in prose are left alone.
 """

@@ -3,9 +3,9 @@
 Built on the ``openai`` package's client (auth, headers, base URL handling, error
 types) but through its generic ``client.post()`` path, not the typed
 ``chat.completions.create()``, which walks every message through its parameter
-transform on each call (~15 ms at 100 messages; DESIGN §8). Responses are read as
+transform on each call (~15 ms at 100 messages; docs/architecture.md §8). Responses are read as
 raw bytes and parsed here, so every provider quirk of
-shared/testdata/providers/README.md can be handled (rules R1-R9, S1-S7, T1-T5,
+docs/providers.md can be handled (rules R1-R9, S1-S7, T1-T5,
 F1-F4, E1-E6; the assembly lives in ``_assemble``, classification in
 ``_errors``).
 
@@ -53,7 +53,7 @@ class LLMClient:
             ``retry_total_seconds`` (seconds), ``system_role_after_start`` (False: system messages after the
             first are sent as user messages; also learnt, for this client's lifetime,
             when a server refuses one with a 400).
-        text_tool_call_fallback: read tool calls a model wrote as text (README rule X1;
+        text_tool_call_fallback: read tool calls a model wrote as text (docs/providers.md rule X1;
             opt-in, for local models). None: ``settings.text_tool_call_fallback`` if
             that field exists, else False.
 
@@ -82,7 +82,7 @@ class LLMClient:
         http_options: dict[str, Any] = {"event_hooks": {"request": [self._tracker.on_request]}}
         if (settings.base_url or "").lower().startswith("http://"):
             # Plain HTTP (local servers, tests): skip loading the CA bundle, ~50 ms per
-            # client, which matters for sub-agent start-up (DESIGN §8).
+            # client, which matters for sub-agent start-up (docs/architecture.md §8).
             http_options["verify"] = False
         http_client = openai.DefaultHttpxClient(**http_options)
         # R1: the SDK would retry quota errors and never mid-stream failures; we own retries.
@@ -103,7 +103,7 @@ class LLMClient:
         self._headers_stream = {**headers, "Accept": "text/event-stream"}
         self._transport_errors, self._timeout_errors = transport_error_types()
         self._rng = random.Random()
-        # Set once a server refused them (one auto-repair per session, README §4.2).
+        # Set once a server refused them (one auto-repair per session, docs/providers.md §4.2).
         self._max_tokens_key = "max_tokens"
         self._reached = False  # set once this server answered at all
         self._stream_options = True
@@ -124,7 +124,7 @@ class LLMClient:
     ) -> AssistantTurn:
         """Send one request (streamed unless ``settings.stream`` is False) and return the turn.
 
-        Transient failures (README E2) are retried with backoff as ``_retry`` says:
+        Transient failures (docs/providers.md E2) are retried with backoff as ``_retry`` says:
         ``max_retries`` times, a model outage (5xx, timeouts, dropped connections)
         for up to ``retry_total_seconds`` (then the error says so), a server never
         reached once. An empty reply while tools are

@@ -3,7 +3,7 @@
 One job: :class:`LocalLauncher` implements the contract's Launcher
 (``start(spec) -> WorkerHandle``) with multiprocessing, using a context that is
 safe beside threads: forkserver with the heavy modules preloaded (fast starts,
-DESIGN §8), or spawn. Another execution engine (Ray, a job queue) implements
+docs/architecture.md §8), or spawn. Another execution engine (Ray, a job queue) implements
 the same protocol in its own module.
 """
 

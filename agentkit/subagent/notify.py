@@ -1,4 +1,4 @@
-"""Telling the main agent that background sub-agents finished (seed §2, §3).
+"""Telling the main agent that background sub-agents finished (docs/specification.md §2, §3).
 
 After each batch of tool results, every background sub-agent that ended since is
 announced in a system message (the seed's system template). When the main agent

@@ -1,5 +1,5 @@
 """read_file's implementation: windows of numbered lines and bounded-memory streaming of
-large files (TOOLS.md read_file)."""
+large files (docs/tools.md §3 read_file)."""
 
 from __future__ import annotations
 

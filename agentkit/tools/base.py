@@ -5,7 +5,7 @@ parameters are a pydantic model; the JSON schema sent to the model is generated
 from that model. Descriptions come from ``prompts/<lang>/tools/<name>.md`` when
 the tool does not carry its own. The registry turns every failure (unknown tool,
 bad arguments, ToolError, any exception) into an ``Error:`` result; nothing
-raises into the loop (DESIGN §3, Tools).
+raises into the loop (docs/architecture.md §3, Tools).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from agentkit.settings import Settings
 
 @dataclass
 class ToolResult:
-    """What a tool returns (shared TOOLS.md envelope).
+    """What a tool returns (docs/tools.md §1 envelope).
 
     ``output`` is the text the model sees; for a failure it begins with ``Error:``.
     ``meta`` holds machine-readable facts (exit code, truncation, sizes).
@@ -143,7 +143,7 @@ def _schema(name: str, params: type[BaseModel], fallback: str, language: str) ->
     }
 
 
-# errno classes -> the tool error kind the model sees (TOOLS.md error codes). One
+# errno classes -> the tool error kind the model sees (docs/tools.md error codes). One
 # table for every tool and record write: a full disk must read as disk_full, not
 # as a bad argument.
 _ERRNO_KINDS: dict[int, str] = {

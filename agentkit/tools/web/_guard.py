@@ -1,6 +1,6 @@
 """SSRF guard for extract_webpage: URL checks, address classification, allow-list, DNS.
 
-Rule source: shared TOOLS.md (extract_webpage) and DESIGN §6. Only ``http`` and
+Rule source: docs/tools.md §9 (extract_webpage) and docs/architecture.md §6. Only ``http`` and
 ``https`` URLs are fetched; every address a host resolves to must be public
 unless the host or address is allow-listed in ``Settings.web_allow_hosts``.
 The caller then connects to the checked address only (see ``fetch.py``), so a
