@@ -2,12 +2,12 @@
 
 One job: SubAgentManager is the facade the rest of the package uses. It keeps
 the collection of sub-agents (this run's and earlier runs' of the conversation),
-checks create_sub_agent requests against the seed's limits (§1, §8: agent_id
-1-99 and unique in the conversation, timeout 60-3600 s from Settings, at most 5
-running, no overlapping deliverables), starts workers through a Launcher and
-hands them to the Supervisor, and answers create/terminate/get_status in the
-seed's JSON shapes. Watching, killing and finishing workers is
-agentkit.subagent.supervisor's job.
+checks create_sub_agent requests against the limits of docs/specification.md
+§1 and §8 (agent_id 1-99 and unique in the conversation, timeout 60-3600 s
+from Settings, at most 5 running, no overlapping deliverables), starts
+workers through a Launcher and hands them to the Supervisor, and answers
+create/terminate/get_status in the seed's JSON shapes. Watching, killing and
+finishing workers is agentkit.subagent.supervisor's job.
 """
 
 from __future__ import annotations

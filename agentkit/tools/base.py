@@ -143,7 +143,7 @@ def _schema(name: str, params: type[BaseModel], fallback: str, language: str) ->
     }
 
 
-# errno classes -> the tool error kind the model sees (docs/tools.md error codes). One
+# errno classes -> the tool error kind the model sees (docs/tools.md §12). One
 # table for every tool and record write: a full disk must read as disk_full, not
 # as a bad argument.
 _ERRNO_KINDS: dict[int, str] = {
