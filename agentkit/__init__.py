@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from agentkit.tools.base import Tool, ToolContext, ToolRegistry, ToolResult
 
 # Loaded on first use, so `import agentkit` (and `agentkit --help`) stays fast:
-# pydantic-settings alone costs ~300 ms and openai ~400 ms.
+# pydantic-settings alone costs ~300 ms and openai ~0.4 s (docs/architecture.md §8).
 _LAZY = {
     "Agent": "agentkit.agent",
     "RunResult": "agentkit.agent",

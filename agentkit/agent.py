@@ -295,7 +295,6 @@ class Agent:
                 cancel=self._cancel,
                 claim_write=self._claim_write,
                 file_state=self._file_state,
-                agent_label="main",
             )
             engine = Engine(
                 model=self.model,

@@ -16,7 +16,6 @@ from typing import Any
 from agentkit.jsonfile import read_json, write_json_atomic
 from agentkit.llm.turns import Usage
 
-STATES = ("idle", "running", "waiting_for_subagents", "done", "failed")
 # The seed's four activity counters (docs/specification.md §1 stats, §3.2 template), in display order;
 # the one definition every module (Stats, records, status rows, views) uses.
 SEED_COUNTERS = ("files_read", "searches", "web_pages", "commands")

@@ -10,7 +10,8 @@ F1-F4, E1-E6; the assembly lives in ``_assemble``, classification in
 ``_errors``).
 
 ``openai`` is imported when an LLMClient is created, not when this module is
-imported (``import openai`` takes ~0.4 s; the CLI must start faster).
+imported (``import openai`` takes ~0.4 s, docs/architecture.md §8; the CLI must
+start faster).
 """
 
 from __future__ import annotations
@@ -54,8 +55,7 @@ class LLMClient:
             first are sent as user messages; also learnt, for this client's lifetime,
             when a server refuses one with a 400).
         text_tool_call_fallback: read tool calls a model wrote as text (docs/providers.md rule X1;
-            opt-in, for local models). None: ``settings.text_tool_call_fallback`` if
-            that field exists, else False.
+            opt-in, for local models). None: ``settings.text_tool_call_fallback``.
 
     Raises:
         ConfigurationError: no model, or no API key and no base URL.
@@ -75,7 +75,7 @@ class LLMClient:
 
         self.settings = settings
         if text_tool_call_fallback is None:
-            text_tool_call_fallback = bool(getattr(settings, "text_tool_call_fallback", False))
+            text_tool_call_fallback = settings.text_tool_call_fallback
         self.text_tool_call_fallback = text_tool_call_fallback
         # Sockets are tracked so that a cancel can abort a blocked read (see _cancel).
         self._tracker = SocketTracker()
@@ -93,7 +93,6 @@ class LLMClient:
             timeout=settings.request_timeout,
             http_client=http_client,
         )
-        self._openai = openai
         self._http = http_client
         self._url = str(self._client.base_url).rstrip("/") + "/chat/completions"
         headers = {k: v for k, v in self._client.default_headers.items() if isinstance(v, str)}
