@@ -172,7 +172,7 @@ class _Interrupts:
     def __init__(self, agent: Agent) -> None:
         self.agent = agent
         self.count = 0
-        self.signal = signal.SIGINT
+        self.signal: int = signal.SIGINT
         self._previous: Any = None
         self._previous_term: Any = None
         self._previous_hup: Any = None

@@ -155,7 +155,8 @@ def _summarise(messages: list[dict[str, Any]]) -> str:
     lines: list[str] = []
     for msg in messages:
         role = msg.get("role")
-        content = msg.get("content") if isinstance(msg.get("content"), str) else ""
+        raw = msg.get("content")
+        content = raw if isinstance(raw, str) else ""
         if role == "user" or role == "system":
             lines.append(f"- {role}: {' '.join(content.split())[:300]}")
         elif role == "assistant":

@@ -242,7 +242,8 @@ def _content_text(content: Any) -> str:
 def _call_text(call: Any) -> str:
     if not isinstance(call, dict):
         return str(call)
-    function = call.get("function") if isinstance(call.get("function"), dict) else call
+    inner = call.get("function")
+    function = inner if isinstance(inner, dict) else call
     name = function.get("name", "?")
     args = function.get("arguments", "")
     if isinstance(args, str):

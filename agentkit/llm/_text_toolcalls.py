@@ -53,10 +53,10 @@ def _function_call(name: str, body: str, offered: set[str]) -> tuple[str, dict[s
         return None
     if body.startswith("{"):
         try:
-            args = json.loads(body)
+            whole = json.loads(body)
         except ValueError:
             return None
-        return (name, args) if isinstance(args, dict) else None
+        return (name, whole) if isinstance(whole, dict) else None
     args: dict[str, Any] = {}
     for key, raw in _PARAM_RE.findall(body):
         try:

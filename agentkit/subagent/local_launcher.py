@@ -18,7 +18,7 @@ import types
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import agentkit
 from agentkit.proctree import kill_tree
@@ -150,14 +150,18 @@ class LocalLauncher:
     On platforms without forkserver (Windows, macOS default) spawn is used.
     """
 
-    def __init__(self, start_method: str = "forkserver") -> None:
+    def __init__(self, start_method: Literal["forkserver", "spawn"] = "forkserver") -> None:
         if (
             start_method == "forkserver"
             and "forkserver" not in multiprocessing.get_all_start_methods()
         ):
             start_method = "spawn"
         self.start_method = start_method
-        self._ctx = multiprocessing.get_context(start_method)
+        self._ctx = (
+            multiprocessing.get_context("spawn")
+            if start_method == "spawn"
+            else multiprocessing.get_context("forkserver")
+        )
 
     def start(self, spec: WorkerSpec) -> LocalWorker:
         """Start a worker process; returns its handle. Raises OSError if it cannot start."""

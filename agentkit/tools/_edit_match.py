@@ -162,6 +162,7 @@ def reindent(new: str, old_lines: list[str], file_lines: list[str]) -> str:
         if o.strip()
     ]
     use_tabs = any(_indent_of(f).startswith("\t") for f in file_lines)
+    b: float
     a, b = 1.0, (pairs[0][1] - pairs[0][0]) if pairs else 0
     if not all(f == o + b for o, f in pairs):
         distinct = sorted(set(pairs))

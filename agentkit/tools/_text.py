@@ -295,8 +295,8 @@ def decode(data: bytes) -> Decoded:
         return Decoded(text, format_of(text, "utf-8", b""))
     except UnicodeDecodeError as exc:
         bad_at = exc.start
-    codec, likely = guess_legacy(data[: 256 * 1024])
-    if codec is None:
+    legacy, likely = guess_legacy(data[: 256 * 1024])
+    if legacy is None:
         hint = (
             f" (it looks most like {likely}, which is not a supported text encoding)"
             if likely
@@ -308,6 +308,7 @@ def decode(data: bytes) -> Decoded:
             f"legacy encoding fits{hint}; inspect it with run_command (e.g. file, iconv)",
         )
     # The guess was made on a sample: a later byte may still not fit.
+    codec = legacy
     try:
         text = data.decode(codec)
     except UnicodeDecodeError:

@@ -14,6 +14,7 @@ import ipaddress
 import socket
 import threading
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
 
 from agentkit.errors import ToolError
@@ -123,7 +124,7 @@ def resolve(host: str, port: int, timeout: float) -> list[str]:
         return [str(ipaddress.ip_address(host))]
     except ValueError:
         pass
-    box: dict[str, object] = {}
+    box: dict[str, Any] = {}
 
     def work() -> None:
         try:
@@ -140,7 +141,7 @@ def resolve(host: str, port: int, timeout: float) -> list[str]:
         raise ToolError("http_error", f"cannot resolve host {host}: {box['error']}")
     infos = box.get("infos") or []
     addresses: list[str] = []
-    for info in infos:  # type: ignore[union-attr]
+    for info in infos:
         address = str(info[4][0]).split("%", 1)[0]  # drop an IPv6 zone id
         if address not in addresses:
             addresses.append(address)
