@@ -1,6 +1,6 @@
 """agentkit: agents that delegate work to parallel, isolated, observable sub-agents.
 
-The public API (DESIGN §3)::
+The public API (docs/architecture.md §3)::
 
     from agentkit import Agent, Settings
     with Agent(workspace="proj", settings=Settings(model="gpt-4o-mini")) as agent:
@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from agentkit.tools.base import Tool, ToolContext, ToolRegistry, ToolResult
 
 # Loaded on first use, so `import agentkit` (and `agentkit --help`) stays fast:
-# pydantic-settings alone costs ~300 ms and openai ~400 ms.
+# pydantic-settings alone costs ~300 ms and openai ~0.4 s (docs/architecture.md §8).
 _LAZY = {
     "Agent": "agentkit.agent",
     "RunResult": "agentkit.agent",

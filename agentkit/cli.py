@@ -1,11 +1,11 @@
-"""The ``agentkit`` command (DESIGN §3 CLI): run, show, transcript, demo.
+"""The ``agentkit`` command (docs/architecture.md §3 CLI): run, show, transcript, demo.
 
 Exit codes: 0 done; 1 the run failed or was cancelled, or an internal error;
 2 usage or configuration error (one line on stderr, no traceback); 130 Ctrl-C,
 143 SIGTERM, 129 SIGHUP.
 ``AGENTKIT_DEBUG=1`` adds tracebacks to internal errors.
 
-Start-up time matters (DESIGN §8: ``agentkit --help`` under 300 ms), so this
+Start-up time matters (docs/architecture.md §8: ``agentkit --help`` under 300 ms), so this
 module imports only argparse and the standard library at load time; Settings,
 Agent, rich and openai are imported inside the commands.
 """
@@ -172,7 +172,7 @@ class _Interrupts:
     def __init__(self, agent: Agent) -> None:
         self.agent = agent
         self.count = 0
-        self.signal = signal.SIGINT
+        self.signal: int = signal.SIGINT
         self._previous: Any = None
         self._previous_term: Any = None
         self._previous_hup: Any = None

@@ -2,7 +2,7 @@
 
 :class:`ContextWindow` holds the conversation as it is sent (wire format, token
 sizes, the budget) and calls the steps below when a request would not fit.
-Steps, cheapest first (issue 2, DESIGN §5): shrink the oldest tool outputs,
+Steps, cheapest first (issue 2, docs/architecture.md §5): shrink the oldest tool outputs,
 then long arguments of answered tool calls, then compact older turns into one summary message. The summary is built
 mechanically from the messages (no extra model call), so compaction cannot fail
 or cost tokens. Originals go to the conversation's ``archive``: nothing is lost
@@ -155,7 +155,8 @@ def _summarise(messages: list[dict[str, Any]]) -> str:
     lines: list[str] = []
     for msg in messages:
         role = msg.get("role")
-        content = msg.get("content") if isinstance(msg.get("content"), str) else ""
+        raw = msg.get("content")
+        content = raw if isinstance(raw, str) else ""
         if role == "user" or role == "system":
             lines.append(f"- {role}: {' '.join(content.split())[:300]}")
         elif role == "assistant":
@@ -210,7 +211,7 @@ class ContextWindow:
 
     Owns appending messages to the conversation, so the wire-format copy and the
     token count of each message stay in step with ``conversation.messages``
-    without re-encoding the history every turn (DESIGN §8). ``fit`` shrinks and
+    without re-encoding the history every turn (docs/architecture.md §8). ``fit`` shrinks and
     compacts the stored messages when the request would not fit the budget.
 
     Args:

@@ -1,7 +1,7 @@
 """Conversation: messages, state and statistics, persisted atomically as JSON.
 
 The main agent's conversation lives at ``<workspace>/.agentkit/conversations/<id>.json``
-(DESIGN §1) and is rewritten after every turn, so a crash loses at most the turn
+(docs/architecture.md §1) and is rewritten after every turn, so a crash loses at most the turn
 in flight and ``Agent(conversation_id=...)`` can load it and continue.
 """
 
@@ -16,19 +16,18 @@ from typing import Any
 from agentkit.jsonfile import read_json, write_json_atomic
 from agentkit.llm.turns import Usage
 
-STATES = ("idle", "running", "waiting_for_subagents", "done", "failed")
-# The seed's four activity counters (seed §1 stats, §2 templates), in display order;
+# The seed's four activity counters (docs/specification.md §1 stats, §3.2 template), in display order;
 # the one definition every module (Stats, records, status rows, views) uses.
 SEED_COUNTERS = ("files_read", "searches", "web_pages", "commands")
 
 
 def utc_now() -> str:
-    """Return the current UTC time as ``2026-03-10T12:00:00Z`` (seed §6 format)."""
+    """Return the current UTC time as ``2026-03-10T12:00:00Z`` (docs/specification.md §6 format)."""
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def new_conversation_id() -> str:
-    """Return a fresh id like ``conv_3f2a9c1b7d4e`` (seed §1 shape ``conv_abc123``)."""
+    """Return a fresh id like ``conv_3f2a9c1b7d4e`` (docs/specification.md §1 shape ``conv_abc123``)."""
     return "conv_" + uuid.uuid4().hex[:12]
 
 
@@ -38,7 +37,7 @@ class Stats:
 
     ``turns`` counts model requests answered; ``tool_calls`` counts calls by tool
     name; token fields are summed usage (tokens), ``usage_estimated`` is True if any
-    turn's usage was counted locally. The four seed counters (seed §1 stats) count
+    turn's usage was counted locally. The four seed counters (docs/specification.md §1 stats) count
     successful calls: files_read = read_file, searches = search_workspace +
     web_search, web_pages = extract_webpage, commands = run_command (a command
     that ran counts whatever its exit code).
@@ -77,7 +76,7 @@ class Stats:
         return {name: getattr(self, name) for name in SEED_COUNTERS}
 
     def token_usage(self) -> dict[str, int]:
-        """Return ``{"prompt", "completion", "total"}`` (seed §6 shape)."""
+        """Return ``{"prompt", "completion", "total"}`` (docs/specification.md §6 shape)."""
         return {
             "prompt": self.prompt_tokens,
             "completion": self.completion_tokens,

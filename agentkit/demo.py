@@ -101,7 +101,7 @@ class DemoModel:
                     timeout_seconds=300,
                 )
             ]
-        announced = set()
+        announced: set[int] = set()
         for m in messages:
             if m.get("role") in ("system", "user") and m is not messages[0]:
                 announced.update(int(x) for x in _ANNOUNCED.findall(m.get("content") or ""))

@@ -3,7 +3,7 @@
 Both are event handlers for ``Agent.run(on_event=...)`` (agentkit.events). Events
 arrive from the run's thread and from sub-agent monitor threads, so each view
 guards its state with a lock. The live view (on a terminal) shows a status line
-for the main agent and the sub-agents' table (DESIGN §3 CLI: id, summary, status,
+for the main agent and the sub-agents' table (docs/architecture.md §3 CLI: id, summary, status,
 runtime, counters, last action); the plain printer (pipes, logs) writes one line
 per tool call, sub-agent start or finish, retry and compaction.
 

@@ -1,4 +1,4 @@
-"""The one conversation loop shared by the main agent and every sub-agent (DESIGN §1).
+"""The one conversation loop shared by the main agent and every sub-agent (docs/architecture.md §1).
 
 Roles, as small protocols: a *model* (``Model.complete``: messages in, one
 normalised AssistantTurn out), an *environment* (the ToolRegistry and its

@@ -18,7 +18,7 @@ def current_time() -> str:
 
 
 def prompt_values(workspace: Path) -> dict[str, str]:
-    """Return the ``{workspace}``, ``{system}`` and ``{current_time}`` template values (seed §5)."""
+    """Return the ``{workspace}``, ``{system}`` and ``{current_time}`` template values (docs/specification.md §5)."""
     return {
         "workspace": str(workspace),
         "system": describe_system(),

@@ -26,7 +26,7 @@ class LLMError(AgentkitError):
             ``context_length_exceeded``, ``content_filter``, ``invalid_request``,
             ``authentication``, ``not_found``, ``server_error``, ``overloaded``,
             ``connection``, ``timeout``, ``incomplete_stream``, ``truncated_tool_call``,
-            ``empty_response``. Kinds follow testdata/providers/README.md §4.2.
+            ``empty_response``. Kinds follow docs/providers.md §4.2.
         status: the HTTP status, or None for transport and in-stream failures.
         retryable: whether the failure is transient (retried by LLMClient).
         retry_after: a server hint in seconds, or None.
@@ -87,7 +87,7 @@ class ToolError(AgentkitError):
     """Raised inside a tool to return a clean ``Error: <code>: <message>`` to the model.
 
     The registry catches it; it never reaches the engine loop. ``code`` is one of the
-    stable strings of shared TOOLS.md ("not_found", "outside_workspace", ...).
+    stable strings of docs/tools.md ("not_found", "outside_workspace", ...).
     """
 
     def __init__(self, code: str, message: str) -> None:

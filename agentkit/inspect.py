@@ -1,6 +1,6 @@
 """Reading results back: a conversation's sub-agents, and any transcript, readably.
 
-Sources (DESIGN §1, seed §6): the main conversation file
+Sources (docs/architecture.md §1, docs/specification.md §6): the main conversation file
 ``<workspace>/.agentkit/conversations/<id>.json`` (with its ``subagents`` rows) and
 each sub-agent's ``<deliverables_dir>/.subagent/conversations.json``. Everything
 here is plain data in, plain text out, so the CLI can print it or dump it as JSON.
@@ -194,7 +194,7 @@ def resolve_transcript(workspace: Path, target: str) -> Path:
 
     ``target`` is a path to a JSON file, a sub-agent id number (looked up in the
     latest conversation's ``subagents`` rows; its record is
-    ``<deliverables_dir>/.subagent/conversations.json``, seed §6) or a
+    ``<deliverables_dir>/.subagent/conversations.json``, docs/specification.md §6) or a
     conversation id. Raises InspectError when nothing matches.
     """
     as_path = Path(target).expanduser()
@@ -242,7 +242,8 @@ def _content_text(content: Any) -> str:
 def _call_text(call: Any) -> str:
     if not isinstance(call, dict):
         return str(call)
-    function = call.get("function") if isinstance(call.get("function"), dict) else call
+    inner = call.get("function")
+    function = inner if isinstance(inner, dict) else call
     name = function.get("name", "?")
     args = function.get("arguments", "")
     if isinstance(args, str):
@@ -259,7 +260,7 @@ def render_transcript(doc: dict[str, Any], *, tool_chars: int = 800, text_chars:
     """Return a main conversation or sub-agent record as readable text.
 
     Args:
-        doc: a conversation file or a sub-agent conversations.json (seed §6).
+        doc: a conversation file or a sub-agent conversations.json (docs/specification.md §6).
         tool_chars: cut tool results to this many chars (0: keep all).
         text_chars: cut system/user/assistant texts to this many chars (0: keep all).
     """

@@ -3,7 +3,7 @@
 Every process agentkit starts carries an environment variable (a *mark*, by default
 ``AGENTKIT_PROCESS_MARK=<id>``). Children inherit it, so processes that left the tree
 (``setsid``, double-fork daemons, re-parented orphans) can still be found by scanning
-``/proc/<pid>/environ`` (DESIGN §4: "no orphans, ever"; TOOLS.md run_command).
+``/proc/<pid>/environ`` (docs/architecture.md §4 item 7, "No orphans"; docs/tools.md §7 run_command).
 
 Public API: :data:`MARK_VAR`, :func:`mark_env`, :func:`processes_with_mark`,
 :func:`descendants`, :func:`kill_tree`, :func:`is_gone`.

@@ -30,7 +30,9 @@ def load(language: str, name: str) -> str:
     """
     if language not in LANGUAGES:
         raise ValueError(f"unknown language {language!r}; use one of {LANGUAGES}")
-    path = resources.files("agentkit").joinpath("prompts", language, *name.split("/"))
+    path = resources.files("agentkit") / "prompts" / language
+    for part in name.split("/"):  # one step at a time: Traversable.joinpath takes one on 3.10
+        path = path / part
     return path.read_text(encoding="utf-8")
 
 

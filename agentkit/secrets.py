@@ -1,4 +1,4 @@
-"""What counts as a secret in an environment, and a scrubbed copy of one (DESIGN §6).
+"""What counts as a secret in an environment, and a scrubbed copy of one (docs/architecture.md §6).
 
 The single place that decides which environment variables may reach a process that
 agentkit starts for a model (run_command today; the sandbox, workers and MCP servers

@@ -1,6 +1,6 @@
 """Settings: every knob of agentkit, read from arguments first, then the environment.
 
-Environment fallbacks, and ONLY these exact (case-sensitive) names (DESIGN §6):
+Environment fallbacks, and ONLY these exact (case-sensitive) names (docs/architecture.md §6):
 every field as ``AGENTKIT_<FIELD_NAME>`` (for example ``AGENTKIT_MODEL``,
 ``AGENTKIT_LANGUAGE``, ``AGENTKIT_MAX_CONCURRENT_SUBAGENTS``), plus ``OPENAI_API_KEY`` and
 ``OPENAI_BASE_URL`` (the openai package's own names; ``AGENTKIT_*`` wins when both are
@@ -10,7 +10,7 @@ key to another host. Constructor arguments take field names (and, as before, the
 spellings such as ``OPENAI_API_KEY=``). List fields accept a comma-separated string from
 the environment.
 Defaults for sub-agent limits come from the seed specification
-(shared/spec/seed-subagent-design.zh.md §1 and §8).
+(docs/specification.md §1 and §8).
 """
 
 from __future__ import annotations
@@ -246,7 +246,7 @@ class Settings(BaseSettings):
         description="Hosts or CIDR networks extract_webpage may reach although private/loopback.",
     )
 
-    # --- sub-agents (seed §1, §8) ---------------------------------------------
+    # --- sub-agents (docs/specification.md §1, §8) ---------------------------------------------
     max_concurrent_subagents: int = Field(
         default=5, ge=1, description="Sub-agents running at once (the specification's limit, §8.1)."
     )

@@ -137,11 +137,6 @@ def clear_cache() -> None:
     _message_cache_chars = 0
 
 
-def preload() -> str:
-    """Load the tokenizer now (e.g. in a forkserver preload) and return :func:`backend`."""
-    return backend()
-
-
 def count_text(text: str) -> int:
     """Return the number of tokens of ``text`` (tiktoken, else the documented estimate).
 

@@ -1,4 +1,4 @@
-"""Client + engine time per turn, model and tool time excluded (issue 2, DESIGN §8).
+"""Client + engine time per turn, model and tool time excluded (issue 2, docs/architecture.md §8).
 
 The FakeOpenAIServer runs in a separate process with zero latency, so this
 process's CPU time (time.process_time, all threads) is what agentkit spends:

@@ -7,7 +7,7 @@ Usage: ``python benchmarks/search.py [--tree DIR] [--reps N]``
   walker) and as plain ``rg`` with equivalent flags (``--hidden --no-require-git`` so it
   searches the same files; output captured through a pipe, as search_workspace reads it).
   Repetitions are interleaved; the table shows medians and the ratio to plain rg
-  (DESIGN §8 target: within 1.5x of plain rg when ripgrep is present).
+  (docs/architecture.md §8 target: within 1.5x of plain rg when ripgrep is present).
 * Child process cost: the pure-Python engine runs in a child process (killable at the
   deadline, see agentkit/tools/_pyscan.py); on a one-file workspace the whole tool call
   is compared with the same scan run in-process, the difference is the cost per search.

@@ -1,4 +1,4 @@
-"""Sub-agent start-up, fan-out and memory (issue 5; targets in DESIGN §8).
+"""Sub-agent start-up, fan-out and memory (issue 5; targets in docs/architecture.md §8).
 
 Prints:
 - time from create_sub_agent to the worker's first model request (cold = first

@@ -1,4 +1,4 @@
-"""The ``agentkit`` command as a real subprocess against FakeOpenAIServer (DESIGN §3 CLI).
+"""The ``agentkit`` command as a real subprocess against FakeOpenAIServer (docs/architecture.md §3 CLI).
 
 Each test runs ``python -m agentkit ...`` with the endpoint in the environment and
 checks exit codes, stdout/stderr and the files left in the workspace.

@@ -1,5 +1,5 @@
 """LLMClient against FakeOpenAIServer over real HTTP: retries, hints, cancel, modes, and
-provider quirks beyond the recorded cases (README rules cited per test)."""
+provider quirks beyond the recorded cases (docs/providers.md rules cited per test)."""
 
 from __future__ import annotations
 

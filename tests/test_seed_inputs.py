@@ -1,5 +1,5 @@
 """Seed-tool inputs the specification rules out are refused in the seed's JSON
-(hardening item 8; seed §1, §8; rules in agentkit/subagent/inputs.py)."""
+(hardening item 8; docs/specification.md §1, §8; rules in agentkit/subagent/inputs.py)."""
 
 from __future__ import annotations
 

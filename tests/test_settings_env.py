@@ -1,4 +1,4 @@
-"""Settings read only the documented environment names (DESIGN §6; hardening item 1).
+"""Settings read only the documented environment names (docs/architecture.md §6; hardening item 1).
 
 A generic ``API_KEY``/``BASE_URL`` (or any other spelling of a field) must never set a
 field: a key meant for another service would go to this endpoint, or this endpoint's

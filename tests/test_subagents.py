@@ -1,4 +1,4 @@
-"""Sub-agents over real worker processes and FakeOpenAIServer (issue 5, seed §1-8)."""
+"""Sub-agents over real worker processes and FakeOpenAIServer (issue 5, docs/specification.md §1-8)."""
 
 from __future__ import annotations
 
@@ -123,7 +123,7 @@ def test_blocking_run_returns_seed_json_and_writes_record(workspace: Path) -> No
         "web_pages": 0,
         "commands": 1,
     }
-    # The worker's first messages: seed §5 system prompt and §2-3 initial message.
+    # The worker's first messages: docs/specification.md §5 system prompt and §3.1 initial message.
     first = subs[0]["messages"]
     assert first[0]["content"].startswith("你是一个专注的子智能体，负责独立完成分配的任务。")
     assert f"- 工作区路径: {workspace}" in first[0]["content"]
@@ -140,7 +140,7 @@ def test_blocking_run_returns_seed_json_and_writes_record(workspace: Path) -> No
         "terminate_sub_agent",
         "get_sub_agent_status",
     }
-    # finish_task's own result is recorded (seed §1 JSON), then the worker exits.
+    # finish_task's own result is recorded (docs/specification.md §1 JSON), then the worker exits.
     record = json.loads(
         (workspace / "sub_agent_results/agent_1/.subagent/conversations.json").read_text()
     )

@@ -1,5 +1,5 @@
 """extract_webpage over a real loopback HTTP server: saved real pages, charsets, content types,
-size and time caps, HTTP errors (shared TOOLS.md, extract_webpage)."""
+size and time caps, HTTP errors (docs/tools.md §9, extract_webpage)."""
 
 from __future__ import annotations
 
@@ -95,7 +95,7 @@ class Server:
         class Handler(BaseHTTPRequestHandler):
             def setup(self) -> None:
                 super().setup()
-                # Without TCP_NODELAY small replies stall ~40 ms (DESIGN §8).
+                # Without TCP_NODELAY small replies stall ~40 ms (docs/architecture.md §8).
                 self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
             def do_GET(self) -> None:

@@ -1,6 +1,6 @@
 """web_search: providers over a loopback SearXNG-style JSON server, clean-up (dedupe, redirect
 unwrapping, snippets), retry and deadline, and the ddgs default failing offline
-(shared TOOLS.md, web_search)."""
+(docs/tools.md §8, web_search)."""
 
 from __future__ import annotations
 

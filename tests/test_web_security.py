@@ -1,5 +1,5 @@
 """extract_webpage security: schemes, private/loopback/link-local/metadata addresses, allow-list,
-redirect re-validation, loops, connection pinning (shared TOOLS.md, DESIGN §6).
+redirect re-validation, loops, connection pinning (docs/tools.md, docs/architecture.md §6).
 
 No test connects to a non-loopback address: a refusal must happen before connecting,
 and the tests would otherwise hang on the connect timeout and fail with another code.

@@ -1,5 +1,5 @@
 """write_file refuses lazy rewrites: a much shorter content standing in for the rest of an
-existing file with a placeholder line (TOOLS.md ``placeholder_content``)."""
+existing file with a placeholder line (docs/tools.md ``placeholder_content``)."""
 
 from __future__ import annotations
 

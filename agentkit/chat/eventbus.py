@@ -111,13 +111,12 @@ class EventBus:
         try:
             while True:
                 try:
-                    item = box.get(timeout=timeout)
+                    got = box.get(timeout=timeout)
                 except queue.Empty:
                     return
-                if item is _CLOSED:
+                if not isinstance(got, Numbered):  # the closing mark
                     return
-                assert isinstance(item, Numbered)
-                yield item
+                yield got
         finally:
             with self._lock, _suppress_value_error():
                 self._queues.remove(box.put)
@@ -139,11 +138,10 @@ class EventBus:
                 box.put_nowait(_CLOSED)
         try:
             while True:
-                item = await box.get()
-                if item is _CLOSED:
+                got = await box.get()
+                if not isinstance(got, Numbered):  # the closing mark
                     return
-                assert isinstance(item, Numbered)
-                yield item
+                yield got
         finally:
             with self._lock, _suppress_value_error():
                 self._queues.remove(put)

@@ -93,9 +93,10 @@ def clean_title(text: str) -> str:
 
 def _info(path: Path, data: dict[str, Any]) -> ConversationInfo:
     rows = [r for r in data.get("subagents") or [] if isinstance(r, dict)]
-    messages = data.get("messages") if isinstance(data.get("messages"), list) else []
-    title = data.get("title") if isinstance(data.get("title"), str) else None
-    stats = data.get("stats") if isinstance(data.get("stats"), dict) else {}
+    raw_messages, raw_title, raw_stats = data.get("messages"), data.get("title"), data.get("stats")
+    messages: list[dict[str, Any]] = raw_messages if isinstance(raw_messages, list) else []
+    title = raw_title if isinstance(raw_title, str) else None
+    stats: dict[str, Any] = raw_stats if isinstance(raw_stats, dict) else {}
     return ConversationInfo(
         id=str(data.get("conversation_id") or path.stem),
         title=title or default_title(messages) or path.stem,

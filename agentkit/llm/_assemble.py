@@ -1,6 +1,6 @@
 """Folding a streamed or whole Chat Completions reply into one AssistantTurn.
 
-Rules R5-R8, S*, T4, F1-F4 and E4 of shared/testdata/providers/README.md: choices
+Rules R5-R8, S*, T4, F1-F4 and E4 of docs/providers.md: choices
 may be empty, null or lack ``delta``; usage comes from the last chunk that has it,
 else from ``choices[i].usage``; reasoning is ``reasoning_content`` or ``reasoning``;
 tool calls decide the outcome, not ``finish_reason``; ``length`` and

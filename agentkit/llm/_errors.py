@@ -1,6 +1,6 @@
 """Classifying provider errors into LLMError kinds, and reading retry hints.
 
-Rules E1-E4 and R9 of shared/testdata/providers/README.md, table §4.2: error bodies
+Rules E1-E4 and R9 of docs/providers.md, table §4.2: error bodies
 may be a dict, a list of dicts (Gemini), vLLM's top-level ``{"object": "error"}``,
 plain text or HTML; ``code`` may be a name, a numeric string or an int. They are
 normalised first, then classified by code/type, then message, then status.
@@ -113,7 +113,7 @@ def classify(
     text: str = "",
     headers: Mapping[str, str] | None = None,
 ) -> LLMError:
-    """Map an error reply to an LLMError (README §4.2; order: code/type, message, status).
+    """Map an error reply to an LLMError (docs/providers.md §4.2; order: code/type, message, status).
 
     Args:
         status: the HTTP status, or None for an in-band stream error.

@@ -1,4 +1,4 @@
-"""When to retry a failed model request, and how long to wait first (README E2).
+"""When to retry a failed model request, and how long to wait first (docs/providers.md E2).
 
 Transient failures are retried with exponential backoff and full jitter
 (``retry_base_delay`` doubling, capped at ``retry_max_delay``), honouring server
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from agentkit.errors import LLMError
 from agentkit.settings import Settings
 
-#: Kinds retried at most once whatever ``max_retries`` says (README R3 and T4).
+#: Kinds retried at most once whatever ``max_retries`` says (docs/providers.md R3 and T4).
 ONCE_ONLY_KINDS = frozenset(("incomplete_stream", "truncated_tool_call"))
 #: Kinds of a model outage: retried beyond ``max_retries`` within ``retry_total_seconds``.
 OUTAGE_KINDS = frozenset(("server_error", "overloaded", "timeout", "connection"))

@@ -4,7 +4,7 @@ Some local models put the call in ``content`` as their chat template taught them
 ``<tool_call>{...}</tool_call>`` (Hermes, Qwen), ``<function=NAME>...</function>``
 (Llama 3.1, Qwen3-Coder's ``<parameter=KEY>`` form), or a bare or ```json-fenced
 ``{"name": ..., "arguments"|"parameters": {...}}`` object or list
-(shared/testdata/providers cases 60, 61). Only names of offered tools with
+(docs/providers.md cases 60, 61). Only names of offered tools with
 parseable arguments are accepted; a fenced or bare object must be the whole content
 or its last block, so quoted examples in prose are left alone.
 """
@@ -53,10 +53,10 @@ def _function_call(name: str, body: str, offered: set[str]) -> tuple[str, dict[s
         return None
     if body.startswith("{"):
         try:
-            args = json.loads(body)
+            whole = json.loads(body)
         except ValueError:
             return None
-        return (name, args) if isinstance(args, dict) else None
+        return (name, whole) if isinstance(whole, dict) else None
     args: dict[str, Any] = {}
     for key, raw in _PARAM_RE.findall(body):
         try:

@@ -1,6 +1,6 @@
 """Assembling tool calls from streamed deltas and parsing their arguments.
 
-Rules S1-S7 and T1-T3 of shared/testdata/providers/README.md: slots keyed by
+Rules S1-S7 and T1-T3 of docs/providers.md: slots keyed by
 ``index`` when present; ids and names set only from non-empty values (names
 assigned, never appended); a new call at a reused index (Ollama, Gemini) or without
 any index (Moonshot); whole calls in one delta; ids minted for calls without one;

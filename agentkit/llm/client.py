@@ -3,14 +3,15 @@
 Built on the ``openai`` package's client (auth, headers, base URL handling, error
 types) but through its generic ``client.post()`` path, not the typed
 ``chat.completions.create()``, which walks every message through its parameter
-transform on each call (~15 ms at 100 messages; DESIGN §8). Responses are read as
+transform on each call (~15 ms at 100 messages; docs/architecture.md §8). Responses are read as
 raw bytes and parsed here, so every provider quirk of
-shared/testdata/providers/README.md can be handled (rules R1-R9, S1-S7, T1-T5,
+docs/providers.md can be handled (rules R1-R9, S1-S7, T1-T5,
 F1-F4, E1-E6; the assembly lives in ``_assemble``, classification in
 ``_errors``).
 
 ``openai`` is imported when an LLMClient is created, not when this module is
-imported (``import openai`` takes ~0.4 s; the CLI must start faster).
+imported (``import openai`` takes ~0.4 s, docs/architecture.md §8; the CLI must
+start faster).
 """
 
 from __future__ import annotations
@@ -53,9 +54,8 @@ class LLMClient:
             ``retry_total_seconds`` (seconds), ``system_role_after_start`` (False: system messages after the
             first are sent as user messages; also learnt, for this client's lifetime,
             when a server refuses one with a 400).
-        text_tool_call_fallback: read tool calls a model wrote as text (README rule X1;
-            opt-in, for local models). None: ``settings.text_tool_call_fallback`` if
-            that field exists, else False.
+        text_tool_call_fallback: read tool calls a model wrote as text (docs/providers.md rule X1;
+            opt-in, for local models). None: ``settings.text_tool_call_fallback``.
 
     Raises:
         ConfigurationError: no model, or no API key and no base URL.
@@ -75,14 +75,14 @@ class LLMClient:
 
         self.settings = settings
         if text_tool_call_fallback is None:
-            text_tool_call_fallback = bool(getattr(settings, "text_tool_call_fallback", False))
+            text_tool_call_fallback = settings.text_tool_call_fallback
         self.text_tool_call_fallback = text_tool_call_fallback
         # Sockets are tracked so that a cancel can abort a blocked read (see _cancel).
         self._tracker = SocketTracker()
         http_options: dict[str, Any] = {"event_hooks": {"request": [self._tracker.on_request]}}
         if (settings.base_url or "").lower().startswith("http://"):
             # Plain HTTP (local servers, tests): skip loading the CA bundle, ~50 ms per
-            # client, which matters for sub-agent start-up (DESIGN §8).
+            # client, which matters for sub-agent start-up (docs/architecture.md §8).
             http_options["verify"] = False
         http_client = openai.DefaultHttpxClient(**http_options)
         # R1: the SDK would retry quota errors and never mid-stream failures; we own retries.
@@ -93,7 +93,6 @@ class LLMClient:
             timeout=settings.request_timeout,
             http_client=http_client,
         )
-        self._openai = openai
         self._http = http_client
         self._url = str(self._client.base_url).rstrip("/") + "/chat/completions"
         headers = {k: v for k, v in self._client.default_headers.items() if isinstance(v, str)}
@@ -103,7 +102,7 @@ class LLMClient:
         self._headers_stream = {**headers, "Accept": "text/event-stream"}
         self._transport_errors, self._timeout_errors = transport_error_types()
         self._rng = random.Random()
-        # Set once a server refused them (one auto-repair per session, README §4.2).
+        # Set once a server refused them (one auto-repair per session, docs/providers.md §4.2).
         self._max_tokens_key = "max_tokens"
         self._reached = False  # set once this server answered at all
         self._stream_options = True
@@ -124,7 +123,7 @@ class LLMClient:
     ) -> AssistantTurn:
         """Send one request (streamed unless ``settings.stream`` is False) and return the turn.
 
-        Transient failures (README E2) are retried with backoff as ``_retry`` says:
+        Transient failures (docs/providers.md E2) are retried with backoff as ``_retry`` says:
         ``max_retries`` times, a model outage (5xx, timeouts, dropped connections)
         for up to ``retry_total_seconds`` (then the error says so), a server never
         reached once. An empty reply while tools are
@@ -188,7 +187,7 @@ class LLMClient:
             if not (tools and _is_empty(turn)):
                 return turn
             # F4: an empty reply although tools were offered (llama.cpp streams with tools).
-            error = LLMError("empty_response", "the model sent an empty reply", retryable=True)
+            empty = LLMError("empty_response", "the model sent an empty reply", retryable=True)
             if settings.max_retries == 0 or empty_retries >= (2 if stream else 1):
                 # Still empty: hand it on as an empty answer (the main agent ends, a
                 # sub-agent gets the finish_task reminder) rather than failing the run.
@@ -198,7 +197,7 @@ class LLMClient:
             if empty_retries == 2:
                 stream = False  # the second retry goes without streaming
             if on_retry is not None:
-                on_retry(error, plan.retries + empty_retries, 0.0)
+                on_retry(empty, plan.retries + empty_retries, 0.0)
 
     def close(self) -> None:
         """Close the HTTP connections."""

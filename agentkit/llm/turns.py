@@ -1,7 +1,7 @@
 """The normalised assistant turn that LLMClient returns, whatever the server sent.
 
 Providers differ in how they stream content, tool calls, usage and reasoning
-(shared/testdata/providers/README.md); LLMClient folds all of them into these
+(docs/providers.md); LLMClient folds all of them into these
 dataclasses so the engine sees one shape.
 """
 

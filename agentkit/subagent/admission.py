@@ -1,4 +1,4 @@
-"""Whether a create_sub_agent request may start a sub-agent (seed §1, §8).
+"""Whether a create_sub_agent request may start a sub-agent (docs/specification.md §1, §8).
 
 One job: check a request against the seed's limits and return either the
 deliverables folder it gets or the refusal text: agent_id 1-99 and unique in the

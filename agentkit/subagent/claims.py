@@ -1,4 +1,4 @@
-"""Write claims: no two running sub-agents write the same file (seed §8.2).
+"""Write claims: no two running sub-agents write the same file (docs/specification.md §8.2).
 
 Each running agent claims its deliverables_dir at creation and every file at its
 first write or edit. A claim ends with its agent. The table lives in the parent

@@ -7,7 +7,7 @@ worker needs (picklable); the messages are frozen dataclasses, one per kind;
 multiprocessing ``Connection`` is one); :class:`Launcher` and
 :class:`WorkerHandle` are what another execution engine (Ray, a job queue)
 implements to run workers without touching the manager or the worker loop
-(DESIGN §4).
+(docs/architecture.md §4).
 
 Worker → parent: :class:`Progress` after every tool call, :class:`ClaimRequest`
 before a write, :class:`Result` at the end. Parent → worker: :class:`ClaimAnswer`,
@@ -35,7 +35,7 @@ class WorkerSpec:
         sub_conversation_id: the worker's conversation id.
         settings: ``Settings.model_dump()`` of the parent.
         process_mark: AGENTKIT_PROCESS_MARK value inherited by everything it starts.
-        created_at: ISO UTC time of creation (seed §6).
+        created_at: ISO UTC time of creation (docs/specification.md §6).
     """
 
     agent_id: int
@@ -55,7 +55,7 @@ class WorkerSpec:
 # ------------------------------------------------------------ worker → parent
 @dataclass(frozen=True)
 class Progress:
-    """The worker's counters after a tool call (seed §1 status row fields).
+    """The worker's counters after a tool call (docs/specification.md §1 status row fields).
 
     ``counters``: the four seed counters by name; ``token_usage``: ``{"prompt",
     "completion", "total"}`` tokens; ``last_action``: one line, may be empty;

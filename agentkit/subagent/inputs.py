@@ -1,7 +1,7 @@
 """What the seed tools accept as arguments, and how a bad argument is refused.
 
 One job: the input rules of create_sub_agent, terminate_sub_agent,
-get_sub_agent_status and finish_task (seed §1 gives their types: ``agent_id``
+get_sub_agent_status and finish_task (docs/specification.md §1 gives their types: ``agent_id``
 int, ``agent_ids`` list[int], ``timeout_seconds`` int, ``run_in_background`` and
 ``success`` bool, ``summary``/``task``/``deliverables_dir`` str), as pydantic
 ``BeforeValidator`` types, and the seed-shaped JSON refusal a tool answers when

@@ -3,7 +3,7 @@
 One job: :class:`LocalLauncher` implements the contract's Launcher
 (``start(spec) -> WorkerHandle``) with multiprocessing, using a context that is
 safe beside threads: forkserver with the heavy modules preloaded (fast starts,
-DESIGN §8), or spawn. Another execution engine (Ray, a job queue) implements
+docs/architecture.md §8), or spawn. Another execution engine (Ray, a job queue) implements
 the same protocol in its own module.
 """
 
@@ -19,7 +19,7 @@ import types
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import agentkit
 from agentkit.proctree import kill_tree
@@ -154,14 +154,18 @@ class LocalLauncher:
     On platforms without forkserver (Windows, macOS default) spawn is used.
     """
 
-    def __init__(self, start_method: str = "forkserver") -> None:
+    def __init__(self, start_method: Literal["forkserver", "spawn"] = "forkserver") -> None:
         if (
             start_method == "forkserver"
             and "forkserver" not in multiprocessing.get_all_start_methods()
         ):
             start_method = "spawn"
         self.start_method = start_method
-        self._ctx = multiprocessing.get_context(start_method)
+        self._ctx = (
+            multiprocessing.get_context("spawn")
+            if start_method == "spawn"
+            else multiprocessing.get_context("forkserver")
+        )
 
     def start(self, spec: WorkerSpec) -> LocalWorker:
         """Start a worker process; returns its handle. Raises OSError if it cannot start."""

@@ -2,12 +2,12 @@
 
 One job: SubAgentManager is the facade the rest of the package uses. It keeps
 the collection of sub-agents (this run's and earlier runs' of the conversation),
-checks create_sub_agent requests against the seed's limits (§1, §8: agent_id
-1-99 and unique in the conversation, timeout 60-3600 s from Settings, at most 5
-running, no overlapping deliverables), starts workers through a Launcher and
-hands them to the Supervisor, and answers create/terminate/get_status in the
-seed's JSON shapes. Watching, killing and finishing workers is
-agentkit.subagent.supervisor's job.
+checks create_sub_agent requests against the limits of docs/specification.md
+§1 and §8 (agent_id 1-99 and unique in the conversation, timeout 60-3600 s
+from Settings, at most 5 running, no overlapping deliverables), starts
+workers through a Launcher and hands them to the Supervisor, and answers
+create/terminate/get_status in the seed's JSON shapes. Watching, killing and
+finishing workers is agentkit.subagent.supervisor's job.
 """
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ class SubAgentManager:
         timeout_seconds: int = 600,
         cancel: threading.Event | None = None,
     ) -> dict[str, Any]:
-        """create_sub_agent (seed §1). Blocking: returns when the agent ends, with
+        """create_sub_agent (docs/specification.md §1). Blocking: returns when the agent ends, with
         deliverables_files, result_summary, sub_conversation_id and stats.
         Background: returns at once with ``status: running``. ``cancel`` (the main
         run's) ends a blocking wait and terminates the agent."""
@@ -176,7 +176,7 @@ class SubAgentManager:
         return self._result(agent)
 
     def _result(self, agent: SubAgent) -> dict[str, Any]:
-        """The blocking create_sub_agent result (seed §1), also used for failures."""
+        """The blocking create_sub_agent result (docs/specification.md §1), also used for failures."""
         spec = agent.spec
         files, total = list_deliverables(
             agent.deliverables_path, self.settings.deliverables_list_max
@@ -225,7 +225,7 @@ class SubAgentManager:
             raise ToolError("write_conflict", self.supervisor.conflict_message(path, owner))
 
     def terminate(self, agent_id: int) -> dict[str, Any]:
-        """terminate_sub_agent (seed §1): kill the agent and its processes; files stay."""
+        """terminate_sub_agent (docs/specification.md §1): kill the agent and its processes; files stay."""
         with self._lock:
             agent = self.agents.get(agent_id)
             if agent is None and agent_id in self._previous:
@@ -253,7 +253,7 @@ class SubAgentManager:
         return {"success": False, "agent_id": agent_id, "status": status, "error": error}
 
     def status(self, agent_ids: list[int]) -> dict[str, Any]:
-        """get_sub_agent_status (seed §1). Unknown ids get a row with status
+        """get_sub_agent_status (docs/specification.md §1). Unknown ids get a row with status
         ``not_found``; if every id is unknown the result is a refusal."""
         rows: list[dict[str, Any]] = []
         with self._lock:
@@ -344,7 +344,7 @@ class SubAgentManager:
             self.supervisor.kill(agent, "terminated", interrupted=interrupted)
 
     def shutdown(self) -> None:
-        """Terminate every running sub-agent and refuse new ones (seed §8.5: switching
+        """Terminate every running sub-agent and refuse new ones (docs/specification.md §8.5: switching
         or closing the conversation ends them all). Idempotent."""
         with self._lock:
             self._closed = True

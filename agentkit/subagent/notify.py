@@ -1,4 +1,5 @@
-"""The text that tells the main agent background sub-agents finished (seed §2, §3).
+"""The text that tells the main agent background sub-agents finished
+(docs/specification.md §2, §3).
 
 One job: render the specification's notification templates for a list of ended
 sub-agents: the system template (after a batch of tool results) or the user

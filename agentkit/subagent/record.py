@@ -1,4 +1,4 @@
-"""A sub-agent's record on disk: ``<deliverables_dir>/.subagent/conversations.json`` (seed §6).
+"""A sub-agent's record on disk: ``<deliverables_dir>/.subagent/conversations.json`` (docs/specification.md §6).
 
 One job: the record's one definition (building, writing, reading, archiving) and
 the deliverables folder around it. The seed's fields (agent_id, summary,
@@ -52,7 +52,7 @@ FALLBACK_DIR = Path(".agentkit") / "subagent-records"
 
 @dataclass(frozen=True)
 class Ending:
-    """How a record ends: ``completed_at`` (seed §6 time format), the summary and
+    """How a record ends: ``completed_at`` (docs/specification.md §6 time format), the summary and
     the error (None when it completed)."""
 
     result_summary: str | None
@@ -84,7 +84,7 @@ def build_record(
     worker_started: float | None = None,
     ending: Ending | None = None,
 ) -> dict[str, Any]:
-    """Return the conversations.json document (seed §6 fields plus status).
+    """Return the conversations.json document (docs/specification.md §6 fields plus status).
 
     ``worker_pid`` (with ``worker_started``, its start time in seconds since the
     epoch, and the spec's process_mark) is written when given: worker_alive and

@@ -1,7 +1,7 @@
 """A sub-agent's state as the parent sees it, and the names of its statuses.
 
 One job: the :class:`SubAgent` dataclass (its spec, status, counters, timing and
-worker handle) and the status vocabulary every sub-agent module uses (seed §1:
+worker handle) and the status vocabulary every sub-agent module uses (docs/specification.md §1:
 running, completed, failed, timeout, terminated).
 """
 
@@ -19,12 +19,12 @@ from agentkit.subagent.record import record_relpath
 if TYPE_CHECKING:
     from agentkit.subagent.contract import WorkerHandle, WorkerSpec
 
-# How a sub-agent ended; "running" until then (seed §1 statuses).
+# How a sub-agent ended; "running" until then (docs/specification.md §1 statuses).
 EndStatus = Literal["completed", "failed", "timeout", "terminated"]
 Status = Literal["running", "completed", "failed", "timeout", "terminated"]
 # The endings the parent forces (timeout, terminate_sub_agent, shutdown).
 KillStatus = Literal["timeout", "terminated"]
-# A get_sub_agent_status row's keys (seed §1), in order.
+# A get_sub_agent_status row's keys (docs/specification.md §1), in order.
 STATUS_KEYS = (
     "agent_id",
     "summary",
@@ -98,7 +98,7 @@ class SubAgent:
         }
 
     def status_row(self) -> dict[str, Any]:
-        """Return the get_sub_agent_status row (seed §1), keys as STATUS_KEYS."""
+        """Return the get_sub_agent_status row (docs/specification.md §1), keys as STATUS_KEYS."""
         stats = self.stats()
         return {
             "agent_id": self.spec.agent_id,

@@ -2,7 +2,7 @@
 
 One job: for each started sub-agent, a monitor thread reads its channel (progress,
 write claims, the result), sends the wrap-up message at ``subagent_wrapup_at`` of
-its timeout, kills it at the timeout (seed §8), and finishes it exactly once: the
+its timeout, kills it at the timeout (docs/specification.md §8), and finishes it exactly once: the
 final status, the write claims released, the record finalised, the waiters woken
 and SubAgentFinished emitted. The manager decides which agents exist; this module
 only watches them.

@@ -1,4 +1,4 @@
-"""The four seed tools (seed §1): create_sub_agent, terminate_sub_agent and
+"""The four seed tools (docs/specification.md §1): create_sub_agent, terminate_sub_agent and
 get_sub_agent_status for the main agent, finish_task for sub-agents.
 
 Names, parameters and defaults are the seed's. What each argument accepts
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 
 class CreateSubAgentParams(BaseModel):
-    """Parameters of create_sub_agent (seed §1)."""
+    """Parameters of create_sub_agent (docs/specification.md §1)."""
 
     agent_id: inputs.WholeNumber
     summary: inputs.CreateSummary
@@ -36,19 +36,19 @@ class CreateSubAgentParams(BaseModel):
 
 
 class TerminateSubAgentParams(BaseModel):
-    """Parameters of terminate_sub_agent (seed §1)."""
+    """Parameters of terminate_sub_agent (docs/specification.md §1)."""
 
     agent_id: inputs.WholeNumber
 
 
 class GetSubAgentStatusParams(BaseModel):
-    """Parameters of get_sub_agent_status (seed §1); a bare id means a list of one."""
+    """Parameters of get_sub_agent_status (docs/specification.md §1); a bare id means a list of one."""
 
     agent_ids: inputs.IdList = Field(min_length=1)
 
 
 class FinishTaskParams(BaseModel):
-    """Parameters of finish_task (seed §1)."""
+    """Parameters of finish_task (docs/specification.md §1)."""
 
     success: inputs.Flag
     summary: inputs.FinishSummary

@@ -1,7 +1,7 @@
 """The sub-agent process: the shared Engine with the base tools and finish_task.
 
 One job: the worker's entry point (:func:`worker_main`) and its side of the
-contract (agentkit.subagent.contract, DESIGN §4): Progress after every tool
+contract (agentkit.subagent.contract, docs/architecture.md §4): Progress after every tool
 call, ClaimRequest before a write, Result at the end; ClaimAnswer, WrapUp and
 Terminate from the parent. When the link closes (the parent died, even by
 SIGKILL) or Terminate arrives, the worker records the end, kills every process
@@ -20,7 +20,7 @@ from typing import Any
 
 # Imported at module level on purpose: the forkserver preloads this module, so
 # workers start with openai, the tools and the tokenizer already loaded (import
-# openai alone takes over a second here).
+# openai alone takes ~0.4 s; docs/architecture.md §8).
 import httpx  # noqa: F401
 import openai  # noqa: F401
 import pydantic  # noqa: F401
@@ -157,7 +157,7 @@ def parent_gone(mark: str) -> None:
 
 
 class SubAgentHooks(Hooks):
-    """Sub-agent behaviour: stop after finish_task; nudge (seed §4) on an answer
+    """Sub-agent behaviour: stop after finish_task; nudge (docs/specification.md §4) on an answer
     without tool calls; pass on the parent's wrap-up request once."""
 
     def __init__(self, spec: WorkerSpec, settings: Settings, link: ParentLink) -> None:
@@ -347,7 +347,6 @@ def worker_main(spec: WorkerSpec, conn: Endpoint) -> None:
             workspace=Path(spec.workspace),
             settings=settings,
             claim_write=link.claim,
-            agent_label=f"sub-agent {spec.agent_id}",
             process_mark=spec.process_mark,
         )
         engine = Engine(

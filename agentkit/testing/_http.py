@@ -171,7 +171,7 @@ class _Handler(socketserver.StreamRequestHandler):
         return Exchange(method, path, headers, body, self.connection, self.server.stopping)
 
     def _read_chunked(self) -> bytes:
-        parts = []
+        parts: list[bytes] = []
         while True:
             size = int(self.rfile.readline(MAX_LINE).split(b";", 1)[0].strip() or b"0", 16)
             if size == 0:
@@ -207,7 +207,7 @@ class LoopbackServer(socketserver.ThreadingTCPServer):
                 for key, _ in selector.select():
                     if key.fileobj is self._wake_r:
                         return
-                    self._handle_request_noblock()
+                    self.handle_request()  # the socket is ready: accepts without waiting
 
     def wake(self) -> None:
         """Make :meth:`serve` return now (no polling delay)."""

@@ -1,6 +1,6 @@
 """The agents' tools: files, search, shell and web, plus the registry they live in.
 
-``base_tools()`` returns the tools every agent gets (DESIGN §3). Sub-agents add
+``base_tools()`` returns the tools every agent gets (docs/architecture.md §3). Sub-agents add
 finish_task; the main agent adds the three sub-agent tools (agentkit.subagent).
 """
 

@@ -8,6 +8,7 @@ backtracks, so no thread of the parent could stop it).
 from __future__ import annotations
 
 import contextlib
+import io
 import subprocess
 import threading
 import time
@@ -71,9 +72,10 @@ def run_streaming(
 
     def read_errors() -> None:
         # Read to the end (the child would block on a full stderr pipe), keep the start.
-        assert proc.stderr is not None
+        stderr = proc.stderr
+        assert isinstance(stderr, io.BufferedReader)  # Popen's default buffering
         kept = 0
-        for chunk in iter(lambda: proc.stderr.read1(65536), b""):  # type: ignore[union-attr]
+        for chunk in iter(lambda: stderr.read1(65536), b""):
             if kept < 65536:
                 errors.append(chunk)
                 kept += len(chunk)

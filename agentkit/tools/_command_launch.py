@@ -1,4 +1,4 @@
-"""How run_command starts a command so that it cannot outlive its owner (DESIGN §4).
+"""How run_command starts a command so that it cannot outlive its owner (docs/architecture.md §4).
 
 Two modes, picked once per process (:func:`launch_mode`, probe cached):
 

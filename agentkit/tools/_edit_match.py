@@ -1,6 +1,6 @@
 """Finding ``old_string`` in a file for edit_file: staged matching and the no_match report.
 
-Stages (TOOLS.md edit_file "Matching"; the first stage with a hit wins, later stages
+Stages (docs/tools.md §5 edit_file "Matching"; the first stage with a hit wins, later stages
 accept a single hit only): 1. exact on LF-normalised text; 2. Unicode look-alikes
 (NBSP and other spaces, curly quotes, full-width ASCII) compared as their plain forms;
 3. per-line trailing-whitespace-insensitive; 4. per-line indentation-insensitive, with
@@ -162,6 +162,7 @@ def reindent(new: str, old_lines: list[str], file_lines: list[str]) -> str:
         if o.strip()
     ]
     use_tabs = any(_indent_of(f).startswith("\t") for f in file_lines)
+    b: float
     a, b = 1.0, (pairs[0][1] - pairs[0][0]) if pairs else 0
     if not all(f == o + b for o, f in pairs):
         distinct = sorted(set(pairs))
@@ -228,7 +229,7 @@ def _first_difference(file_lines: list[str], old_lines: list[str], first_no: int
 
 def no_match_message(text: str, old: str) -> str:
     """The no_match message: closest region (difflib) with visible whitespace and the first
-    differing column with the Unicode names of both characters (TOOLS.md)."""
+    differing column with the Unicode names of both characters (docs/tools.md)."""
     lines = text.split("\n")
     old_lines = old.split("\n")
     if len(old_lines) > 1 and old_lines[-1] == "":

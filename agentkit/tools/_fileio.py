@@ -1,5 +1,5 @@
 """File I/O shared by read_file, write_file and edit_file: safe opening, read snapshots,
-staleness checks and atomic writes (TOOLS.md "Atomic writes", read snapshot rules)."""
+staleness checks and atomic writes (docs/tools.md §1 "Atomic writes", read snapshot rules)."""
 
 from __future__ import annotations
 

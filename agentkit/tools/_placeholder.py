@@ -1,6 +1,6 @@
 """Detect lazy rewrites: content that stands for the rest of a file with a placeholder line.
 
-TOOLS.md write_file: ``placeholder_content`` when the content replaces an existing, longer
+docs/tools.md §4 write_file: ``placeholder_content`` when the content replaces an existing, longer
 file and contains a line that is only a comment + ellipsis or a "rest of ... unchanged"
 phrase (``# ... rest of the code unchanged ...``, ``// existing code here``,
 ``<!-- rest of file -->``, ``... (unchanged)``, ``# 其余代码不变``, ``（其余部分省略）``).

@@ -1,5 +1,5 @@
 """read_file's implementation: windows of numbered lines and bounded-memory streaming of
-large files (TOOLS.md read_file)."""
+large files (docs/tools.md §3 read_file)."""
 
 from __future__ import annotations
 
@@ -254,13 +254,13 @@ def detect_stream_format(head: bytes) -> tuple[TextFormat, int]:
         return format_of(sample, "utf-8", b""), 0
     except UnicodeDecodeError:
         pass
-    codec, likely = guess_legacy(head)
-    if codec is None:
+    legacy, likely = guess_legacy(head)
+    if legacy is None:
         hint = f" (most like {likely})" if likely else ""
         raise ToolError(
             "decode_error", f"the start of the file is not UTF-8 and no common encoding fits{hint}"
         )
-    return format_of(head.decode(codec, errors="replace"), codec, b""), 0
+    return format_of(head.decode(legacy, errors="replace"), legacy, b""), 0
 
 
 def _window_streamed(

@@ -2,7 +2,7 @@
 
 Bytes arrive in chunks; they are decoded incrementally (UTF-8, invalid bytes replaced),
 cleaned (ANSI CSI/OSC escape codes stripped, ``\\r`` overwrites resolved to the line's
-last state, NUL and BEL dropped: TOOLS.md run_command "Output cleaning") and kept as a
+last state, NUL and BEL dropped: docs/tools.md §7 run_command "Output cleaning") and kept as a
 head (25 % of the cap) plus a tail ring (75 %). Memory stays bounded whatever the
 volume; once the output exceeds the cap the full cleaned text is also spilled to a log
 file (up to ``spill_max_bytes``).

@@ -1,6 +1,6 @@
 """Text model of the file tools: binary sniffing, decoding, line endings, re-encoding.
 
-Rules from shared TOOLS.md ("Text model", read_file decoding order): detect a BOM
+Rules from docs/tools.md §1 ("Text model", read_file decoding order): detect a BOM
 (UTF-8/16/32), else strict UTF-8, else a confident legacy guess from
 ``charset_normalizer`` restricted to common sets (GB18030/GBK, Big5, Shift_JIS/cp932,
 EUC-KR/cp949, EUC-JP, cp1251, cp1252), else ``decode_error``. Lines split on ``\\n``
@@ -148,7 +148,7 @@ def sniff_binary(head: bytes) -> str | None:
     """Return a description of the binary type of a file from its first bytes, or None for text.
 
     A BOM means text (UTF-16 text contains NUL bytes). Otherwise a known magic number
-    or a NUL byte in the first 8 KiB (TOOLS.md "binary sniff") means binary.
+    or a NUL byte in the first 8 KiB (docs/tools.md §1 "binary sniff") means binary.
     """
     if detect_bom(head):
         return None
@@ -275,7 +275,7 @@ def guess_legacy(sample: bytes) -> tuple[str | None, str | None]:
 
 
 def decode(data: bytes) -> Decoded:
-    """Decode a whole file's bytes following TOOLS.md's order (BOM, UTF-8, legacy guess).
+    """Decode a whole file's bytes following docs/tools.md's order (BOM, UTF-8, legacy guess).
 
     Raises:
         ToolError("decode_error"): no accepted encoding fits; the message names the likely one.
@@ -295,8 +295,8 @@ def decode(data: bytes) -> Decoded:
         return Decoded(text, format_of(text, "utf-8", b""))
     except UnicodeDecodeError as exc:
         bad_at = exc.start
-    codec, likely = guess_legacy(data[: 256 * 1024])
-    if codec is None:
+    legacy, likely = guess_legacy(data[: 256 * 1024])
+    if legacy is None:
         hint = (
             f" (it looks most like {likely}, which is not a supported text encoding)"
             if likely
@@ -308,6 +308,7 @@ def decode(data: bytes) -> Decoded:
             f"legacy encoding fits{hint}; inspect it with run_command (e.g. file, iconv)",
         )
     # The guess was made on a sample: a later byte may still not fit.
+    codec = legacy
     try:
         text = data.decode(codec)
     except UnicodeDecodeError:

@@ -4,7 +4,7 @@ Shared by both engines of search_workspace: :class:`SearchJob` (what to search),
 :class:`Collector` (bounded result rows) and :func:`preview_line` (long-line cutting).
 
 Ignore semantics follow ripgrep's ``ignore`` crate with ``--no-require-git --hidden``, so
-the Python path and the ripgrep path give the same files (TOOLS.md search_workspace):
+the Python path and the ripgrep path give the same files (docs/tools.md §6 search_workspace):
 
 * each folder may hold ``.rgignore``, ``.ignore``, ``.gitignore`` and
   ``.git/info/exclude``; patterns use gitignore syntax (pathspec's GitIgnoreSpec)
@@ -251,7 +251,7 @@ def walk_files(
                 continue
 
 
-PREVIEW_CHARS = 200  # TOOLS.md: per-line preview around the match
+PREVIEW_CHARS = 200  # docs/tools.md: per-line preview around the match
 
 
 def preview_line(line: str, col: int) -> str:

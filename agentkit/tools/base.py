@@ -5,7 +5,7 @@ parameters are a pydantic model; the JSON schema sent to the model is generated
 from that model. Descriptions come from ``prompts/<lang>/tools/<name>.md`` when
 the tool does not carry its own. The registry turns every failure (unknown tool,
 bad arguments, ToolError, any exception) into an ``Error:`` result; nothing
-raises into the loop (DESIGN §3, Tools).
+raises into the loop (docs/architecture.md §3, Tools).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from agentkit.settings import Settings
 
 @dataclass
 class ToolResult:
-    """What a tool returns (shared TOOLS.md envelope).
+    """What a tool returns (docs/tools.md §1 envelope).
 
     ``output`` is the text the model sees; for a failure it begins with ``Error:``.
     ``meta`` holds machine-readable facts (exit code, truncation, sizes).
@@ -67,7 +67,6 @@ class ToolContext:
         claim_write: write-claim hook (sub-agents ask their parent; see subagent/).
         file_state: per-conversation memory of files read (encoding, eol, snapshot),
             keyed by absolute path; used by edit_file and write_file.
-        agent_label: who runs the tool ("main" or "sub-agent 3"), for messages and logs.
         process_mark: value of the AGENTKIT_PROCESS_MARK variable given to every command,
             so all processes of this agent can be found and killed (subagent timeouts).
     """
@@ -77,7 +76,6 @@ class ToolContext:
     cancel: threading.Event = field(default_factory=threading.Event)
     claim_write: WriteClaim = _no_claim
     file_state: dict[str, Any] = field(default_factory=dict)
-    agent_label: str = "main"
     process_mark: str | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -104,7 +102,7 @@ class Tool:
         description: text for the model; empty means "load prompts/<lang>/tools/<name>.md".
         counter: the seed stat this tool counts into (files_read, searches, web_pages,
             commands) or None.
-        action: last_action template key in prompts/<lang>/actions.json (default: name).
+        action: last_action template key in prompts/<lang>/actions.txt (default: name).
         on_invalid_arguments: ``hook(exc, arguments, ctx)`` rendering this tool's own
             answer when its arguments fail validation (the seed tools answer in their
             JSON shape); None gives ``Error: invalid_argument: ...``.
@@ -143,7 +141,7 @@ def _schema(name: str, params: type[BaseModel], fallback: str, language: str) ->
     }
 
 
-# errno classes -> the tool error kind the model sees (TOOLS.md error codes). One
+# errno classes -> the tool error kind the model sees (docs/tools.md §12). One
 # table for every tool and record write: a full disk must read as disk_full, not
 # as a bad argument.
 _ERRNO_KINDS: dict[int, str] = {
@@ -247,10 +245,6 @@ class ToolRegistry:
     def names(self) -> list[str]:
         """Return the tool names in registration order."""
         return list(self._tools)
-
-    def without(self, *names: str) -> ToolRegistry:
-        """Return a copy of this registry without the named tools."""
-        return ToolRegistry([t for n, t in self._tools.items() if n not in names])
 
     def schemas(self, language: str) -> list[dict[str, Any]]:
         """Return the ``tools`` list for a request (cached per language)."""

@@ -1,4 +1,4 @@
-"""The file tools: read_file, write_file, edit_file (DESIGN §3, shared TOOLS.md).
+"""The file tools: read_file, write_file, edit_file (docs/architecture.md §3, docs/tools.md).
 
 Every path goes through :func:`agentkit.tools.workspace.resolve_path`. Text is decoded
 and re-encoded by :mod:`agentkit.tools._text` so a file keeps its encoding, BOM and
@@ -67,7 +67,7 @@ __all__ = [
 class ReadFileParams(BaseModel):
     """Parameters of read_file: a window of ``limit`` lines from line ``offset`` (1-based).
 
-    ``char_offset`` (TOOLS.md) starts the first line of the window at that character, to
+    ``char_offset`` (docs/tools.md) starts the first line of the window at that character, to
     page through a line longer than ``read_max_line_chars``.
     """
 
@@ -162,14 +162,14 @@ def write_file(params: WriteFileParams, ctx: ToolContext) -> ToolResult:
     existing file keeps its encoding, BOM and dominant line ending (from its read snapshot,
     else detected now) and its permission bits; the write is atomic.
 
-    Choice about TOOLS.md's ``not_read_yet`` rule: a prior read_file is NOT required to
+    Choice about docs/tools.md's ``not_read_yet`` rule: a prior read_file is NOT required to
     overwrite (models often write fresh files, and a sub-agent writing deliverables must
     not be refused). ``stale_read`` IS enforced: when this agent read the file and it changed
     on disk since, nothing is written and the error shows its current first 40 lines.
 
     Calls ``ctx.claim_write(path)`` before writing; its ToolError("write_conflict")
     propagates. Raises ToolError: outside_workspace, is_directory, not_a_regular_file,
-    stale_read, invalid_argument, placeholder_content (TOOLS.md: the content is
+    stale_read, invalid_argument, placeholder_content (docs/tools.md: the content is
     substantially shorter than the existing file and holds a line such as
     ``# ... rest unchanged ...``; see ``_placeholder``; ``force=True`` writes anyway).
     """

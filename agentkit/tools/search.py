@@ -1,4 +1,4 @@
-"""search_workspace: regex search over file contents, or a file listing (DESIGN §3, TOOLS.md).
+"""search_workspace: regex search over file contents, or a file listing (docs/architecture.md §3, docs/tools.md).
 
 Rows are ``path:line:text`` (workspace-relative path, 1-based line), sorted by path then
 line, one row per matching line; a line longer than 200 characters is cut around the
@@ -47,7 +47,7 @@ _DIALECT_RISK = re.compile(r"\[\^?\[|\[[^\]]*(?:--|&&|~~|\|\|)")
 
 
 class SearchParams(BaseModel):
-    """Parameters of search_workspace (DESIGN §3, plus the optional include_ignored)."""
+    """Parameters of search_workspace (docs/architecture.md §3, plus the optional include_ignored)."""
 
     pattern: str = Field(description="Regular expression over file contents; empty lists files.")
     path: str = Field(default=".", description="Folder or file to search, workspace-relative.")

@@ -1,4 +1,4 @@
-"""run_command: run a shell command in the workspace (DESIGN §3, §6; TOOLS.md run_command).
+"""run_command: run a shell command in the workspace (docs/architecture.md §3, §6; docs/tools.md §7 run_command).
 
 ``bash -c COMMAND`` (``/bin/sh`` when bash is missing) in its own session, stdin closed,
 stdout and stderr merged into one pipe, a cleaned environment, a wall-clock limit and a
@@ -46,7 +46,7 @@ COMMAND_VAR = "AGENTKIT_COMMAND_ID"
 under the same agent mark."""
 
 DRAIN_SECONDS = 1.0  # after the shell exits, wait this long at most for the pipe's EOF
-SPILL_MAX_BYTES = 50 * 1024 * 1024  # TOOLS.md: full log spilled, <= 50 MiB
+SPILL_MAX_BYTES = 50 * 1024 * 1024  # docs/tools.md: full log spilled, <= 50 MiB
 _CAPTURE_EVERY = 0.25  # seconds between snapshots of the shell's descendants
 
 _FIXED_ENV = {
@@ -63,7 +63,7 @@ _FIXED_ENV = {
 
 
 class RunCommandParams(BaseModel):
-    """Parameters of run_command (DESIGN §3)."""
+    """Parameters of run_command (docs/architecture.md §3)."""
 
     command: str = Field(description="Shell command line, run with bash -c.")
     timeout_seconds: float = Field(default=120, gt=0, description="Wall-clock limit, seconds.")

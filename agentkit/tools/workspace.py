@@ -1,4 +1,4 @@
-"""The workspace path guard shared by every tool (DESIGN §6, TOOLS.md "Path resolution").
+"""The workspace path guard shared by every tool (docs/architecture.md §6, docs/tools.md §1 "Path resolution").
 
 Every path a tool touches goes through :func:`resolve_path`: it is joined with the
 workspace root, resolved after symlinks (``os.path.realpath``: the deepest existing

@@ -1,4 +1,4 @@
-"""Web tools: ``web_search`` and ``extract_webpage`` (DESIGN §3, shared TOOLS.md).
+"""Web tools: ``web_search`` and ``extract_webpage`` (docs/architecture.md §3, docs/tools.md).
 
 Default use: register ``WEB_TOOLS`` (web_search through the ``ddgs`` package, its
 backend/region/safesearch read from Settings at each call, plus extract_webpage).

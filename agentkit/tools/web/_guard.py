@@ -1,6 +1,6 @@
 """SSRF guard for extract_webpage: URL checks, address classification, allow-list, DNS.
 
-Rule source: shared TOOLS.md (extract_webpage) and DESIGN §6. Only ``http`` and
+Rule source: docs/tools.md §9 (extract_webpage) and docs/architecture.md §6. Only ``http`` and
 ``https`` URLs are fetched; every address a host resolves to must be public
 unless the host or address is allow-listed in ``Settings.web_allow_hosts``.
 The caller then connects to the checked address only (see ``fetch.py``), so a
@@ -14,6 +14,7 @@ import ipaddress
 import socket
 import threading
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
 
 from agentkit.errors import ToolError
@@ -123,7 +124,7 @@ def resolve(host: str, port: int, timeout: float) -> list[str]:
         return [str(ipaddress.ip_address(host))]
     except ValueError:
         pass
-    box: dict[str, object] = {}
+    box: dict[str, Any] = {}
 
     def work() -> None:
         try:
@@ -140,7 +141,7 @@ def resolve(host: str, port: int, timeout: float) -> list[str]:
         raise ToolError("http_error", f"cannot resolve host {host}: {box['error']}")
     infos = box.get("infos") or []
     addresses: list[str] = []
-    for info in infos:  # type: ignore[union-attr]
+    for info in infos:
         address = str(info[4][0]).split("%", 1)[0]  # drop an IPv6 zone id
         if address not in addresses:
             addresses.append(address)

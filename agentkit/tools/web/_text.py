@@ -1,6 +1,6 @@
 """Byte-level helpers for extract_webpage: content sniffing, charset decoding, visible text.
 
-Decoding order (shared TOOLS.md, extract_webpage, and the WHATWG encoding sniffing
+Decoding order (docs/tools.md §9, extract_webpage, and the WHATWG encoding sniffing
 order): BOM → Content-Type charset → ``<meta charset>`` / ``http-equiv`` / XML
 declaration (HTML only) → strict UTF-8 → charset-normalizer's best guess → UTF-8
 with replacement characters. trafilatura 2.x, given bytes, only tries UTF-8 and

@@ -1,6 +1,6 @@
 """extract_webpage: fetch a URL safely and return its main text as Markdown.
 
-Behaviour from shared TOOLS.md (extract_webpage) and DESIGN §3/§6:
+Behaviour from docs/tools.md §9 (extract_webpage) and docs/architecture.md §3/§6:
 
 * fetching, SSRF guard, redirects and caps: :mod:`agentkit.tools.web.fetch`;
 * dispatch on Content-Type, then magic bytes: HTML → trafilatura (Markdown, tables,

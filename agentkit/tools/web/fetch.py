@@ -1,6 +1,6 @@
 """Safe HTTP fetching for extract_webpage: SSRF guard, manual redirects, size and time caps.
 
-Rules from shared TOOLS.md (extract_webpage) and DESIGN §6:
+Rules from docs/tools.md §9 (extract_webpage) and docs/architecture.md §6:
 
 * only http/https; before connecting, and again at every redirect hop, the host is
   resolved and checked (``_guard.check_url``);

@@ -26,7 +26,7 @@ class DdgsProvider:
         timeout: seconds per engine request inside ddgs.
 
     Queries are spaced at least ``min_interval`` seconds apart process-wide
-    (TOOLS.md: ≥ 1.5 s), which keeps engines from rate-limiting a busy agent.
+    (docs/tools.md: ≥ 1.5 s), which keeps engines from rate-limiting a busy agent.
     """
 
     min_interval = 1.5

@@ -9,7 +9,7 @@ a deadline on the whole call (the provider runs in a worker thread and is abando
 at the deadline), one retry with backoff, clean-up (DuckDuckGo redirect wrappers
 unwrapped, duplicate URLs removed, snippets cut to 300 chars) and a short cache.
 
-Rules from shared TOOLS.md (web_search): ddgs 9 reports a refused (rate-limited)
+Rules from docs/tools.md §8 (web_search): ddgs 9 reports a refused (rate-limited)
 search and a search with really no results the same way (``DDGSException("No
 results found.")``), so that failure is reported honestly as ``search_unavailable``
 saying either may be the cause, and pointing at extract_webpage.
@@ -222,7 +222,7 @@ def run_search(
 
 
 class SearchCache:
-    """Successful results for 15 minutes (TOOLS.md), keyed by provider, query and count."""
+    """Successful results for 15 minutes (docs/tools.md), keyed by provider, query and count."""
 
     def __init__(self, seconds: float = CACHE_SECONDS, size: int = 256) -> None:
         self.seconds, self.size = seconds, size
