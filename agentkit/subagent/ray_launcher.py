@@ -186,6 +186,7 @@ class RayWorker:
     _code: int | None = None
     _ended: bool = False
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _where_lock: threading.Lock = field(default_factory=threading.Lock)
 
     def _call(self, method: str, *args: Any, timeout: float = CALL_TIMEOUT) -> Any:
         """Call a host method; None when the actor is gone or slow."""
@@ -195,7 +196,7 @@ class RayWorker:
             return None
 
     def _placement(self) -> tuple[str, int | None]:
-        with self._lock:
+        with self._where_lock:
             if self._where is None:
                 self._where = self._call("where") or ("", None)
             return self._where
@@ -301,4 +302,7 @@ class RayLauncher:
         token = write_marker(spec)
         actor = self._host.remote(spec, token)
         endpoint = RayEndpoint(actor)
-        return RayWorker(actor=actor, endpoint=endpoint, channel=Channel(endpoint))
+        worker = RayWorker(actor=actor, endpoint=endpoint, channel=Channel(endpoint))
+        # Learn where it runs while the actor lives (asked later, a killed actor is mute).
+        threading.Thread(target=worker._placement, name="agentkit-ray-where", daemon=True).start()
+        return worker
