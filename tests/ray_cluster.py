@@ -73,7 +73,7 @@ class RayTestCluster:
         """The GCS address to pass as ``ray_address``."""
         return f"127.0.0.1:{self.port}"
 
-    def _ray_start(self, args: list[str]) -> str:
+    def _ray_start(self, args: list[str], wrap: list[str] | None = None) -> str:
         mark = f"raynode-{uuid.uuid4().hex}"
         env = {
             **os.environ,
@@ -85,7 +85,7 @@ class RayTestCluster:
         common = ["--num-cpus=2", "--object-store-memory=78643200", "--disable-usage-stats"]
         self.marks.append(mark)
         done = subprocess.run(
-            [ray, "start", *common, *args],
+            [*(wrap or []), ray, "start", *common, *args],
             env=env,
             capture_output=True,
             text=True,
@@ -111,14 +111,16 @@ class RayTestCluster:
         )
         self.add_node({NODE2_RESOURCE: 100})
 
-    def add_node(self, resources: dict[str, float]) -> str:
-        """Start one more node with ``resources``; returns its mark (for kill_node)."""
+    def add_node(self, resources: dict[str, float], wrap: list[str] | None = None) -> str:
+        """Start one more node with ``resources``; ``wrap``: a command prefix (such as
+        ``unshare -m ...``) the node's ``ray start`` runs under. Returns its mark."""
         return self._ray_start(
             [
                 f"--address={self.address}",
                 "--node-ip-address=127.0.0.1",
                 f"--resources={json.dumps(resources)}",
-            ]
+            ],
+            wrap,
         )
 
     def kill_node(self, mark: str) -> None:
