@@ -285,6 +285,34 @@ class Settings(BaseSettings):
         default=50, description="Cap on deliverables_files listed to the main agent."
     )
 
+    # --- where sub-agent workers run (local processes or a Ray cluster) ----------
+    subagent_launcher: Literal["local", "ray"] = Field(
+        default="local",
+        description="Where workers run: local (forkserver processes) or ray (a Ray cluster; "
+        "needs the ray extra and a workspace every node mounts at the same path).",
+    )
+    ray_address: str = Field(
+        default="auto",
+        description="Ray cluster to join: auto (RAY_ADDRESS or this node's), host:port, "
+        "or ray://host:port. agentkit never starts a cluster itself.",
+    )
+    ray_num_cpus: float = Field(default=1.0, ge=0, description="CPUs Ray reserves per sub-agent.")
+    ray_memory_mb: int | None = Field(
+        default=None, ge=1, description="Memory (MiB) Ray reserves per sub-agent; None: none."
+    )
+    ray_resources: dict[str, float] = Field(
+        default_factory=dict,
+        description='Custom Ray resources per sub-agent (JSON in the environment, e.g. {"gpu_box": 1}).',
+    )
+    ray_label_selector: dict[str, str] = Field(
+        default_factory=dict,
+        description='Node labels a sub-agent\'s node must have (JSON, e.g. {"pool": "agents"}).',
+    )
+    ray_scheduling: Literal["SPREAD", "DEFAULT"] = Field(
+        default="SPREAD",
+        description="Ray placement: SPREAD (over the nodes) or DEFAULT (Ray's packing).",
+    )
+
     @classmethod
     def settings_customise_sources(
         cls,
@@ -313,6 +341,19 @@ class Settings(BaseSettings):
             return [part.strip() for part in value.split(",") if part.strip()]
         if isinstance(value, (list, tuple)):
             return [str(part) for part in value]
+        return value
+
+    @field_validator("ray_resources", "ray_label_selector", mode="before")
+    @classmethod
+    def _json_mapping(cls, value: Any) -> Any:
+        # From the environment these come as JSON text.
+        if isinstance(value, str):
+            import json
+
+            try:
+                return json.loads(value) if value.strip() else {}
+            except ValueError as exc:
+                raise ValueError(f"must be a JSON object (got {value!r})") from exc
         return value
 
     @field_validator("base_url")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -35,3 +37,20 @@ def settings() -> Settings:
 def ctx(workspace: Path, settings: Settings) -> ToolContext:
     """A ToolContext on the test workspace."""
     return ToolContext(workspace=workspace, settings=settings)
+
+
+@pytest.fixture(scope="session")
+def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A two-node Ray cluster on loopback (tests/ray_cluster.py), started once per
+    session and killed at the end; skips outside a private network namespace."""
+    from ray_cluster import RayTestCluster, skip_reason
+
+    reason = skip_reason()
+    if reason:
+        pytest.skip(reason)
+    cluster = RayTestCluster(tmp_path_factory.mktemp("ray"))
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.stop()

@@ -43,6 +43,8 @@ def _sample(name: str, field: FieldInfo) -> tuple[str, Any]:
     if typing.get_origin(field.annotation) is typing.Literal:
         other = next(a for a in args if a != default)
         return other, other
+    if isinstance(default, dict):  # JSON objects, e.g. dict[str, float]
+        return '{"probe": "2"}', {"probe": args[1]("2")}
     kinds = set(args) | {field.annotation}
     if bool in kinds:
         return str(not default).lower(), not default

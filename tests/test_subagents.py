@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +65,25 @@ def sub_requests(server: FakeOpenAIServer, agent_id: int) -> list[dict[str, Any]
     return [r for r in server.requests if who(r) == agent_id]
 
 
+@pytest.fixture(params=["local", pytest.param("ray", marks=pytest.mark.ray)])
+def launcher(request: pytest.FixtureRequest) -> Iterator[dict[str, Any]]:
+    """Settings overrides choosing where workers run: local processes, or the
+    two-node Ray test cluster (tests/ray_cluster.py; skipped outside a private
+    network namespace), after which no sub-agent host actor may be alive."""
+    if request.param == "local":
+        yield {}
+        return
+    cluster = request.getfixturevalue("ray_cluster")
+    # A quarter CPU each: five running sub-agents fit the cluster's four CPUs.
+    yield {"subagent_launcher": "ray", "ray_address": cluster.address, "ray_num_cpus": 0.25}
+    assert cluster.wait_no_hosts() == [], "a sub-agent host actor outlived its test"
+
+
+def pid_of(handle: Any) -> int:
+    """The worker's pid (a Ray worker's is on its node; test nodes share this host)."""
+    return int(handle.pid or handle.remote_pid)
+
+
 def no_process_left(mark: str) -> bool:
     return not [
         p
@@ -71,7 +92,9 @@ def no_process_left(mark: str) -> bool:
     ]
 
 
-def test_blocking_run_returns_seed_json_and_writes_record(workspace: Path) -> None:
+def test_blocking_run_returns_seed_json_and_writes_record(
+    workspace: Path, launcher: dict[str, Any]
+) -> None:
     (workspace / "notes.txt").write_text("alpha\nbeta\n")
     router = Router(
         main=[
@@ -102,7 +125,7 @@ def test_blocking_run_returns_seed_json_and_writes_record(workspace: Path) -> No
             ]
         },
     )
-    with FakeOpenAIServer(router) as server, make_agent(server, workspace) as agent:
+    with FakeOpenAIServer(router) as server, make_agent(server, workspace, **launcher) as agent:
         result = agent.run("请用子智能体处理 notes.txt")
         main = main_requests(server)
         subs = sub_requests(server, 1)
@@ -167,7 +190,7 @@ def test_blocking_run_returns_seed_json_and_writes_record(workspace: Path) -> No
     assert record["stats"]["commands"] == called.count("run_command")
 
 
-def test_background_run_and_system_notification(workspace: Path) -> None:
+def test_background_run_and_system_notification(workspace: Path, launcher: dict[str, Any]) -> None:
     holder: dict[str, Agent] = {}
 
     def after_finished(request: dict[str, Any]) -> Any:
@@ -195,7 +218,7 @@ def test_background_run_and_system_notification(workspace: Path) -> None:
             ]
         },
     )
-    with FakeOpenAIServer(router) as server, make_agent(server, workspace) as agent:
+    with FakeOpenAIServer(router) as server, make_agent(server, workspace, **launcher) as agent:
         holder["agent"] = agent
         result = agent.run("后台统计")
         main = main_requests(server)
@@ -225,6 +248,7 @@ def test_background_run_and_system_notification(workspace: Path) -> None:
 
 def test_idle_main_waits_then_gets_user_notification_for_agents_finishing_together(
     workspace: Path,
+    launcher: dict[str, Any],
 ) -> None:
     holder: dict[str, Agent] = {}
     gate = threading.Event()
@@ -268,7 +292,7 @@ def test_idle_main_waits_then_gets_user_notification_for_agents_finishing_togeth
             if event.state == "waiting_for_subagents":
                 gate.set()  # both finish while the main agent waits
 
-    with FakeOpenAIServer(router) as server, make_agent(server, workspace) as agent:
+    with FakeOpenAIServer(router) as server, make_agent(server, workspace, **launcher) as agent:
         holder["agent"] = agent
         # Hold the announcement until both are done, so they are "finishing together".
         original = agent.manager.take_finished
@@ -329,7 +353,9 @@ def test_subagent_that_never_finishes_fails_after_the_nudges(workspace: Path) ->
     assert record["status"] == "failed"
 
 
-def test_sixth_agent_refused_naming_the_five_running(workspace: Path) -> None:
+def test_sixth_agent_refused_naming_the_five_running(
+    workspace: Path, launcher: dict[str, Any]
+) -> None:
     gate = Gate()
     hold, release_after = gate.hold(finish()), gate.release("ok")
 
@@ -354,7 +380,7 @@ def test_sixth_agent_refused_naming_the_five_running(workspace: Path) -> None:
         ],
         subs={i: [hold] for i in range(1, 7)},
     )
-    with FakeOpenAIServer(router) as server, make_agent(server, workspace) as agent:
+    with FakeOpenAIServer(router) as server, make_agent(server, workspace, **launcher) as agent:
         result = agent.run("t")
         refusal = last_json(main_requests(server)[2])
     assert result.status == "done"
@@ -407,7 +433,7 @@ def test_duplicate_id_and_bad_limits_refused(workspace: Path) -> None:
     assert "deliverables_dir" in results[3]["error"] and "deliverables_dir" in results[4]["error"]
 
 
-def test_two_agents_cannot_write_one_file(workspace: Path) -> None:
+def test_two_agents_cannot_write_one_file(workspace: Path, launcher: dict[str, Any]) -> None:
     gate = threading.Event()
 
     def hold_then_finish(request: dict[str, Any]) -> Any:
@@ -448,7 +474,7 @@ def test_two_agents_cannot_write_one_file(workspace: Path) -> None:
     )
     holder: dict[str, Agent] = {}
 
-    with FakeOpenAIServer(router) as server, make_agent(server, workspace) as agent:
+    with FakeOpenAIServer(router) as server, make_agent(server, workspace, **launcher) as agent:
         holder["agent"] = agent
         result = agent.run("t")
         sub2 = sub_requests(server, 2)
@@ -459,7 +485,9 @@ def test_two_agents_cannot_write_one_file(workspace: Path) -> None:
     assert (workspace / "shared/notes.txt").read_text() == "one"
 
 
-def test_timeout_kills_worker_and_commands_keeps_partial_files(workspace: Path) -> None:
+def test_timeout_kills_worker_and_commands_keeps_partial_files(
+    workspace: Path, launcher: dict[str, Any]
+) -> None:
     router = Router(
         main=[
             calls(
@@ -480,11 +508,11 @@ def test_timeout_kills_worker_and_commands_keeps_partial_files(workspace: Path) 
             ]
         },
     )
-    with FakeOpenAIServer(router) as server, make_agent(server, workspace) as agent:
+    with FakeOpenAIServer(router) as server, make_agent(server, workspace, **launcher) as agent:
         agent.run("t")
         data = last_json(main_requests(server)[1])
         mark = agent.manager.agents[1].spec.process_mark
-        pid = agent.manager.agents[1].handle.pid
+        pid = pid_of(agent.manager.agents[1].handle)
     assert data["status"] == "timeout" and data["success"] is False
     assert data["deliverables_files"] == ["partial.md"]
     assert "partial.md" in data["result_summary"]
@@ -498,7 +526,7 @@ def test_timeout_kills_worker_and_commands_keeps_partial_files(workspace: Path) 
     assert record["status"] == "timeout" and record["completed_at"]
 
 
-def test_wrapup_message_sent_before_the_timeout(workspace: Path) -> None:
+def test_wrapup_message_sent_before_the_timeout(workspace: Path, launcher: dict[str, Any]) -> None:
     def finish_if_told(request: dict[str, Any]) -> Any:
         last = request["messages"][-1]
         assert last["role"] == "user" and "finish_task" in last["content"]
@@ -517,7 +545,7 @@ def test_wrapup_message_sent_before_the_timeout(workspace: Path) -> None:
     )
     with (
         FakeOpenAIServer(router) as server,
-        make_agent(server, workspace, subagent_wrapup_at=0.2) as agent,
+        make_agent(server, workspace, **launcher, subagent_wrapup_at=0.2) as agent,
     ):
         agent.run("t")
         data = last_json(main_requests(server)[1])
@@ -526,7 +554,9 @@ def test_wrapup_message_sent_before_the_timeout(workspace: Path) -> None:
     assert wrap.startswith("时间即将用完") and "sub_agent_results/agent_1" in wrap
 
 
-def test_terminate_returns_seed_json_and_ends_processes(workspace: Path) -> None:
+def test_terminate_returns_seed_json_and_ends_processes(
+    workspace: Path, launcher: dict[str, Any]
+) -> None:
     holder: dict[str, Agent] = {}
 
     def terminate_when_busy(request: dict[str, Any]) -> Any:
@@ -557,7 +587,7 @@ def test_terminate_returns_seed_json_and_ends_processes(workspace: Path) -> None
             ]
         },
     )
-    with FakeOpenAIServer(router) as server, make_agent(server, workspace) as agent:
+    with FakeOpenAIServer(router) as server, make_agent(server, workspace, **launcher) as agent:
         holder["agent"] = agent
         result = agent.run("t")
         main = main_requests(server)
@@ -637,7 +667,9 @@ def test_status_rows_have_seed_fields(workspace: Path) -> None:
     assert missing["status"] == "not_found"
 
 
-def test_failing_subagent_does_not_disturb_its_sibling(workspace: Path) -> None:
+def test_failing_subagent_does_not_disturb_its_sibling(
+    workspace: Path, launcher: dict[str, Any]
+) -> None:
     from agentkit.testing import ErrorReply
 
     router = Router(
@@ -664,7 +696,7 @@ def test_failing_subagent_does_not_disturb_its_sibling(workspace: Path) -> None:
         },
     )
     events: list[ev.Event] = []
-    with FakeOpenAIServer(router) as server, make_agent(server, workspace) as agent:
+    with FakeOpenAIServer(router) as server, make_agent(server, workspace, **launcher) as agent:
         result = agent.run("t", on_event=events.append)
         first, second = (json.loads(t) for t in tool_results(main_requests(server)[1]))
     assert result.status == "done"
@@ -725,12 +757,15 @@ from agentkit import Agent, Settings
 settings = Settings(model="fake-model", base_url=sys.argv[1], api_key="k", language="en")
 agent = Agent(workspace=sys.argv[2], settings=settings)
 agent.manager.create(agent_id=1, summary="orphan test", task="t", run_in_background=True)
-print(agent.manager.agents[1].spec.process_mark, agent.manager.agents[1].handle.pid, flush=True)
+handle = agent.manager.agents[1].handle
+print(agent.manager.agents[1].spec.process_mark, handle.pid or handle.remote_pid, flush=True)
 time.sleep(1000)
 """
 
 
-def test_sigkill_of_the_parent_leaves_no_worker_or_command(workspace: Path, tmp_path: Path) -> None:
+def test_sigkill_of_the_parent_leaves_no_worker_or_command(
+    workspace: Path, launcher: dict[str, Any], tmp_path: Path
+) -> None:
     import signal
     import subprocess
     import sys
@@ -743,6 +778,7 @@ def test_sigkill_of_the_parent_leaves_no_worker_or_command(workspace: Path, tmp_
     with FakeOpenAIServer(router) as server:
         parent = subprocess.Popen(
             [sys.executable, "-c", PARENT_SCRIPT, server.base_url, str(workspace)],
+            env={**os.environ, **{f"AGENTKIT_{k.upper()}": str(v) for k, v in launcher.items()}},
             stdout=subprocess.PIPE,
             text=True,
         )
@@ -779,7 +815,9 @@ def test_sigkill_of_the_parent_leaves_no_worker_or_command(workspace: Path, tmp_
                 parent.wait(5)
 
 
-def test_record_is_valid_json_at_every_instant_and_after_a_kill(workspace: Path) -> None:
+def test_record_is_valid_json_at_every_instant_and_after_a_kill(
+    workspace: Path, launcher: dict[str, Any]
+) -> None:
     import time
 
     body = "x" * 20000
@@ -802,7 +840,7 @@ def test_record_is_valid_json_at_every_instant_and_after_a_kill(workspace: Path)
         },
     )
     with FakeOpenAIServer(router) as server:
-        agent = make_agent(server, workspace)
+        agent = make_agent(server, workspace, **launcher)
         manager = agent.manager
         manager.create(agent_id=1, summary="many turns", task="t", run_in_background=True)
         path = workspace / "sub_agent_results/agent_1/.subagent/conversations.json"
@@ -1050,14 +1088,16 @@ def test_sigterm_to_a_worker_ends_its_commands_and_is_recorded(workspace: Path) 
     assert record["completed_at"]
 
 
-def test_a_terminate_message_alone_ends_a_worker_and_its_commands(workspace: Path) -> None:
+def test_a_terminate_message_alone_ends_a_worker_and_its_commands(
+    workspace: Path, launcher: dict[str, Any]
+) -> None:
     """The contract's Terminate is enough to stop a worker (a launcher that cannot
     signal its worker, such as a remote one, relies on it): no signal is sent here."""
     from agentkit.subagent.contract import Terminate
 
     router = Router(main=["unused"], subs={1: [calls(call("run_command", command="sleep 1000"))]})
     with FakeOpenAIServer(router) as server:
-        agent = make_agent(server, workspace)
+        agent = make_agent(server, workspace, **launcher)
         manager = agent.manager
         manager.create(agent_id=1, summary="被终止", task="t", run_in_background=True)
         sub = manager.agents[1]

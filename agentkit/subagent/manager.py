@@ -27,7 +27,7 @@ from agentkit.settings import Settings
 from agentkit.subagent.admission import Request, admit
 from agentkit.subagent.claims import Claims
 from agentkit.subagent.contract import Launcher, WorkerSpec
-from agentkit.subagent.local_launcher import LocalLauncher
+from agentkit.subagent.launchers import make_launcher
 from agentkit.subagent.record import (
     Ending,
     archive_record,
@@ -47,7 +47,8 @@ class SubAgentManager:
         settings: the main agent's Settings (workers get a copy).
         conversation: the main conversation (ids already used there stay taken).
         emit: event callback (SubAgentStarted/Progress/Finished).
-        launcher: how workers start (default LocalLauncher).
+        launcher: how workers start (default: the one Settings name, see
+            agentkit.subagent.launchers).
 
     All public methods are thread-safe and return the seed's JSON shapes; refusals
     are ``{"success": false, "error": ...}``, never exceptions.
@@ -66,7 +67,7 @@ class SubAgentManager:
         self.settings = settings
         self.language = settings.language
         self.emit = emit or (lambda e: None)
-        self.launcher: Launcher = launcher or LocalLauncher(settings.subagent_start_method)
+        self.launcher: Launcher = launcher or make_launcher(settings)
         self.claims = Claims()
         self.agents: dict[int, SubAgent] = {}
         self._used_ids: dict[int, str] = {}

@@ -1,0 +1,183 @@
+"""The Ray launcher on a real multi-node Ray cluster (loopback only, tests/ray_cluster.py):
+placement on both nodes, the shared-workspace check, a node dying mid-task, and the
+channel's ordering and exactly-once rules. The sub-agent lifecycle tests run against
+both launchers in tests/test_subagents.py (the ``launcher`` fixture)."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from subagent_helpers import Router, call, calls, finish, wait_until, who
+
+from agentkit import Agent, Settings
+from agentkit.subagent.contract import Progress, Result
+from agentkit.subagent.ray_channel import Mailbox, empty_progress
+from agentkit.testing import FakeOpenAIServer
+
+
+def test_mailbox_forwards_in_order_once_and_take_acknowledges() -> None:
+    forwarded: list[str] = []
+    box = Mailbox(forward=lambda m: forwarded.append(m) or True)
+    for seq, message in [(2, "b"), (1, "a"), (2, "b"), (4, "d"), (3, "c"), (1, "a")]:
+        box.deliver(seq, message)
+    assert forwarded == ["a", "b", "c", "d"]
+
+    box.put("x")
+    box.put("y")
+    first, closed, _ = box.take(0, 0)
+    again, _, _ = box.take(0, 0)  # a lost answer: asked again, the same messages come
+    assert first == again == [(1, "x"), (2, "y")] and not closed
+    box.put("z")
+    box.close(0)
+    rest, closed, code = box.take(2, 0)  # "after 2" acknowledges x and y
+    assert rest == [(3, "z")] and not closed  # closed only once everything was taken
+    assert box.take(3, 0) == ([], True, 0)
+
+
+# ------------------------------------------------------------ on the cluster
+
+
+def ray_settings(server: FakeOpenAIServer, cluster: Any, **overrides: Any) -> Settings:
+    values: dict[str, Any] = {
+        "model": "fake-model",
+        "base_url": server.base_url,
+        "api_key": "k",
+        "language": "en",
+        "max_retries": 0,
+        "subagent_timeout_min": 1,
+        "subagent_launcher": "ray",
+        "ray_address": cluster.address,
+        "ray_num_cpus": 0.25,
+    }
+    values.update(overrides)
+    return Settings(**values)
+
+
+@pytest.fixture
+def cluster(ray_cluster: Any) -> Iterator[Any]:
+    """The session's cluster; afterwards no sub-agent host actor may be alive."""
+    yield ray_cluster
+    assert ray_cluster.wait_no_hosts() == [], "a sub-agent host actor outlived its test"
+
+
+def node_with(resource: str) -> str:
+    import ray
+
+    return next(n["NodeID"] for n in ray.nodes() if n["Alive"] and resource in n["Resources"])
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_sub_agents_are_placed_on_both_nodes_and_resources_pin_them(
+    workspace: Path, cluster: Any
+) -> None:
+    from ray_cluster import NODE2_RESOURCE
+
+    subs = {i: [finish(f"agent {i} done")] for i in range(1, 5)}
+    with FakeOpenAIServer(Router(main=["unused"], subs=subs)) as server:
+        with Agent(workspace=workspace, settings=ray_settings(server, cluster)) as agent:
+            for i in range(1, 5):
+                agent.manager.create(agent_id=i, summary=f"s{i}", task="t", run_in_background=True)
+            assert wait_until(lambda: all(a.done.is_set() for a in agent.manager.agents.values()))
+            spread = {a.handle.node_id for a in agent.manager.agents.values()}
+            statuses = {a.status for a in agent.manager.agents.values()}
+        pinned_settings = ray_settings(server, cluster, ray_resources={NODE2_RESOURCE: 1})
+        with Agent(workspace=workspace, settings=pinned_settings) as agent:
+            for i in range(1, 3):
+                agent.manager.create(
+                    agent_id=i, summary=f"p{i}", task="t", deliverables_dir=f"pinned/{i}"
+                )
+            pinned = {a.handle.node_id for a in agent.manager.agents.values()}
+            pinned_status = {a.status for a in agent.manager.agents.values()}
+    assert statuses == pinned_status == {"completed"}
+    assert len(spread) == 2 and "" not in spread  # SPREAD used both nodes
+    assert pinned == {node_with(NODE2_RESOURCE)}
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_a_node_without_the_shared_workspace_fails_the_sub_agent_clearly(
+    tmp_path: Path, cluster: Any
+) -> None:
+    # A third node in its own mount namespace sees an empty tmpfs where the workspace is.
+    hidden = tmp_path / "hidden"
+    workspace = hidden / "ws"
+    workspace.mkdir(parents=True)
+    mount = f'mount -t tmpfs none {hidden} && exec "$@"'
+    wrap = ["unshare", "-m", "--propagation", "private", "sh", "-c", mount, "sh"]
+    mark = cluster.add_node({"no_shared_disk": 10}, wrap=wrap)
+    try:
+        router = Router(
+            main=[calls(call("create_sub_agent", agent_id=1, summary="s", task="t")), "went on"],
+            subs={1: [finish()]},
+        )
+        with FakeOpenAIServer(router) as server:
+            settings = ray_settings(server, cluster, ray_resources={"no_shared_disk": 1})
+            with Agent(workspace=workspace, settings=settings) as agent:
+                result = agent.run("go")
+            tool = [m for m in server.requests[-1]["messages"] if m["role"] == "tool"][-1]
+            data = json.loads(tool["content"])
+            asked = [r for r in server.requests if who(r) is not None]
+    finally:
+        cluster.kill_node(mark)
+    assert result.status == "done" and result.final_text == "went on"
+    assert data["status"] == "failed"
+    assert "is not shared with this Ray node" in data["message"]
+    assert "NFS" in data["result_summary"]
+    assert asked == []  # the worker never started
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_a_node_dying_mid_task_fails_the_sub_agent_and_the_conversation_goes_on(
+    workspace: Path, cluster: Any
+) -> None:
+    from agentkit.proctree import processes_with_mark
+
+    mark = cluster.add_node({"doomed": 10})
+    router = Router(
+        main=[
+            calls(call("create_sub_agent", agent_id=1, summary="dying node", task="t")),
+            "went on",
+        ],
+        subs={1: [calls(call("run_command", command="sleep 1000", timeout_seconds=600))]},
+    )
+    with FakeOpenAIServer(router) as server:
+        settings = ray_settings(server, cluster, ray_resources={"doomed": 1})
+        with Agent(workspace=workspace, settings=settings) as agent:
+
+            def killer() -> None:
+                wait_until(lambda: 1 in agent.manager.agents, timeout=30)
+                sub = agent.manager.agents[1]
+                wait_until(lambda: sub.last_action.startswith("Running"), timeout=30)
+                wait_until(lambda: len(processes_with_mark(sub.spec.process_mark)) >= 1)
+                cluster.kill_node(mark)
+
+            thread = threading.Thread(target=killer, daemon=True)
+            thread.start()
+            result = agent.run("go")
+            thread.join(5)
+            sub = agent.manager.agents[1]
+        tool = [m for m in server.requests[-1]["messages"] if m["role"] == "tool"][-1]
+        data = json.loads(tool["content"])
+    assert result.status == "done" and result.final_text == "went on"
+    assert data["status"] == "failed"
+    assert "Ray actor running this sub-agent's worker is gone" in data["message"]
+    assert not processes_with_mark(sub.spec.process_mark)
+    record = json.loads(
+        (workspace / "sub_agent_results/agent_1/.subagent/conversations.json").read_text()
+    )
+    assert record["status"] == "failed"
+
+
+def test_progress_and_result_survive_pickling() -> None:
+    import pickle
+
+    message = Result("completed", "ok", None, empty_progress(), 1)
+    assert pickle.loads(pickle.dumps(message)) == message
+    assert isinstance(pickle.loads(pickle.dumps(empty_progress())), Progress)
