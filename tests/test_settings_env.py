@@ -43,6 +43,10 @@ def _sample(name: str, field: FieldInfo) -> tuple[str, Any]:
     if typing.get_origin(field.annotation) is typing.Literal:
         other = next(a for a in args if a != default)
         return other, other
+    literals = [a for a in args if typing.get_origin(a) is typing.Literal]
+    if literals:  # Optional[Literal[...]]
+        value = typing.get_args(literals[0])[0]
+        return value, value
     kinds = set(args) | {field.annotation}
     if bool in kinds:
         return str(not default).lower(), not default
