@@ -239,7 +239,10 @@ def bwrap_argv(
         writable: extra writable folders (``command_writable_paths``; workspace-write).
         scope: a sub-agent's write scope; None: the whole workspace is writable.
     """
-    argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    # setpriv ties bwrap itself to the spawner thread (as for unshare); --die-with-parent
+    # then ties the sandbox to bwrap. bwrap's own parent-death signal was seen to miss.
+    guard = ["setpriv", "--pdeathsig", "KILL", "--"] if shutil.which("setpriv") else []
+    argv = [*guard, bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     for secret in _BLANKED:
         if os.path.exists(secret):
             argv += ["--ro-bind", "/dev/null", secret]
