@@ -201,11 +201,11 @@ class Settings(BaseSettings):
     )
     command_allow: CommaList = Field(
         default_factory=list,
-        description="If set, only commands starting with one of these run. Steers a model's habits; NOT a security boundary (`sh -c`, `$(...)`, `<(...)`, interpreters get past it): confinement is the command sandbox's job (planned).",
+        description="If set, only commands starting with one of these run. Steers a model's habits; NOT a security boundary (`sh -c`, `$(...)`, `<(...)`, interpreters get past it): confinement is the command sandbox's job (command_sandbox).",
     )
     command_deny: CommaList = Field(
         default_factory=list,
-        description="Commands starting with one of these are refused. Steers a model's habits; NOT a security boundary (`sh -c`, `eval`, variables, `xargs`, interpreters get past it): confinement is the command sandbox's job (planned).",
+        description="Commands starting with one of these are refused. Steers a model's habits; NOT a security boundary (`sh -c`, `eval`, variables, `xargs`, interpreters get past it): confinement is the command sandbox's job (command_sandbox).",
     )
     command_env_passthrough: CommaList = Field(
         default_factory=list,
@@ -313,6 +313,31 @@ class Settings(BaseSettings):
         description="Ray placement: SPREAD (over the nodes) or DEFAULT (Ray's packing).",
     )
 
+    # --- command sandbox (agentkit/tools/_sandbox.py) ----------------------------
+    command_sandbox: Literal["auto", "bwrap", "none"] = Field(
+        default="auto",
+        description="run_command confinement: auto (bubblewrap where it works; otherwise unconfined, said once in the log), bwrap (required: commands are refused without it), none (unconfined).",
+    )
+    command_sandbox_mode: Literal["read-only", "workspace-write", "full"] = Field(
+        default="workspace-write",
+        description="What sandboxed commands may write: read-only (nothing that persists), workspace-write (the workspace; a sub-agent only its deliverables folder and the files it claimed), full (no sandbox at all: at the user's risk). read-only is never run unconfined.",
+    )
+    subagent_command_sandbox_mode: Literal["read-only", "workspace-write", "full"] | None = Field(
+        default=None,
+        description="A narrower command_sandbox_mode for sub-agents (e.g. read-only for review agents); a wider one is ignored: a sub-agent never gets more than the main agent.",
+    )
+    command_network: Literal["none", "all"] = Field(
+        default="none",
+        description="Network of sandboxed commands: none (a private loopback only: the host, its 127.0.0.1 services and the internet are unreachable) or all. web_search and extract_webpage run in the agent and are not affected.",
+    )
+    command_writable_paths: CommaList = Field(
+        default_factory=list,
+        description="Folders outside the workspace that sandboxed commands may write (a cache such as ~/.cache/pip), in workspace-write mode.",
+    )
+    command_bwrap_path: str = Field(
+        default="bwrap", description="The bubblewrap program (a name looked up on PATH, or a path)."
+    )
+
     @classmethod
     def settings_customise_sources(
         cls,
@@ -333,6 +358,7 @@ class Settings(BaseSettings):
         "command_env_passthrough",
         "command_env_drop",
         "web_allow_hosts",
+        "command_writable_paths",
         mode="before",
     )
     @classmethod

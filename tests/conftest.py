@@ -54,3 +54,16 @@ def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         yield cluster
     finally:
         cluster.stop()
+
+
+@pytest.fixture(params=["bwrap", "none"])
+def command_sandbox(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run a test twice: commands in the bubblewrap sandbox, then without it
+    (``AGENTKIT_COMMAND_SANDBOX``, read by every Settings the test builds). The sandboxed
+    run is skipped where bubblewrap cannot run."""
+    from agentkit.tools._sandbox import bwrap_works
+
+    if request.param == "bwrap" and bwrap_works("bwrap") is None:
+        pytest.skip("bubblewrap is missing or cannot create namespaces here")
+    monkeypatch.setenv("AGENTKIT_COMMAND_SANDBOX", request.param)
+    return str(request.param)

@@ -33,6 +33,9 @@ from agentkit.tools.shell import SHELL_TOOLS
 REPO = Path(__file__).resolve().parents[1]
 REGISTRY = ToolRegistry(SHELL_TOOLS)
 
+# Every test twice: in the command sandbox and without it (conftest.command_sandbox).
+pytestmark = pytest.mark.usefixtures("command_sandbox")
+
 
 def running_with(text: str) -> list[psutil.Process]:
     """Live, non-zombie processes whose command line starts with ``text`` (the
@@ -182,7 +185,9 @@ def test_cli_ended_by_signal_leaves_no_command_behind(workspace: Path, how: str)
     with FakeOpenAIServer(router) as server:
         proc = subprocess.Popen(
             [sys.executable, "-m", "agentkit", "run", "hi", "-w", str(workspace)],
-            env=cli_env(server.base_url),
+            env=cli_env(
+                server.base_url, AGENTKIT_COMMAND_SANDBOX=os.environ["AGENTKIT_COMMAND_SANDBOX"]
+            ),
             cwd=REPO,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,

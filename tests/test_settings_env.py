@@ -45,6 +45,10 @@ def _sample(name: str, field: FieldInfo) -> tuple[str, Any]:
         return other, other
     if isinstance(default, dict):  # JSON objects, e.g. dict[str, float]
         return '{"probe": "2"}', {"probe": args[1]("2")}
+    literals = [a for a in args if typing.get_origin(a) is typing.Literal]
+    if literals:  # Optional[Literal[...]]
+        value = typing.get_args(literals[0])[0]
+        return value, value
     kinds = set(args) | {field.annotation}
     if bool in kinds:
         return str(not default).lower(), not default

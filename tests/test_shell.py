@@ -24,6 +24,9 @@ from agentkit.tools.shell import SHELL_TOOLS, is_secret_var
 
 REGISTRY = ToolRegistry(SHELL_TOOLS)
 
+# Every test twice: in the command sandbox and without it (conftest.command_sandbox).
+pytestmark = pytest.mark.usefixtures("command_sandbox")
+
 
 def make_ctx(workspace: Path, **overrides: object) -> ToolContext:
     settings = Settings(
@@ -247,3 +250,9 @@ def test_capture_helpers() -> None:
         capture.feed(piece)  # a UTF-8 character and an escape split across reads
     capture.finish()
     assert capture.text() == "中文\nred\n" and capture.omitted == 0
+
+
+def test_runs_in_the_chosen_sandbox(ctx: ToolContext, command_sandbox: str) -> None:
+    # A sandbox mounts a /proc of its own: pid 1 there is the command's init.
+    output = run(ctx, "tr '\\0' ' ' </proc/1/cmdline").output
+    assert ("agentkit-init" in output) == (command_sandbox == "bwrap"), output

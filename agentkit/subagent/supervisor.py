@@ -30,12 +30,28 @@ from agentkit.subagent.contract import (
     Terminate,
     WrapUp,
 )
-from agentkit.subagent.record import Ending, finalise_record, list_deliverables, record_path
+from agentkit.subagent.record import (
+    Ending,
+    finalise_record,
+    list_deliverables,
+    read_record,
+    record_path,
+)
 from agentkit.subagent.state import EndStatus, KillStatus, SubAgent
 
 # How long a killed or finished worker gets to exit before its tree is killed.
 JOIN_SECONDS = 5
 KILL_GRACE = 0.5
+
+
+def _stopped_by_signal(deliverables: Path) -> str | None:
+    """Return the reason a worker gave in its final record when a signal (SIGTERM,
+    SIGHUP: a closed terminal, a supervisor) stopped it before it could send a Result,
+    else None. It then ended as terminated, not failed, whichever side saw it first."""
+    record = read_record(deliverables)
+    if record and record.get("status") == "terminated" and record.get("completed_at"):
+        return str(record.get("error") or record.get("result_summary") or "terminated")
+    return None
 
 
 class Supervisor:
@@ -122,8 +138,12 @@ class Supervisor:
         handle.kill(self.settings.command_kill_grace)
         handle.join(1)
         if agent.status == "running" and agent.kill_reason is None:
-            why = f"the worker process ended without a result (exit code {handle.exit_code})"
-            self.finish(agent, "failed", Ending(None, why))
+            stopped = _stopped_by_signal(Path(agent.spec.deliverables_path))
+            if stopped is not None:  # SIGTERM/SIGHUP to the worker: it said so itself
+                self.finish(agent, "terminated", Ending(stopped, stopped))
+            else:
+                why = f"the worker process ended without a result (exit code {handle.exit_code})"
+                self.finish(agent, "failed", Ending(None, why))
         # A finished sub-agent holds no pipe end or process resources (fds).
         handle.close()
 

@@ -60,6 +60,7 @@ from agentkit.subagent.record import (
     record_writer,
     write_record,
 )
+from agentkit.subagent.sandbox_scope import command_settings, confine_writes
 from agentkit.subagent.state import EndStatus, Status
 from agentkit.subagent.tools import make_finish_tool
 from agentkit.tokens import count_text
@@ -289,7 +290,7 @@ def worker_main(spec: WorkerSpec, conn: Endpoint) -> None:
     error: str | None = None
     try:
         # Validated by the parent already; constructing skips re-reading the environment.
-        settings = Settings.model_construct(**spec.settings)
+        settings = command_settings(spec, Settings.model_construct(**spec.settings))
         conv.model = settings.model
         language = settings.language
         deliverables.mkdir(parents=True, exist_ok=True)
@@ -346,7 +347,7 @@ def worker_main(spec: WorkerSpec, conn: Endpoint) -> None:
         ctx = ToolContext(
             workspace=Path(spec.workspace),
             settings=settings,
-            claim_write=link.claim,
+            claim_write=confine_writes(spec, link.claim),
             process_mark=spec.process_mark,
         )
         engine = Engine(

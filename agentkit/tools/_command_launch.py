@@ -40,8 +40,11 @@ by the environment mark (:mod:`agentkit.proctree`) and the agent process is made
 child subreaper (Linux) so orphans stay in its tree. Weaker: ``env -i`` escapes the
 scan and a SIGKILL of the agent orphans its commands. A log line says so once.
 
-A sandbox (bubblewrap: ``bwrap --unshare-pid --die-with-parent``) can replace
-:func:`launch_argv` alone.
+``"sandbox"`` (a per-command choice, :mod:`agentkit.tools._sandbox`): bubblewrap's argv
+(``bwrap … --unshare-pid --as-pid-1 --die-with-parent … --``) replaces ``setpriv … unshare
+… --``; the same init, control socket and lifetime chain follow (``--die-with-parent``
+plays ``--pdeathsig``: the agent dies → bwrap and the init get SIGKILL → the kernel kills
+the namespace), whatever :func:`launch_mode` says.
 
 Public API: :func:`launch_mode`, :func:`launch_argv`, :func:`spawn`, :class:`Launched`,
 :func:`keep_alive`, :func:`end_background_services`.
@@ -133,11 +136,15 @@ def launch_mode() -> str:
         return _mode
 
 
-def launch_argv(shell: str, command: str) -> list[str]:
-    """Return the argv that runs ``shell -c command`` under the current :func:`launch_mode`.
+def launch_argv(shell: str, command: str, sandbox: list[str] | None = None) -> list[str]:
+    """Return the argv that runs ``shell -c command`` under the current :func:`launch_mode`,
+    or inside ``sandbox`` (a bubblewrap argv ending with ``--``) when given.
 
-    In ``"pidns"`` mode the process started must get a socket as stdin (:func:`spawn`).
+    In ``"pidns"`` mode and in a sandbox the process started must get a socket as stdin
+    (:func:`spawn`).
     """
+    if sandbox is not None:
+        return [*sandbox, "/bin/sh", "-c", _INIT, "agentkit-init", shell, command]
     if launch_mode() != "pidns":
         return [shell, "-c", command]
     return ["setpriv", "--pdeathsig", "KILL", "--", "unshare", *_userns, "--pid", "--fork",
@@ -215,17 +222,24 @@ def _on_spawner(func: Callable[[], Any]) -> Any:
     return value
 
 
-def spawn(shell: str, command: str, cwd: os.PathLike[str] | str, env: dict[str, str]) -> Launched:
+def spawn(
+    shell: str,
+    command: str,
+    cwd: os.PathLike[str] | str,
+    env: dict[str, str],
+    sandbox: list[str] | None = None,
+) -> Launched:
     """Start ``shell -c command`` in ``cwd`` with ``env``, stdout+stderr on one pipe,
-    stdin closed, in its own session, forked by the long-lived spawner thread.
+    stdin closed, in its own session, forked by the long-lived spawner thread; inside
+    ``sandbox`` (a bubblewrap argv ending with ``--``, see :func:`launch_argv`) when given.
 
     Returns:
         A :class:`Launched`. Raises OSError when the program cannot be started.
     """
-    argv = launch_argv(shell, command)
+    argv = launch_argv(shell, command, sandbox)
     ours: socket.socket | None = None
     theirs: socket.socket | None = None
-    if launch_mode() == "pidns":
+    if sandbox is not None or launch_mode() == "pidns":
         ours, theirs = socket.socketpair()
     stdin: Any = theirs.fileno() if theirs is not None else subprocess.DEVNULL
     try:

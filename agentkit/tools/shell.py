@@ -4,7 +4,9 @@
 stdout and stderr merged into one pipe, a cleaned environment, a wall-clock limit and a
 process-tree kill. Completion is "the shell exited, then at most 1 s of draining", so a
 background grandchild holding the pipe cannot stall the call; any process of the command
-still running afterwards is killed and listed. POSIX only (select on the pipe).
+still running afterwards is killed and listed. POSIX only (select on the pipe). Commands run
+in the sandbox of :mod:`agentkit.tools._sandbox` when the settings and the system allow it;
+a note says when its output shows the sandbox refusing a write or a network call.
 
 Public API: :data:`SHELL_TOOLS`, :class:`RunCommandParams`, :func:`run_command`,
 :func:`command_env`, :func:`is_secret_var` (from :mod:`agentkit.secrets`).
@@ -31,6 +33,7 @@ from agentkit import proctree
 from agentkit.errors import ToolError
 from agentkit.secrets import is_secret_var, scrub_env
 from agentkit.tools import _command_launch as launch
+from agentkit.tools import _sandbox as sandbox
 from agentkit.tools._shell_output import OutputCapture
 from agentkit.tools._shell_policy import check_interactive, check_policy
 from agentkit.tools.base import Tool, ToolContext, ToolResult
@@ -110,6 +113,7 @@ class _Run:
     capture: OutputCapture
     command_id: str
     started: float
+    confinement: sandbox.Confinement | None = None
     captured: dict[int, psutil.Process] = field(default_factory=dict)
     eof: bool = False
     code: int | None = None  # the shell's exit status, once known
@@ -243,7 +247,8 @@ def run_command(params: RunCommandParams, ctx: ToolContext) -> ToolResult:
 
     A non-zero exit status is a normal result (ok). Errors: ``invalid_argument`` (empty
     command, bad cwd), ``outside_workspace``, ``not_found`` (cwd), ``blocked_command``
-    (allow/deny lists, interactive programs), ``timeout`` (killed after the limit, output so
+    (allow/deny lists, interactive programs), ``sandbox_unavailable`` (a sandbox is
+    required and cannot run), ``timeout`` (killed after the limit, output so
     far included), ``killed`` (run cancelled). Units: seconds, characters.
     """
     settings = ctx.settings
@@ -255,6 +260,7 @@ def run_command(params: RunCommandParams, ctx: ToolContext) -> ToolResult:
     check_policy(command, settings.command_allow, settings.command_deny)
     check_interactive(command)
     cwd = _resolve_cwd(ctx, params.cwd)
+    confinement = sandbox.confine(ctx, cwd)
     timeout = min(float(params.timeout_seconds), settings.command_timeout_max)
     command_id = uuid.uuid4().hex
     stamp = time.strftime("%Y%m%d-%H%M%S")
@@ -265,13 +271,14 @@ def run_command(params: RunCommandParams, ctx: ToolContext) -> ToolResult:
     shell = shutil.which("bash") or "/bin/sh"
     started = time.monotonic()
     try:
+        env = command_env(ctx.process_mark or command_id, command_id, settings)
         launched = launch.spawn(
-            shell, command, cwd, command_env(ctx.process_mark or command_id, command_id, settings)
+            shell, command, cwd, env, confinement.argv if confinement is not None else None
         )
     except OSError as exc:
         raise ToolError("not_found", f"could not start {shell}: {exc}") from None
     proc = launched.proc
-    run = _Run(launched, capture, command_id, started)
+    run = _Run(launched, capture, command_id, started, confinement)
     done = False
     try:
         outcome = _pump(run, started + timeout, ctx)
@@ -366,6 +373,7 @@ def _finish(run: _Run, outcome: str, timeout: float, ctx: ToolContext) -> ToolRe
         total_chars=run.capture.total_chars,
     )
     body = run.capture.text()
+    notes.extend(sandbox.refusal_notes(body, run.confinement))
     if run.capture.omitted:
         note = f"output truncated: {run.capture.omitted:,} characters omitted (first 25 % and last 75 % shown)"
         if run.capture.spill_written is not None:

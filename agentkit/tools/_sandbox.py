@@ -1,0 +1,366 @@
+"""The command sandbox: what run_command's commands may see, write and reach (DESIGN §6).
+
+Settings: ``command_sandbox`` (``auto``/``bwrap``/``none``), ``command_sandbox_mode``
+(``read-only``/``workspace-write``/``full``), ``subagent_command_sandbox_mode``,
+``command_network`` (``none``/``all``), ``command_writable_paths``,
+``command_bwrap_path``, and the existing ``read_only_roots``.
+
+Why bubblewrap rather than Landlock: the lifetime guarantees of
+:mod:`agentkit.tools._command_launch` rest on a pid namespace, and bubblewrap gives the
+pid namespace, a mount namespace (hide folders, private ``/tmp``, read-only binds, a
+fresh ``/proc`` that shows no process of the agent, so ``/proc/<agent>/environ`` and
+``kill <agent>`` reach nothing) and a network namespace in one small, widely packaged
+program, as root or unprivileged (user namespaces). Landlock only restricts file (and,
+from ABI 4, TCP port) access: it has no pid or network isolation by address, no private
+``/tmp``, and cannot *hide* a folder while re-exposing one inside it (a toolchain in
+``~/.pyenv`` under a hidden home).
+
+The bubblewrap argv (:func:`bwrap_argv`) replaces ``setpriv … unshare …`` alone; the
+init and control socket of ``_command_launch`` stay. ``--as-pid-1`` makes the init pid 1
+as with ``unshare``; ``--die-with-parent`` ties the sandbox to the spawner thread, so the
+agent's death SIGKILLs the whole namespace. Policy, in mount order (later wins):
+
+* ``/`` read-only; ``--dev /dev``; a new ``/proc``; ``/etc/shadow`` and ``/etc/gshadow``
+  replaced by an empty file.
+* Hidden (an empty, private, writable tmpfs, gone when the command ends): ``/tmp``,
+  ``/var/tmp``, ``/run`` (sockets: docker, dbus, ssh-agent), ``/home``, ``/root`` and the
+  user's home. ``HOME`` still points there, so tools that write caches work.
+* Re-exposed read-only: the agent's Python (``sys.prefix``, ``sys.base_prefix``), each
+  ``PATH`` folder inside a hidden one (plus its toolchain-manager root, e.g.
+  ``~/.pyenv`` for ``~/.pyenv/shims``), ``read_only_roots``, and with network
+  ``/run/systemd/resolve`` (DNS). Secrets in those folders are the user's choice.
+* Writable (``workspace-write``): the main agent's workspace; a sub-agent's deliverables
+  folder and the files it has claimed (:func:`set_write_scope`; the rest of the
+  workspace read-only); ``command_writable_paths``. ``<workspace>/.agentkit`` and a
+  sub-agent's ``.subagent`` record folder stay read-only. ``read-only``: nothing.
+* ``--unshare-pid --unshare-ipc``; ``--unshare-net`` unless ``command_network = all``
+  (a private loopback works: a test suite may start its own servers); capabilities
+  dropped when run as root; ``TMPDIR=/tmp``.
+
+``auto`` falls back to running unconfined (one log warning per process) when bubblewrap
+is missing or cannot start (no user namespaces); ``bwrap`` refuses commands instead; a
+``read-only`` mode is never run unconfined.
+
+Public API: :func:`confine`, :class:`Confinement`, :func:`bwrap_argv`,
+:func:`bwrap_works`, :func:`narrow_mode`, :func:`set_write_scope`,
+:func:`clear_write_scope`, :func:`refusal_notes`, :data:`MODES`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from agentkit.errors import ToolError
+
+if TYPE_CHECKING:
+    from agentkit.tools.base import ToolContext
+
+__all__ = [
+    "MODES",
+    "Confinement",
+    "bwrap_argv",
+    "bwrap_works",
+    "clear_write_scope",
+    "confine",
+    "narrow_mode",
+    "refusal_notes",
+    "set_write_scope",
+]
+
+log = logging.getLogger(__name__)
+
+MODES = ("read-only", "workspace-write", "full")
+"""Sandbox modes, narrowest first."""
+
+_HIDDEN = ("/tmp", "/var/tmp", "/run", "/home", "/root")
+_BLANKED = ("/etc/shadow", "/etc/gshadow")
+# Roots of toolchain managers whose bin/shims folder is on PATH (bin alone does not run).
+_TOOLCHAIN_ROOTS = frozenset({".pyenv", ".rbenv", ".nodenv", ".asdf", ".nvm", ".cargo",
+                              ".rustup", ".sdkman", ".volta", ".bun", ".deno", "go", "mise"})  # fmt: skip
+_COMPANIONS = {".cargo": ".rustup"}  # cargo's bin holds rustup proxies
+
+
+def narrow_mode(*modes: str | None) -> str:
+    """Return the narrowest of ``modes`` (None entries ignored; all None: the default,
+    ``workspace-write``). A sub-agent's mode is ``narrow_mode(main, requested)``, so a
+    request can narrow but never widen. Raises ValueError on an unknown mode."""
+    given = [m for m in modes if m is not None]
+    for mode in given:
+        if mode not in MODES:
+            raise ValueError(f"unknown sandbox mode {mode!r}: one of {', '.join(MODES)}")
+    return min(given, key=MODES.index) if given else "workspace-write"
+
+
+@dataclass(frozen=True)
+class WriteScope:
+    """Where a sub-agent's commands may write in the workspace (workspace-write mode).
+
+    Attributes:
+        folders: absolute folders (the deliverables folder), shown as ``label``.
+        files: returns the absolute files claimed so far (called per command).
+        label: how notes name the scope to the model.
+    """
+
+    folders: tuple[Path, ...]
+    files: Callable[[], Iterable[Path]]
+    label: str
+
+
+_scopes: dict[str, WriteScope] = {}
+
+
+def set_write_scope(mark: str, scope: WriteScope) -> None:
+    """Confine the writes of commands run with process mark ``mark`` (a sub-agent's
+    ``ToolContext.process_mark``) to ``scope`` instead of the whole workspace."""
+    _scopes[mark] = scope
+
+
+def clear_write_scope(mark: str) -> None:
+    """Forget the scope of ``mark`` (no error when there is none)."""
+    _scopes.pop(mark, None)
+
+
+@dataclass(frozen=True)
+class Confinement:
+    """A sandbox for one command.
+
+    Attributes:
+        argv: bubblewrap's argv up to and including ``--``; the command follows.
+        mode: the sandbox mode applied.
+        network: ``none`` or ``all``.
+        writable: where writes are allowed, in words for the model.
+    """
+
+    argv: list[str]
+    mode: str
+    network: str
+    writable: str = ""
+
+
+_probe_lock = threading.Lock()
+_probed: dict[str, bool] = {}
+_warned = threading.Event()
+
+
+def _base_flags() -> list[str]:
+    flags = ["--unshare-pid", "--unshare-ipc", "--as-pid-1", "--die-with-parent", "--new-session"]
+    return [*flags, "--cap-drop", "ALL"] if os.geteuid() == 0 else flags
+
+
+def bwrap_works(program: str) -> str | None:
+    """Return the absolute path of bubblewrap ``program`` when it can start a sandbox
+    here (probed once per path, about 10 ms), else None (missing, or namespaces off)."""
+    found = shutil.which(program)
+    if found is None or not sys.platform.startswith("linux"):
+        return None
+    with _probe_lock:
+        if found not in _probed:
+            argv = [found, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+                    "--unshare-net", *_base_flags(), "--", "/bin/sh", "-c", "exit 7"]  # fmt: skip
+            try:
+                done = subprocess.run(
+                    argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=10
+                )
+                _probed[found] = done.returncode == 7
+            except (OSError, subprocess.SubprocessError):
+                _probed[found] = False
+        return found if _probed[found] else None
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+def _toolchain_paths(hidden: list[Path]) -> list[Path]:
+    """Folders inside hidden ones that the user's tools need: the agent's Python and the
+    PATH folders, each with its toolchain-manager root (``~/.pyenv`` for
+    ``~/.pyenv/shims``; ``~/.rustup`` with ``~/.cargo``)."""
+    found: list[Path] = []
+    candidates = [Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable).resolve().parent]
+    candidates += [Path(p) for p in os.environ.get("PATH", "").split(os.pathsep) if p]
+    for path in candidates:
+        if not path.is_absolute():
+            continue
+        real = path.resolve()
+        for root in hidden:
+            if real == root or not _inside(real, root):
+                continue
+            found.append(real)
+            parts = real.relative_to(root).parts
+            for i, part in enumerate(parts):
+                if part in _TOOLCHAIN_ROOTS:
+                    found.append(root.joinpath(*parts[: i + 1]))
+                    if part in _COMPANIONS:
+                        found.append(root.joinpath(*parts[:i], _COMPANIONS[part]))
+                    break
+    return list(dict.fromkeys(found))
+
+
+def _hidden_folders() -> list[Path]:
+    folders = [Path(p) for p in _HIDDEN]
+    home = os.environ.get("HOME")
+    if home and Path(home).is_absolute():
+        folders.append(Path(home))
+    return [
+        p for p in dict.fromkeys(folders) if p.is_dir() and not p.is_symlink() and p != Path("/")
+    ]
+
+
+def bwrap_argv(
+    bwrap: str,
+    *,
+    workspace: Path,
+    cwd: Path,
+    mode: str,
+    network: str,
+    read_only: Iterable[str | Path] = (),
+    writable: Iterable[str | Path] = (),
+    scope: WriteScope | None = None,
+) -> list[str]:
+    """Return the bubblewrap argv (up to ``--``) for the policy in the module docstring.
+
+    Args:
+        bwrap: the program's absolute path.
+        workspace: absolute, resolved workspace root.
+        cwd: the command's folder (inside the workspace).
+        mode: ``read-only`` or ``workspace-write``.
+        network: ``none`` or ``all``.
+        read_only: extra folders shown read-only (``read_only_roots``).
+        writable: extra writable folders (``command_writable_paths``; workspace-write).
+        scope: a sub-agent's write scope; None: the whole workspace is writable.
+    """
+    # setpriv ties bwrap itself to the spawner thread (as for unshare); --die-with-parent
+    # then ties the sandbox to bwrap. bwrap's own parent-death signal was seen to miss.
+    guard = ["setpriv", "--pdeathsig", "KILL", "--"] if shutil.which("setpriv") else []
+    argv = [*guard, bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    for secret in _BLANKED:
+        if os.path.exists(secret):
+            argv += ["--ro-bind", "/dev/null", secret]
+    hidden = _hidden_folders()
+    for folder in hidden:
+        argv += ["--tmpfs", str(folder)]
+    shown = [*_toolchain_paths(hidden), *(Path(p).resolve() for p in read_only)]
+    if network == "all":
+        shown.append(Path("/run/systemd/resolve"))
+    for path in dict.fromkeys(shown):
+        argv += ["--ro-bind-try", str(path), str(path)]
+    write = mode == "workspace-write"
+    argv += ["--bind" if write and scope is None else "--ro-bind", str(workspace), str(workspace)]
+    if write:
+        places = [*scope.folders, *scope.files()] if scope is not None else []
+        places += [Path(p).expanduser().resolve() for p in writable]
+        for path in dict.fromkeys(places):
+            argv += ["--bind-try", str(path), str(path)]
+        protected = (
+            [workspace / ".agentkit", *(f / ".subagent" for f in scope.folders)]
+            if scope
+            else [workspace / ".agentkit"]
+        )
+        for path in protected:
+            argv += ["--ro-bind-try", str(path), str(path)]
+    argv += _base_flags()
+    if network != "all":
+        argv.append("--unshare-net")
+    return [*argv, "--setenv", "TMPDIR", "/tmp", "--chdir", str(cwd), "--"]
+
+
+def confine(ctx: ToolContext, cwd: Path) -> Confinement | None:
+    """Return the sandbox for a command of ``ctx`` run in ``cwd``, or None to run it
+    unconfined (mode ``full``, ``command_sandbox = none``, or ``auto`` without a
+    working bubblewrap: logged once per process).
+
+    Raises:
+        ToolError("sandbox_unavailable"): ``command_sandbox = bwrap``, or mode
+            ``read-only``, and bubblewrap cannot run here.
+    """
+    s = ctx.settings
+    mode = narrow_mode(s.command_sandbox_mode)
+    if mode == "full":
+        return None
+    bwrap = bwrap_works(s.command_bwrap_path) if s.command_sandbox != "none" else None
+    if bwrap is None:
+        if s.command_sandbox == "bwrap" or mode == "read-only":
+            why = "command_sandbox = none" if s.command_sandbox == "none" else (
+                f"bubblewrap ({s.command_bwrap_path}) is missing or cannot create namespaces here"
+            )  # fmt: skip
+            raise ToolError(
+                "sandbox_unavailable",
+                f"commands must run in a sandbox (mode {mode}, command_sandbox = "
+                f"{s.command_sandbox}) but {why}; the command was not run",
+            )
+        if s.command_sandbox == "auto" and not _warned.is_set():
+            _warned.set()
+            log.warning(
+                "agentkit: the command sandbox is off: bubblewrap (%s) is missing or cannot "
+                "create namespaces here; commands run with your full rights "
+                "(install bubblewrap, or set command_sandbox = none to silence this)",
+                s.command_bwrap_path,
+            )
+        return None
+    root = ctx.workspace
+    scope = _scopes.get(ctx.process_mark or "")
+    argv = bwrap_argv(
+        bwrap,
+        workspace=root,
+        cwd=cwd,
+        mode=mode,
+        network=s.command_network,
+        read_only=s.read_only_roots,
+        writable=s.command_writable_paths,
+        scope=scope,
+    )
+    if mode == "read-only":
+        where = "nothing (read-only mode)"
+    else:
+        where = scope.label if scope is not None else "the workspace"
+        if s.command_writable_paths:
+            where += " and " + ", ".join(s.command_writable_paths)
+    return Confinement(argv, mode, s.command_network, where)
+
+
+_WRITE_REFUSED = re.compile(r"Read-only file system|\bEROFS\b|\bEACCES\b")
+_NET_REFUSED = re.compile(
+    r"Network is unreachable|\bENETUNREACH\b|Temporary failure in name resolution"
+    r"|Name or service not known|Could not resolve host|No address associated with hostname"
+    r"|getaddrinfo (?:ENOTFOUND|EAI_AGAIN)|Failed to resolve|Connection refused"
+)
+
+
+def refusal_notes(output: str, confinement: Confinement | None) -> list[str]:
+    """Return short notes for the tool result when ``output`` shows the sandbox refusing
+    a write or a network call (by the usual error texts), in words the model can act on;
+    [] when unconfined or nothing matched."""
+    if confinement is None:
+        return []
+    notes: list[str] = []
+    if _WRITE_REFUSED.search(output):
+        if confinement.mode == "read-only":
+            notes.append(
+                "sandbox: writes are refused (read-only mode: commands cannot change files; "
+                "/tmp and HOME are private and emptied when the command ends)"
+            )
+        else:
+            notes.append(
+                f"sandbox: a write was refused: commands may write {confinement.writable} "
+                "(and /tmp and HOME, private scratch emptied afterwards); everything else "
+                "is read-only. Write there instead, or ask the user to allow the folder "
+                "(command_writable_paths)"
+            )
+    if confinement.network == "none" and _NET_REFUSED.search(output):
+        notes.append(
+            "sandbox: commands have no network (command_network = none): the internet "
+            "and the host's services, even on 127.0.0.1, are unreachable; only the "
+            "command's own loopback works. Use web_search / extract_webpage for the web, "
+            "or ask the user to set command_network = all"
+        )
+    return notes

@@ -1,0 +1,81 @@
+"""Benchmark: what the command sandbox costs per run_command call.
+
+Usage: ``python benchmarks/sandbox.py [--reps N]``
+
+* ``true``: a whole run_command call of ``true`` with ``command_sandbox = bwrap`` and
+  ``none`` (the pid-namespace launch without bubblewrap), repetitions interleaved;
+  medians and the difference (goal: under 10 ms added, median).
+* A small test suite: ``python -m pytest -q`` of 20 tiny tests in the workspace, in and
+  out of the sandbox (medians of fewer repetitions).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from agentkit.settings import Settings  # noqa: E402
+from agentkit.tools._sandbox import bwrap_works  # noqa: E402
+from agentkit.tools.base import ToolContext, ToolRegistry  # noqa: E402
+from agentkit.tools.shell import SHELL_TOOLS  # noqa: E402
+
+REGISTRY = ToolRegistry(SHELL_TOOLS)
+
+
+def timed(ctx: ToolContext, command: str) -> float:
+    """Seconds of one run_command call; raises when the command failed."""
+    started = time.perf_counter()
+    result = REGISTRY.execute("run_command", {"command": command}, ctx)
+    elapsed = time.perf_counter() - started
+    if result.meta.get("exit_code") != 0:
+        raise RuntimeError(result.output)
+    return elapsed
+
+
+def compare(workspace: Path, command: str, reps: int) -> dict[str, float]:
+    """Median seconds per call of ``command`` for each sandbox choice (interleaved)."""
+    ctxs = {
+        name: ToolContext(
+            workspace=workspace, settings=Settings(model="m", api_key="k", command_sandbox=name)
+        )
+        for name in ("bwrap", "none")
+    }
+    for ctx in ctxs.values():
+        timed(ctx, command)  # warm up: probes, imports, page cache
+    times: dict[str, list[float]] = {name: [] for name in ctxs}
+    for _ in range(reps):
+        for name, ctx in ctxs.items():
+            times[name].append(timed(ctx, command))
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
+def main() -> None:
+    """Print the two tables (milliseconds)."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--reps", type=int, default=200)
+    args = parser.parse_args()
+    if bwrap_works("bwrap") is None:
+        sys.exit("bubblewrap cannot run here")
+    with tempfile.TemporaryDirectory() as tmp:
+        workspace = Path(tmp).resolve()
+        small = compare(workspace, "true", args.reps)
+        for i in range(20):
+            (workspace / f"test_t{i}.py").write_text(f"def test_{i}():\n    assert {i} == {i}\n")
+        suite = compare(workspace, f"{sys.executable} -m pytest -q -p no:cacheprovider", 10)
+    for label, figures in (("true", small), ("pytest, 20 tests", suite)):
+        added = (figures["bwrap"] - figures["none"]) * 1000
+        print(
+            f"{label:18} sandbox {figures['bwrap'] * 1000:8.1f} ms   "
+            f"none {figures['none'] * 1000:8.1f} ms   added {added:+.1f} ms (median)"
+        )
+
+
+if __name__ == "__main__":
+    main()
