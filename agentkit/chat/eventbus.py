@@ -98,53 +98,62 @@ class EventBus:
 
     def iter(self, after: int | None = None, timeout: float | None = None) -> Iterator[Numbered]:
         """Iterate over events as they come (blocking), from ``after`` (a seq; None:
-        only new ones). Ends when the bus closes, or after ``timeout`` seconds with
-        no event."""
+        only events published from this call on). Subscribed at once, so nothing
+        published after the call is missed. Ends when the bus closes, or after
+        ``timeout`` seconds with no event."""
         box: queue.Queue[Numbered | object] = queue.Queue()
-        with self._lock:
-            if after is not None:
-                for item in self.since(after)[0]:
-                    box.put(item)
-            self._queues.append(box.put)
-            if self._closed:
-                box.put(_CLOSED)
-        try:
-            while True:
-                try:
-                    got = box.get(timeout=timeout)
-                except queue.Empty:
-                    return
-                if not isinstance(got, Numbered):  # the closing mark
-                    return
-                yield got
-        finally:
-            with self._lock, _suppress_value_error():
-                self._queues.remove(box.put)
+        self._attach(box.put, after)
 
-    async def aiter(self, after: int | None = None) -> AsyncIterator[Numbered]:
-        """``async for`` form of :meth:`iter`, fed thread-safely into the running loop."""
+        def generate() -> Iterator[Numbered]:
+            try:
+                while True:
+                    try:
+                        got = box.get(timeout=timeout)
+                    except queue.Empty:
+                        return
+                    if not isinstance(got, Numbered):  # the closing mark
+                        return
+                    yield got
+            finally:
+                self._detach(box.put)
+
+        return generate()
+
+    def aiter(self, after: int | None = None) -> AsyncIterator[Numbered]:
+        """``async for`` form of :meth:`iter` (no timeout), fed thread-safely into the
+        running event loop; must be called inside it. Subscribed at once."""
         loop = asyncio.get_running_loop()
         box: asyncio.Queue[Numbered | object] = asyncio.Queue()
 
         def put(item: Numbered | object) -> None:
             loop.call_soon_threadsafe(box.put_nowait, item)
 
+        self._attach(put, after)
+
+        async def generate() -> AsyncIterator[Numbered]:
+            try:
+                while True:
+                    got = await box.get()
+                    if not isinstance(got, Numbered):  # the closing mark
+                        return
+                    yield got
+            finally:
+                self._detach(put)
+
+        return generate()
+
+    def _attach(self, put: Callable[[Numbered | object], None], after: int | None) -> None:
         with self._lock:
             if after is not None:
                 for item in self.since(after)[0]:
-                    box.put_nowait(item)
+                    put(item)
             self._queues.append(put)
             if self._closed:
-                box.put_nowait(_CLOSED)
-        try:
-            while True:
-                got = await box.get()
-                if not isinstance(got, Numbered):  # the closing mark
-                    return
-                yield got
-        finally:
-            with self._lock, _suppress_value_error():
-                self._queues.remove(put)
+                put(_CLOSED)
+
+    def _detach(self, put: Callable[[Numbered | object], None]) -> None:
+        with self._lock, _suppress_value_error():
+            self._queues.remove(put)
 
     def close(self) -> None:
         """End every iterator (after the events already queued). Callbacks stay."""

@@ -1,0 +1,364 @@
+"""The session API over real workers and FakeOpenAIServer: rounds end at the answer,
+background sub-agents go on, completions start rounds by themselves, messages queue
+(docs/architecture.md §9; docs/specification.md §2, §3, §8.5)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from subagent_helpers import Gate, Router, call, calls, finish, wait_until, who
+
+from agentkit import events as ev
+from agentkit.chat import Session, Workspace
+from agentkit.proctree import processes_with_mark
+from agentkit.settings import Settings
+from agentkit.testing import FakeOpenAIServer
+
+pytestmark = pytest.mark.slow
+
+USER_TEMPLATE = "子智能体{id} ({summary}) 已完成任务。\n\n{result}\n\n交付目录：{dir}"
+
+
+def settings_for(server: FakeOpenAIServer, **overrides: Any) -> Settings:
+    values: dict[str, Any] = {
+        "model": "fake-model",
+        "base_url": server.base_url,
+        "api_key": "k",
+        "language": "zh",
+        "max_retries": 0,
+        "retry_total_seconds": 0,
+        "subagent_timeout_min": 1,
+    }
+    values.update(overrides)
+    return Settings(**values)
+
+
+def background(agent_id: int, summary: str, **extra: Any) -> dict[str, Any]:
+    return call(
+        "create_sub_agent",
+        agent_id=agent_id,
+        summary=summary,
+        task=f"任务{agent_id}",
+        run_in_background=True,
+        **extra,
+    )
+
+
+def main_requests(server: FakeOpenAIServer) -> list[dict[str, Any]]:
+    return [r for r in server.requests if who(r) is None]
+
+
+class Recorder:
+    """Collects a session's events (thread-safe) and waits for one."""
+
+    def __init__(self) -> None:
+        self.events: list[ev.Event] = []
+        self.cond = threading.Condition()
+
+    def __call__(self, event: ev.Event) -> None:
+        with self.cond:
+            self.events.append(event)
+            self.cond.notify_all()
+
+    def of(self, kind: type[ev.Event]) -> list[Any]:
+        with self.cond:
+            return [e for e in self.events if isinstance(e, kind)]
+
+    def wait_for(self, kind: type[ev.Event], count: int = 1, timeout: float = 30) -> list[Any]:
+        with self.cond:
+            self.cond.wait_for(lambda: len(self.of(kind)) >= count, timeout)
+            found = self.of(kind)
+        assert len(found) >= count, f"expected {count} {kind.__name__}, got {len(found)}"
+        return found
+
+
+def test_send_returns_at_the_answer_while_a_background_sub_agent_works(workspace: Path) -> None:
+    gate = Gate()
+    router = Router(
+        main=[
+            calls(background(1, "后台长任务")),
+            "已在后台启动。",
+            "第二个问题的回答。",
+            "收到通知。",
+        ],
+        subs={1: [gate.hold(finish("后台任务做完了。"))]},
+    )
+    with FakeOpenAIServer(router) as server, Session(workspace, settings_for(server)) as session:
+        seen = Recorder()
+        session.subscribe(seen)
+        first = session.send("开始后台任务")
+        assert first.status == "done" and first.final_text == "已在后台启动。"
+        assert first.background == [1]
+        assert session.state == "waiting_for_subagents"
+        second = session.send("另一个问题")  # answered while the sub-agent still works
+        assert second.final_text == "第二个问题的回答。"
+        assert session.manager.agents[1].status == "running"
+        gate.event.set()
+        assert session.wait_idle(30)
+        rounds = seen.of(ev.RoundFinished)
+        assert [r.background for r in rounds] == [[1], [1], []]
+        assert len(seen.of(ev.AllWorkDone)) == 1  # only once all work is done
+        assert all(e.conversation_id == session.id for e in seen.events)
+
+
+def test_a_completion_between_rounds_starts_a_round_with_the_seed_user_template(
+    workspace: Path,
+) -> None:
+    gate = Gate()
+    router = Router(
+        main=[calls(background(1, "写报告")), "我会等它。", "报告已收到。"],
+        subs={1: [gate.hold(finish("报告写完了，在 report.md。"))]},
+    )
+    with FakeOpenAIServer(router) as server, Session(workspace, settings_for(server)) as session:
+        seen = Recorder()
+        session.subscribe(seen)
+        session.send("写一份报告")
+        gate.event.set()
+        started = seen.wait_for(ev.RoundStarted, 2)
+        assert started[1].trigger == "notification"
+        assert session.wait_idle(30)
+        notice = main_requests(server)[2]["messages"][-1]
+    assert notice == {
+        "role": "user",
+        "content": USER_TEMPLATE.format(
+            id=1,
+            summary="写报告",
+            result="报告写完了，在 report.md。",
+            dir="sub_agent_results/agent_1",
+        ),
+    }
+    assert session.last_result is not None and session.last_result.final_text == "报告已收到。"
+
+
+def test_a_completion_during_a_round_comes_as_the_system_template(workspace: Path) -> None:
+    gate = Gate()
+
+    def read_then(request: dict[str, Any]) -> Any:
+        gate.event.set()
+        wait_until(lambda: agent_done.is_set(), 20)
+        return calls(call("read_file", path="a.txt"))
+
+    agent_done = threading.Event()
+    (workspace / "a.txt").write_text("x\n")
+    router = Router(
+        main=[calls(background(1, "快任务")), read_then, "都好了。"],
+        subs={1: [gate.hold(finish("快任务完成。"))]},
+    )
+    with FakeOpenAIServer(router) as server, Session(workspace, settings_for(server)) as session:
+        session.subscribe(
+            lambda e: agent_done.set() if isinstance(e, ev.SubAgentFinished) else None
+        )
+        result = session.send("开始")
+        assert session.wait_idle(30)
+        last = main_requests(server)[2]["messages"]
+    assert result.final_text == "都好了。"
+    system = [m for m in last if m["role"] == "system"][-1]["content"]
+    assert system.startswith("子智能体1 (快任务) 已完成。\n\n运行时间：")
+    assert "结果摘要：快任务完成。" in system
+    # Announced once: no round was started for it afterwards.
+    assert len(main_requests(server)) == 3
+
+
+def test_agents_ending_together_share_one_notification(workspace: Path) -> None:
+    gate = Gate()
+    router = Router(
+        main=[calls(background(1, "甲"), background(2, "乙")), "等待。", "两个都完成了。"],
+        subs={1: [gate.hold(finish("甲完成。"))], 2: [gate.hold(finish("乙完成。"))]},
+    )
+    with FakeOpenAIServer(router) as server, Session(workspace, settings_for(server)) as session:
+        session.send("并行")
+        original = session.manager.take_finished
+
+        def take_both() -> Any:  # hold the first completion until both ended
+            agents = list(session.manager.agents.values())
+            if any(a.status != "running" for a in agents):
+                for a in agents:
+                    a.done.wait(20)
+            return original()
+
+        session.manager.take_finished = take_both  # type: ignore[method-assign]
+        gate.event.set()
+        assert session.wait_idle(30)
+        requests = main_requests(server)
+    assert len(requests) == 3
+    notice = requests[2]["messages"][-1]["content"]
+    assert notice.count("已完成任务。") == 2 and notice.index("子智能体1") < notice.index(
+        "子智能体2"
+    )
+
+
+def test_a_message_sent_during_a_round_joins_after_the_tool_results(workspace: Path) -> None:
+    (workspace / "a.txt").write_text("alpha\n")
+    held = threading.Event()
+    go_on = threading.Event()
+
+    def slow_read(request: dict[str, Any]) -> Any:
+        held.set()
+        go_on.wait(20)
+        return calls(call("read_file", path="a.txt"))
+
+    router = Router(main=[slow_read, "读完了，也看到了你的补充。", "第三条的回答"])
+    with FakeOpenAIServer(router) as server, Session(workspace, settings_for(server)) as session:
+        seen = Recorder()
+        session.subscribe(seen)
+        first = session.post("读 a.txt")
+        assert held.wait(20)
+        second = session.post("补充：只要第一行")  # returns at once: queued
+        third = session.post("第三条")
+        queued = seen.wait_for(ev.MessageQueued, 2)
+        assert [q.position for q in queued] == [1, 2]
+        go_on.set()
+        assert first.result(30).final_text == "读完了，也看到了你的补充。"
+        assert second.result(30) is first.result()  # answered in the same round
+        assert third.result(30).round == 1
+        messages = main_requests(server)[1]["messages"]
+    roles = [m["role"] for m in messages[-4:]]
+    assert roles == ["assistant", "tool", "user", "user"]
+    assert [m["content"] for m in messages[-2:]] == ["补充：只要第一行", "第三条"]
+
+
+def test_cancel_stops_the_round_only(workspace: Path) -> None:
+    gate = Gate()
+    started = threading.Event()
+
+    def slow(request: dict[str, Any]) -> Any:
+        from agentkit.testing import Reply
+
+        if started.is_set():  # asked again after the cancel (no answer was added)
+            return "还在。"
+        started.set()
+        return Reply(content="太晚了", latency=20)
+
+    router = Router(
+        main=[calls(background(1, "后台")), "启动了。", slow, "好的。"],
+        subs={1: [gate.hold(finish("后台完成。"))]},
+    )
+    with FakeOpenAIServer(router) as server, Session(workspace, settings_for(server)) as session:
+        session.send("启动")
+        future = session.post("慢问题")
+        assert started.wait(20)
+        assert session.cancel()
+        assert future.result(15).status == "cancelled"
+        assert session.manager.agents[1].status == "running"  # background work goes on
+        assert session.send("还在吗").final_text == "还在。"
+        gate.event.set()
+        assert session.wait_idle(30)
+    assert session.manager.agents[1].status == "completed"
+
+
+def test_switching_conversation_ends_its_sub_agents(workspace: Path) -> None:
+    def main(request: dict[str, Any]) -> Any:
+        if request["messages"][-1]["content"] == "你好":
+            return "新对话的回答。"
+        return (
+            calls(background(1, "长任务"))
+            if request["messages"][-1]["role"] == "user"
+            else "已启动。"
+        )
+
+    router = Router(main=[main], subs={1: [calls(call("run_command", command="sleep 600"))]})
+    with FakeOpenAIServer(router) as server, Workspace(workspace, settings_for(server)) as ws:
+        first = ws.create()
+        first.send("开始长任务")
+        mark = first.manager.agents[1].spec.process_mark
+        assert wait_until(lambda: len(processes_with_mark(mark)) >= 2)  # worker and command
+        second = ws.switch(first.id)  # to a new conversation (§8.5)
+        assert first.closed and first.manager.agents[1].status == "terminated"
+        assert wait_until(lambda: not processes_with_mark(mark), 20)
+        assert second.send("你好").final_text == "新对话的回答。"
+        listed = {i.id: i for i in ws.list()}
+    assert listed[first.id].subagents_running == 0 and listed[first.id].title == "开始长任务"
+
+
+def test_two_conversations_run_at_once_each_with_its_own_sub_agents(workspace: Path) -> None:
+    gates = {"甲": Gate(), "乙": Gate()}
+
+    def main(request: dict[str, Any]) -> Any:
+        text = request["messages"][1]["content"]
+        name = "甲" if "甲" in text else "乙"
+        count = sum(1 for m in request["messages"] if m["role"] == "assistant")
+        if count == 0:
+            return calls(background(1, f"{name}的任务", deliverables_dir=f"out/{name}"))
+        return f"{name}:第{count}轮"
+
+    def sub(request: dict[str, Any]) -> Any:
+        name = "甲" if "甲的任务" in request["messages"][1]["content"] else "乙"
+        gates[name].event.wait(20)
+        return finish(f"{name}完成。")
+
+    router = Router(main=[main], subs={1: [sub]})
+    with FakeOpenAIServer(router) as server, Workspace(workspace, settings_for(server)) as ws:
+        a, b = ws.create(), ws.create()
+        fa, fb = a.post("对话甲"), b.post("对话乙")
+        assert fa.result(30).final_text == "甲:第1轮" and fb.result(30).final_text == "乙:第1轮"
+        assert a.manager.agents[1] is not b.manager.agents[1]  # each has its own agent 1
+        gates["乙"].event.set()
+        assert b.wait_idle(30) and not a.wait_idle(0.5)
+        assert b.last_result is not None and b.last_result.final_text == "乙:第2轮"
+        gates["甲"].event.set()
+        assert a.wait_idle(30)
+
+
+def test_a_restarted_conversation_hears_of_sub_agents_that_ended_unseen(workspace: Path) -> None:
+    gate = Gate()
+    router = Router(
+        main=[calls(background(1, "离线完成")), "先这样。", "知道了。"],
+        subs={1: [gate.hold(finish("离线时完成了。"))]},
+    )
+    with FakeOpenAIServer(router) as server:
+        session = Session(workspace, settings_for(server))
+        session.send("开始")
+        conversation_id = session.id
+        # The process "stops listening": the record finishes while the conversation
+        # file still lists the sub-agent as running (as after a crash).
+        saved = session.conversation.subagents
+        gate.event.set()
+        assert session.manager.agents[1].done.wait(20)
+        session._closed = True  # noqa: SLF001 - simulate a crash: no clean close
+        session._writer = None  # noqa: SLF001
+        for row in saved:
+            row["status"] = "running"
+        path = session.transcript_path
+        import json
+
+        data = json.loads(path.read_text())
+        data["subagents"] = [dict(r, status="running") for r in data["subagents"]]
+        path.write_text(json.dumps(data))
+        again = Session(workspace, settings_for(server), conversation_id=conversation_id)
+        try:
+            answer = again.send("继续")
+            sent = main_requests(server)[-1]["messages"]
+        finally:
+            again.close()
+    assert answer.final_text == "知道了。"
+    notes = [m["content"] for m in sent if m["role"] == "system"][1:]
+    assert any("子智能体1 (离线完成)" in n and "离线时完成了。" in n for n in notes), notes
+
+
+def test_events_stream_to_asyncio_in_order(workspace: Path) -> None:
+    with FakeOpenAIServer(["一", "二"]) as server, Session(workspace, settings_for(server)) as s:
+
+        async def consume() -> list[tuple[int, str]]:
+            got: list[tuple[int, str]] = []
+            stream = s.events()
+            first = await s.asend("第一")
+            second = await s.asend("第二")
+            assert (first.final_text, second.final_text) == ("一", "二")
+            async for item in stream:
+                got.append((item.seq, item.event.type))
+                if item.event.type == "RoundFinished" and item.event.round == 2:
+                    break
+            return got
+
+        got = asyncio.run(consume())
+    seqs = [seq for seq, _ in got]
+    assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
+    kinds = [kind for _, kind in got]
+    assert kinds.count("RoundStarted") == 2 and kinds.count("UserMessage") == 2
+    assert (
+        kinds.index("RoundStarted") < kinds.index("AssistantMessage") < kinds.index("RoundFinished")
+    )
