@@ -1,0 +1,87 @@
+"""The README's examples run as written (against FakeOpenAIServer via the environment)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from subagent_helpers import Router, call, calls, finish, who
+
+from agentkit.testing import FakeOpenAIServer
+
+pytestmark = pytest.mark.slow
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def code_after(heading: str) -> str:
+    """The first ```python block after ``heading`` in the README."""
+    text = README.read_text()
+    start = text.index(heading)
+    match = re.search(r"```python\n(.*?)```", text[start:], flags=re.S)
+    assert match, f"no python block after {heading!r}"
+    return match.group(1)
+
+
+def test_the_chat_application_example_runs_as_written(tmp_path: Path) -> None:
+    (tmp_path / "my_project").mkdir()
+    script = tmp_path / "chat_app.py"
+    script.write_text(code_after("## Conversations: a chat application"))
+    release = threading.Event()
+    create = call(
+        "create_sub_agent", agent_id=1, summary="后台任务示例", task="t", run_in_background=True
+    )
+
+    def main(request: dict[str, Any]) -> Any:
+        messages = request["messages"]
+        last = messages[-1]
+        if not any(m["role"] == "assistant" for m in messages):
+            return calls(create)
+        release.set()  # the sub-agent may finish once the main agent has answered once
+        if last["role"] == "user" and "已完成任务" in last["content"]:
+            return "The background job reports: done."
+        return "Started it in the background."
+
+    def sub(request: dict[str, Any]) -> Any:
+        release.wait(30)
+        return finish("Background job finished.")
+
+    router = Router(main=[main], subs={1: [sub]})
+    env: dict[str, Any] = {
+        **os.environ,
+        "AGENTKIT_MODEL": "fake-model",
+        "OPENAI_API_KEY": "k",
+        "AGENTKIT_SUBAGENT_TIMEOUT_MIN": "1",
+    }
+    with FakeOpenAIServer(router) as server:
+        env["OPENAI_BASE_URL"] = server.base_url
+        proc = subprocess.run(
+            [sys.executable, str(script)],
+            input="start the job\nanother question\n",
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            env=env,
+            timeout=90,
+        )
+        requests = [r for r in server.requests if who(r) is None]
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = proc.stdout
+    # Both lines reached the model once each, in order (the second may join the first
+    # round, at its start or after its tool results), and the notification round followed.
+    said = [
+        m["content"]
+        for m in requests[-1]["messages"]
+        if m["role"] == "user" and "已完成" not in m["content"]
+    ]
+    assert said == ["start the job", "another question"]
+    assert "Started it in the background." in out
+    assert "The background job reports: done." in out
+    assert "[a sub-agent finished; the agent reports]" in out
+    assert out.rstrip().endswith("[all work done]")
