@@ -102,6 +102,8 @@ def test_send_returns_at_the_answer_while_a_background_sub_agent_works(workspace
         rounds = seen.of(ev.RoundFinished)
         assert [r.background for r in rounds] == [[1], [1], []]
         assert len(seen.of(ev.AllWorkDone)) == 1  # only once all work is done
+        kinds = [type(e).__name__ for e in seen.events]
+        assert kinds.index("AllWorkDone") > len(kinds) - 1 - kinds[::-1].index("RoundFinished")
         assert all(e.conversation_id == session.id for e in seen.events)
 
 

@@ -467,31 +467,37 @@ class Session:
         )
         self.last_result = result
         self._running = False
-        self._settle()  # before anyone hears the round ended, so the state is current
-        self._emit(
-            ev.RoundFinished(
-                round=number,
-                status=result.status,
-                final_text=result.final_text,
-                error=result.error,
-                background=background,
+        # The state is settled before anyone hears the round ended; AllWorkDone follows
+        # the round's RoundFinished.
+        self._settle(
+            lambda: self._emit(
+                ev.RoundFinished(
+                    round=number,
+                    status=result.status,
+                    final_text=result.final_text,
+                    error=result.error,
+                    background=background,
+                )
             )
         )
         for pending in taken:
             if not pending.future.done():
                 pending.future.set_result(result)
 
-    def _settle(self) -> None:
-        """Set the state after a round or a completion; ``AllWorkDone`` when idle."""
+    def _settle(self, before_done: Callable[[], None] | None = None) -> None:
+        """Set the state after a round or a completion (saved at once). ``before_done``
+        (the round's own RoundFinished) goes out next; then, when the conversation
+        just became idle, ``AllWorkDone``, and waiters of :meth:`wait_idle` wake."""
         state = self.state
-        if state == "running":
-            return
-        changed = self.conversation.state != state
-        self._set_state(state)
-        try:
-            self._flush()  # the file says the state a caller is about to hear of
-        except OSError as exc:
-            log.info("conversation %s could not be saved: %s", self.id, exc)
+        changed = state != "running" and self.conversation.state != state
+        if state != "running":
+            self._set_state(state)
+            try:
+                self._flush()  # the file says the state a caller is about to hear of
+            except OSError as exc:
+                log.info("conversation %s could not be saved: %s", self.id, exc)
+        if before_done is not None:
+            before_done()
         if state == "idle":
             if changed:
                 self._emit(ev.AllWorkDone())
