@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import queue
 import signal
 import sys
@@ -254,12 +255,22 @@ class JsonLinesChat:
         self._unsubscribe = self._subscribe(new)
 
     def _read(self) -> None:
+        # os.read, not sys.stdin: a daemon thread blocked inside a buffered reader
+        # holds its lock, and the interpreter aborts at exit when it finds it taken.
+        pending = b""
         try:
-            for raw in sys.stdin.buffer:
-                line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
-                if line.strip():
-                    self._lines.put(line.strip() if line.startswith("/") else line)
+            while chunk := os.read(sys.stdin.fileno(), 65536):
+                pending += chunk
+                *lines, pending = pending.split(b"\n")
+                for raw in lines:
+                    self._put(raw)
+            self._put(pending)
         except (OSError, ValueError):
             pass
         finally:
             self._lines.put(None)
+
+    def _put(self, raw: bytes) -> None:
+        line = raw.decode("utf-8", errors="replace").rstrip("\r")
+        if line.strip():
+            self._lines.put(line.strip() if line.lstrip().startswith("/") else line)

@@ -123,7 +123,11 @@ class TerminalChat:
     def _interrupt(self) -> bool:
         """Ctrl-C: cancel the round, or say how to leave. Never ends the chat."""
         if self.commands.session.cancel():
-            _say(_style("cancelling the round… (background sub-agents go on; /stop N ends one)", "33"))
+            _say(
+                _style(
+                    "cancelling the round… (background sub-agents go on; /stop N ends one)", "33"
+                )
+            )
         else:
             _say("no round is running: Ctrl-D or /quit leaves")
         return True
@@ -167,7 +171,9 @@ class TerminalChat:
             self._round_open, self._streamed = True, ""
             self._rounds_since_done += 1
             if event.trigger == "notification":
-                return [_style("· background work finished: the main agent reads the results", "36")]
+                return [
+                    _style("· background work finished: the main agent reads the results", "36")
+                ]
         elif isinstance(event, ev.AssistantMessage):
             self._streamed = ""
             if event.tool_calls and (event.content or "").strip():
