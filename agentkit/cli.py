@@ -1,4 +1,4 @@
-"""The ``agentkit`` command (docs/architecture.md §3 CLI): run, show, transcript, demo.
+"""The ``agentkit`` command (docs/architecture.md §3 CLI): run, chat, show, transcript, demo.
 
 Exit codes: 0 done; 1 the run failed or was cancelled, or an internal error;
 2 usage or configuration error (one line on stderr, no traceback); 130 Ctrl-C,
@@ -97,6 +97,10 @@ def build_parser() -> argparse.ArgumentParser:
     _workspace_arg(transcript)
     transcript.add_argument("--json", action="store_true", help="print the raw JSON document")
     transcript.add_argument("--full", action="store_true", help="do not shorten tool results")
+
+    from agentkit.chat_cli import add_parser as add_chat_parser
+
+    add_chat_parser(sub)
 
     demo = sub.add_parser("demo", help="the whole machinery offline, on a scripted model")
     demo.add_argument("-w", "--workspace", default=None, metavar="DIR", help="workspace folder")
@@ -449,7 +453,20 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return int(demo.main(args.workspace, language=args.lang))
 
 
-COMMANDS = {"run": cmd_run, "show": cmd_show, "transcript": cmd_transcript, "demo": cmd_demo}
+def cmd_chat(args: argparse.Namespace) -> int:
+    """``agentkit chat``: delegates to ``agentkit.chat_cli.cmd_chat``."""
+    from agentkit.chat_cli import cmd_chat as chat
+
+    return chat(args)
+
+
+COMMANDS = {
+    "run": cmd_run,
+    "chat": cmd_chat,
+    "show": cmd_show,
+    "transcript": cmd_transcript,
+    "demo": cmd_demo,
+}
 
 
 def _safe_streams() -> None:

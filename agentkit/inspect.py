@@ -204,23 +204,34 @@ def resolve_transcript(workspace: Path, target: str) -> Path:
         conv = load_document(conversation_file(workspace, None))
         for row in conv.get("subagents") or []:
             if isinstance(row, dict) and str(row.get("agent_id")) == target:
-                folder = row.get("deliverables_dir")
-                if not isinstance(folder, str):
-                    break
-                path = record_path(workspace / folder)
-                # A later sub-agent in the same folder archived this one's record.
-                archived = path.with_name(f"conversations.{row.get('sub_conversation_id')}.json")
-                if archived.is_file():
-                    return archived
-                if not path.is_file():
-                    raise InspectError(f"sub-agent #{target} has no transcript at {path}")
-                return path
+                return subagent_transcript(workspace, row)
         raise InspectError(
             f"no sub-agent #{target} in conversation {conv.get('conversation_id', '?')}"
         )
     if target.endswith(".json"):
         raise InspectError(f"no such file: {target}")
     return conversation_file(workspace, target)
+
+
+def subagent_transcript(workspace: Path, row: dict[str, Any]) -> Path:
+    """Return the record file of the sub-agent of status ``row`` (a ``subagents`` row:
+    ``<deliverables_dir>/.subagent/conversations.json``, docs/specification.md §6, or
+    the archived copy a later sub-agent in the same folder left).
+
+    Raises InspectError when the row names no folder or the file is missing.
+    """
+    agent_id = row.get("agent_id")
+    folder = row.get("deliverables_dir")
+    if not isinstance(folder, str) or not folder:
+        raise InspectError(f"sub-agent #{agent_id} has no deliverables directory")
+    path = record_path(workspace / folder)
+    # A later sub-agent in the same folder archived this one's record.
+    archived = path.with_name(f"conversations.{row.get('sub_conversation_id')}.json")
+    if archived.is_file():
+        return archived
+    if not path.is_file():
+        raise InspectError(f"sub-agent #{agent_id} has no transcript at {path}")
+    return path
 
 
 def _content_text(content: Any) -> str:

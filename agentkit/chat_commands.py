@@ -1,0 +1,281 @@
+"""The slash commands of ``agentkit chat``, shared by its terminal and JSON-lines modes.
+
+One job: hold the chat's current conversation (a :class:`agentkit.chat.Session` of a
+:class:`agentkit.chat.Workspace`) and carry out ``/new``, ``/list``, ``/switch``,
+``/status``, ``/stop``, ``/show``, ``/rename``, ``/help`` and ``/quit``, each giving a
+:class:`CommandResult` (plain data, so the terminal prints its text and the JSON-lines
+mode prints it as one object). Leaving a conversation (``/new``, ``/switch``, ``/quit``)
+ends its sub-agents (docs/specification.md §8.5, via Workspace.close_session).
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agentkit.chat import Session, Workspace
+
+__all__ = ["HELP", "ChatCommands", "CommandError", "CommandResult", "status_rows_text"]
+
+HELP = """\
+/new            start a new conversation (the current one's sub-agents end)
+/list           the workspace's conversations (the current one marked *)
+/switch ID      continue conversation ID (or its number in /list); the current one's sub-agents end
+/status         the conversation's state and its sub-agents
+/stop N         terminate sub-agent N
+/show N         sub-agent N's transcript
+/rename TITLE   rename the conversation
+/help           this list
+/quit           leave (sub-agents end, the conversation is saved); Ctrl-D too
+Anything else is a message to the main agent; typed while it works, it is queued
+and reaches the model after the current tool results."""
+
+
+class CommandError(Exception):
+    """A command that cannot run: unknown, a missing or bad argument, an unknown id
+    (one line; the chat goes on)."""
+
+
+@dataclass
+class CommandResult:
+    """What a command did.
+
+    Attributes:
+        command: the command name without the slash (``"list"``).
+        ok: False when the command ran but its action failed (``/stop`` of an ended
+            sub-agent: the seed's terminate JSON says why).
+        text: readable text for the terminal (one or more lines).
+        data: JSON-able details (keys depend on the command).
+        quit: True for ``/quit``.
+    """
+
+    command: str
+    ok: bool
+    text: str
+    data: dict[str, Any] = field(default_factory=dict)
+    quit: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"type": "CommandResult", "command", "ok", "text", **data}``."""
+        return {
+            "type": "CommandResult",
+            "command": self.command,
+            "ok": self.ok,
+            "text": self.text,
+            **self.data,
+        }
+
+
+def status_rows_text(rows: list[dict[str, Any]]) -> list[str]:
+    """One line per sub-agent status row: ``#1 running 12s  summary · counters · last action``."""
+    from agentkit.display import counters_text, format_runtime, shorten
+
+    lines = []
+    for row in rows:
+        line = (
+            f"#{row.get('agent_id')} {row.get('status')} {format_runtime(row.get('runtime_seconds'))}"
+            f"  {shorten(row.get('summary', ''), 40)} · {counters_text(row)}"
+        )
+        if row.get("last_action"):
+            line += f" · {shorten(row['last_action'], 50)}"
+        lines.append(line)
+    return lines
+
+
+class ChatCommands:
+    """The current conversation of a chat and the commands on it.
+
+    Args:
+        workspace: the Workspace whose conversations the chat moves between.
+        session: the conversation the chat starts in (open in ``workspace``).
+        on_switch: called as ``on_switch(old, new)`` after the chat moved to another
+            conversation (before ``old`` is closed, so its last events still reach the
+            front end's subscription), to move event subscriptions.
+    """
+
+    def __init__(
+        self,
+        workspace: Workspace,
+        session: Session,
+        on_switch: Callable[[Session, Session], None] | None = None,
+    ) -> None:
+        self.workspace = workspace
+        self.session = session
+        self._on_switch = on_switch
+
+    def execute(self, line: str) -> CommandResult:
+        """Run the slash command ``line`` (``"/stop 2"``).
+
+        Raises:
+            CommandError: unknown command, missing or bad argument, unknown id.
+        """
+        try:
+            words = shlex.split(line.strip()[1:])
+        except ValueError:  # an unclosed quote: take the words as they are
+            words = line.strip()[1:].split()
+        if not words:
+            raise CommandError("an empty command: /help lists the commands")
+        name, args = words[0].lower(), words[1:]
+        handler = getattr(self, f"_cmd_{name}", None)
+        if handler is None:
+            raise CommandError(f"unknown command /{name}: /help lists the commands")
+        result: CommandResult = handler(args, line.strip()[1 + len(words[0]) :].strip())
+        return result
+
+    # -------------------------------------------------------------- commands
+    def _cmd_help(self, args: list[str], rest: str) -> CommandResult:
+        return CommandResult("help", True, HELP)
+
+    def _cmd_quit(self, args: list[str], rest: str) -> CommandResult:
+        return CommandResult("quit", True, "leaving", quit=True)
+
+    _cmd_exit = _cmd_quit
+
+    def _cmd_new(self, args: list[str], rest: str) -> CommandResult:
+        old = self.session
+        new = self.workspace.create()
+        ended = self._move(old, new)
+        return CommandResult(
+            "new",
+            True,
+            f"new conversation {new.id}" + _ended_text(old.id, ended),
+            {"conversation_id": new.id, "left": old.id, "subagents_ended": ended},
+        )
+
+    def _cmd_switch(self, args: list[str], rest: str) -> CommandResult:
+        if len(args) != 1:
+            raise CommandError("usage: /switch ID (a conversation id, or its number in /list)")
+        target = self._conversation_id(args[0])
+        old = self.session
+        if target == old.id:
+            return CommandResult(
+                "switch", True, f"already in {target}", {"conversation_id": target}
+            )
+        try:  # open the target before leaving, so a bad one leaves the chat where it was
+            new = self.workspace.open(target)
+        except FileNotFoundError:
+            raise CommandError(f"no conversation {target!r}: /list shows them") from None
+        except Exception as exc:  # ConfigurationError: a bad id or a damaged file
+            raise CommandError(f"cannot open {target}: {exc}") from None
+        ended = self._move(old, new)
+        return CommandResult(
+            "switch",
+            True,
+            f"switched to {new.id} ({new.title or 'untitled'})" + _ended_text(old.id, ended),
+            {
+                "conversation_id": new.id,
+                "title": new.title,
+                "left": old.id,
+                "subagents_ended": ended,
+            },
+        )
+
+    def _cmd_list(self, args: list[str], rest: str) -> CommandResult:
+        infos = self.workspace.list()
+        lines = []
+        for number, info in enumerate(infos, 1):
+            mark = "*" if info.id == self.session.id else " "
+            lines.append(
+                f"{mark}{number:>3}  {info.id}  {info.state:<22} turns {info.turns:<4}"
+                f" sub-agents {info.subagents_running}/{info.subagents}  {info.title}"
+            )
+        return CommandResult(
+            "list",
+            True,
+            "\n".join(lines) or "no conversations yet",
+            {"current": self.session.id, "conversations": [i.to_dict() for i in infos]},
+        )
+
+    def _cmd_status(self, args: list[str], rest: str) -> CommandResult:
+        session = self.session
+        rows = session.subagents()
+        head = f"{session.id} [{session.state}] {session.title or 'untitled'}"
+        lines = [head, *status_rows_text(rows)] if rows else [head, "no sub-agents"]
+        return CommandResult(
+            "status",
+            True,
+            "\n".join(lines),
+            {
+                "conversation_id": session.id,
+                "state": session.state,
+                "title": session.title,
+                "subagents": rows,
+            },
+        )
+
+    def _cmd_stop(self, args: list[str], rest: str) -> CommandResult:
+        agent_id = _agent_id("stop", args)
+        result = self.session.terminate_subagent(agent_id)
+        ok = bool(result.get("success"))
+        text = f"sub-agent #{agent_id} terminated" if ok else str(result.get("error") or result)
+        return CommandResult("stop", ok, text, {"agent_id": agent_id, "result": result})
+
+    def _cmd_show(self, args: list[str], rest: str) -> CommandResult:
+        from agentkit.inspect import (
+            InspectError,
+            load_document,
+            render_transcript,
+            subagent_transcript,
+        )
+
+        agent_id = _agent_id("show", args)
+        row = next((r for r in self.session.subagents() if r.get("agent_id") == agent_id), None)
+        if row is None:
+            raise CommandError(f"no sub-agent #{agent_id} in this conversation")
+        try:
+            path = subagent_transcript(self.workspace.path, row)
+            text = render_transcript(load_document(path))
+        except InspectError as exc:
+            raise CommandError(str(exc)) from None
+        return CommandResult("show", True, text, {"agent_id": agent_id, "path": str(path)})
+
+    def _cmd_rename(self, args: list[str], rest: str) -> CommandResult:
+        from agentkit.errors import ConfigurationError
+
+        try:
+            self.session.rename(rest)
+        except ConfigurationError as exc:
+            raise CommandError(f"usage: /rename TITLE ({exc})") from None
+        title = self.session.title
+        return CommandResult(
+            "rename",
+            True,
+            f"renamed to {title}",
+            {"conversation_id": self.session.id, "title": title},
+        )
+
+    # ---------------------------------------------------------------- helpers
+    def _move(self, old: Session, new: Session) -> list[int]:
+        """Make ``new`` current and leave ``old``; returns the ids of old's sub-agents
+        that were running (now ended)."""
+        running = [int(r["agent_id"]) for r in old.subagents() if r.get("status") == "running"]
+        self.session = new
+        if self._on_switch is not None:
+            self._on_switch(old, new)
+        self.workspace.close_session(old.id)
+        return running
+
+    def _conversation_id(self, word: str) -> str:
+        if word.isdigit():  # a number from /list
+            infos = self.workspace.list()
+            index = int(word)
+            if not 1 <= index <= len(infos):
+                raise CommandError(f"no conversation number {index}: /list shows {len(infos)}")
+            return infos[index - 1].id
+        return word
+
+
+def _agent_id(command: str, args: list[str]) -> int:
+    if len(args) != 1 or not args[0].lstrip("#").isdigit():
+        raise CommandError(f"usage: /{command} N (a sub-agent id, e.g. /{command} 1)")
+    return int(args[0].lstrip("#"))
+
+
+def _ended_text(left: str, ended: list[int]) -> str:
+    if not ended:
+        return f" ({left} saved)"
+    agents = ", ".join(f"#{i}" for i in ended)
+    return f" ({left} saved; its sub-agents {agents} were ended)"
