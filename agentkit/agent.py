@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 from agentkit import events as ev
 from agentkit import prompts
-from agentkit.chat.session import Session, build_registry, check_settings
+from agentkit.chat.session import Session
+from agentkit.chat.setup import build_registry, check_settings
 from agentkit.conversation import Conversation
 from agentkit.engine import Model
 from agentkit.errors import ConfigurationError

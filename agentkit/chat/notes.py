@@ -18,7 +18,7 @@ from agentkit.conversation import Conversation
 from agentkit.settings import Settings
 from agentkit.subagent.sweep import sweep_rows
 
-__all__ = ["recovery_notes"]
+__all__ = ["owed_notes", "recovery_notes"]
 
 
 def recovery_notes(workspace: Path, conversation: Conversation, settings: Settings) -> list[str]:
@@ -57,3 +57,13 @@ def recovery_notes(workspace: Path, conversation: Conversation, settings: Settin
         )
         notes.insert(0, prompts.phrase(language, "previous_subagents", agents=names))
     return notes
+
+
+def owed_notes(conversation: Conversation, language: str) -> list[str]:
+    """Return the notes the next round owes its model about the conversation itself:
+    that the last user message was never answered (its round was cancelled or
+    interrupted)."""
+    last = conversation.messages[-1:]
+    if conversation.error in ("cancelled", "interrupted") and last and last[0]["role"] == "user":
+        return [prompts.phrase(language, "interrupted_request")]
+    return []

@@ -19,22 +19,40 @@ it is announced exactly once whichever way it goes.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agentkit import events as ev
+from agentkit.chat.inbox import RoundResult
 from agentkit.engine import Engine, EngineResult, Hooks, Model, Step
 from agentkit.llm.turns import AssistantTurn
 from agentkit.subagent.notify import render_notifications
 from agentkit.tools.base import ToolContext, ToolRegistry
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from agentkit.chat.inbox import Inbox, Pending
+    from agentkit.chat.store import ConversationFile
     from agentkit.conversation import Conversation
     from agentkit.subagent.manager import SubAgentManager
 
-__all__ = ["RoundPlan", "SessionHooks", "announce", "run_round"]
+__all__ = [
+    "NOTIFY_SETTLE",
+    "RoundPlan",
+    "SessionHooks",
+    "announce",
+    "plan_round",
+    "round_result",
+    "run_round",
+]
+
+NOTIFY_SETTLE = 0.3
+"""At most this many seconds a completion waits for sub-agents that have already called
+finish_task (their ends are on the way), so that sub-agents ending together share one
+notification (docs/specification.md §2). No wait when none is finishing."""
 
 
 @dataclass
@@ -54,6 +72,27 @@ class RoundPlan:
     def is_empty(self) -> bool:
         """True when there is nothing to start a round with."""
         return not (self.finished or self.messages)
+
+
+def plan_round(
+    manager: SubAgentManager | None, inbox: Inbox, messages: list[Pending], *, hold: bool
+) -> RoundPlan:
+    """Return what the next round opens with: the user ``messages`` already taken, and
+    the sub-agents that ended unannounced (none while ``hold``: after a stop, they
+    wait for the user's next message). When completions alone would open the round,
+    sub-agents already calling finish_task get up to NOTIFY_SETTLE seconds to join,
+    so that agents ending together share one message; messages that arrive
+    meanwhile join too."""
+    finished: list[Any] = []
+    if manager is not None and not hold:
+        finished = manager.take_finished()
+        if finished and not messages and manager.any_finishing():
+            deadline = time.monotonic() + NOTIFY_SETTLE
+            while manager.any_finishing() and time.monotonic() < deadline:
+                time.sleep(0.005)
+            finished += manager.take_finished()
+            messages = messages + inbox.take_all()
+    return RoundPlan(finished=finished, messages=messages)
 
 
 def announce(
@@ -163,3 +202,32 @@ def run_round(
     finally:
         engine.close()
     return outcome, taken
+
+
+def round_result(
+    outcome: EngineResult,
+    number: int,
+    conversation: Conversation,
+    manager: SubAgentManager | None,
+    file: ConversationFile,
+    transcript_path: Path,
+) -> RoundResult:
+    """Save the conversation now and return the round's result; a failed save makes
+    the round ``failed`` with the reason (nothing is lost silently)."""
+    file.save(conversation, manager.records() if manager else None)
+    save_error = None
+    try:
+        file.flush()
+    except OSError as exc:
+        save_error = f"the conversation could not be saved: {exc}"
+    return RoundResult(
+        conversation_id=conversation.id,
+        round=number,
+        status="failed" if save_error else outcome.status,
+        final_text=outcome.final_text,
+        error=outcome.error or save_error,
+        error_kind=outcome.error_kind,
+        background=sorted(a.spec.agent_id for a in manager.running()) if manager else [],
+        stats=conversation.stats.to_dict(),
+        transcript_path=transcript_path,
+    )

@@ -20,7 +20,6 @@ import asyncio
 import dataclasses
 import logging
 import threading
-import time
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import Future
 from pathlib import Path
@@ -30,14 +29,14 @@ from agentkit import events as ev
 from agentkit import prompts
 from agentkit.chat.eventbus import EventBus, Numbered
 from agentkit.chat.inbox import Inbox, RoundResult
-from agentkit.chat.notes import recovery_notes
-from agentkit.chat.rounds import RoundPlan, run_round
-from agentkit.chat.store import clean_title, default_title, load_conversation
-from agentkit.conversation import Conversation, conversations_dir, utc_now
+from agentkit.chat.notes import owed_notes, recovery_notes
+from agentkit.chat.rounds import RoundPlan, plan_round, round_result, run_round
+from agentkit.chat.setup import build_registry, check_settings
+from agentkit.chat.store import ConversationFile, clean_title, default_title, load_conversation
+from agentkit.conversation import Conversation, conversations_dir
 from agentkit.engine import Model
 from agentkit.environment import prompt_values
 from agentkit.errors import ConfigurationError
-from agentkit.jsonfile import JsonFileWriter
 from agentkit.settings import Settings
 from agentkit.tools.base import Tool, ToolContext, ToolRegistry
 
@@ -47,29 +46,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("agentkit")
 
-__all__ = ["Session", "build_registry", "check_settings"]
-
-NOTIFY_SETTLE = 0.3
-"""At most this many seconds a completion waits for sub-agents that have already called
-finish_task (their ends are on the way), so that sub-agents ending together share one
-notification (docs/specification.md §2). No wait when none is finishing."""
+__all__ = ["Session", "build_registry", "check_settings"]  # the last two from chat.setup
 
 STATES = ("idle", "running", "waiting_for_subagents")
-
-
-def check_settings(settings: Settings) -> None:
-    """Raise ConfigurationError when the endpoint settings cannot work.
-
-    A model name is required. An API key is required for the default OpenAI
-    endpoint; a custom ``base_url`` (Ollama, vLLM, llama.cpp...) may go without,
-    and a placeholder key is sent.
-    """
-    if not settings.model:
-        raise ConfigurationError("no model given: pass --model or set AGENTKIT_MODEL")
-    if not settings.api_key and not settings.base_url:
-        raise ConfigurationError(
-            "no API key: set OPENAI_API_KEY (or pass --api-key), or point --base-url / OPENAI_BASE_URL at a local server"
-        )
 
 
 class Session:
@@ -132,8 +111,8 @@ class Session:
         self._idle.set()
         self._manager: SubAgentManager | None = None
         self._manager_lock = threading.Lock()
-        self._writer: JsonFileWriter | None = None
         self._file_state: dict[str, Any] = {}
+        self._file = ConversationFile(self.workspace)
         self.last_result: RoundResult | None = None
         self.inbox = Inbox(self._poke)
         self._notes: list[str] = []
@@ -388,34 +367,17 @@ class Session:
                 self._settle()
 
     def _plan(self) -> RoundPlan:
-        manager = self._manager
         messages = self.inbox.take_all()
         if messages:
             self._hold_notifications = False
-        finished: list[Any] = []
-        if manager is not None and not self._hold_notifications:
-            finished = manager.take_finished()
-            if finished and not messages and manager.any_finishing():
-                deadline = time.monotonic() + NOTIFY_SETTLE
-                while manager.any_finishing() and time.monotonic() < deadline:
-                    time.sleep(0.005)  # others ending at the same moment join
-                finished += manager.take_finished()
-                messages = self.inbox.take_all()
-        plan = RoundPlan(finished=finished, messages=messages)
+        plan = plan_round(self._manager, self.inbox, messages, hold=self._hold_notifications)
         if not plan.is_empty():
             plan.notes = self._take_notes()
         return plan
 
     def _take_notes(self) -> list[str]:
         notes, self._notes = self._notes, []
-        conv = self.conversation
-        if (
-            conv.error in ("cancelled", "interrupted")
-            and conv.messages[-1:]
-            and conv.messages[-1]["role"] == "user"
-        ):
-            notes.insert(0, prompts.phrase(self.settings.language, "interrupted_request"))
-        return notes
+        return owed_notes(self.conversation, self.settings.language) + notes
 
     def _round(self, plan: RoundPlan) -> None:
         self._round_no += 1
@@ -446,24 +408,8 @@ class Session:
             emit=self._emit,
             save=self._save,
         )
-        self._save(self.conversation)
-        save_error = None
-        try:
-            self._flush()
-        except OSError as exc:
-            save_error = f"the conversation could not be saved: {exc}"
-        manager = self._manager
-        background = sorted(a.spec.agent_id for a in manager.running()) if manager else []
-        result = RoundResult(
-            conversation_id=self.id,
-            round=number,
-            status="failed" if save_error else outcome.status,
-            final_text=outcome.final_text,
-            error=outcome.error or save_error,
-            error_kind=outcome.error_kind,
-            background=background,
-            stats=self.conversation.stats.to_dict(),
-            transcript_path=self.transcript_path,
+        result = round_result(
+            outcome, number, self.conversation, self._manager, self._file, self.transcript_path
         )
         self.last_result = result
         self._running = False
@@ -476,7 +422,7 @@ class Session:
                     status=result.status,
                     final_text=result.final_text,
                     error=result.error,
-                    background=background,
+                    background=result.background,
                 )
             )
         )
@@ -519,37 +465,11 @@ class Session:
         )
 
     def _save(self, conversation: Conversation) -> None:
-        if self._manager is not None:
-            conversation.subagents = self._manager.records()
-        path = self.transcript_path
-        if self._writer is None or self._writer.path != path:
-            self._flush()
-            self._writer = JsonFileWriter(path)
-        conversation.updated_at = utc_now()
-        self._writer.submit(conversation.to_dict())
+        self._file.save(conversation, self._manager.records() if self._manager else None)
 
     def _flush(self) -> None:
-        if self._writer is not None:
-            self._writer.flush()
+        self._file.flush()
 
     def _claim_write(self, path: Path) -> None:
         if self._manager is not None:
             self._manager.check_main_write(path)
-
-
-def build_registry(
-    subagents: bool, extra: list[Tool], manager: Callable[[], SubAgentManager]
-) -> ToolRegistry:
-    """Return the main agent's tools: the built-in ones, the three sub-agent tools
-    bound to ``manager()`` (called at each use) when ``subagents``, then ``extra``."""
-    from agentkit.tools import base_tools
-
-    registry = ToolRegistry(base_tools())
-    if subagents:
-        from agentkit.subagent.tools import make_main_tools
-
-        for tool in make_main_tools(manager):
-            registry.register(tool)
-    for tool in extra:
-        registry.register(tool)
-    return registry

@@ -15,11 +15,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from agentkit.conversation import Conversation, conversations_dir
+from agentkit.conversation import Conversation, conversations_dir, utc_now
 from agentkit.errors import ConfigurationError
-from agentkit.jsonfile import read_json
+from agentkit.jsonfile import JsonFileWriter, read_json
 
 __all__ = [
+    "ConversationFile",
     "ConversationInfo",
     "conversation_path",
     "default_title",
@@ -169,3 +170,33 @@ def delete_conversation(workspace: Path, conversation_id: str) -> None:
     """
     path = conversation_path(workspace, conversation_id)
     os.unlink(path)
+
+
+class ConversationFile:
+    """Saves a live conversation to ``<workspace>/.agentkit/conversations/<id>.json``,
+    coalescing quick successive saves (agentkit.jsonfile.JsonFileWriter: atomic, off
+    the caller's thread).
+
+    Args:
+        workspace: the workspace root.
+    """
+
+    def __init__(self, workspace: Path) -> None:
+        self.workspace = workspace
+        self._writer: JsonFileWriter | None = None
+
+    def save(self, conversation: Conversation, subagents: list[dict[str, Any]] | None) -> None:
+        """Queue a save of ``conversation`` (its ``subagents`` rows replaced when given)."""
+        if subagents is not None:
+            conversation.subagents = subagents
+        path = conversations_dir(self.workspace) / f"{conversation.id}.json"
+        if self._writer is None or self._writer.path != path:
+            self.flush()
+            self._writer = JsonFileWriter(path)
+        conversation.updated_at = utc_now()
+        self._writer.submit(conversation.to_dict())
+
+    def flush(self) -> None:
+        """Write what is queued now. Raises OSError when the file cannot be written."""
+        if self._writer is not None:
+            self._writer.flush()
