@@ -108,7 +108,10 @@ class Session:
         launcher: Launcher | None = None,
         prewarm: bool = True,
     ) -> None:
-        self.settings = settings or Settings()
+        from agentkit.tools.imported import worker_settings
+
+        # Tools for sub-agents travel to workers by import reference, in Settings.tools.
+        self.settings = worker_settings(settings or Settings(), tools or [])
         root = Path(workspace).expanduser()
         if not root.is_dir():
             raise ConfigurationError(f"workspace {str(root)!r} is not a folder")
@@ -119,7 +122,10 @@ class Session:
         self._owns_model = model is None
         self._subagents = subagents
         self._launcher = launcher
-        self.registry = registry or build_registry(subagents, tools or [], lambda: self.manager)
+        self._owns_registry = registry is None
+        self.registry = registry or build_registry(
+            subagents, tools or [], lambda: self.manager, self.workspace, self.settings
+        )
         self.bus = EventBus()
         self._wake = threading.Condition(threading.Lock())
         self._poked = False
@@ -328,6 +334,8 @@ class Session:
             log.info("conversation %s could not be saved: %s", self.id, exc)
         self._idle.set()
         self.bus.close()
+        if self._owns_registry:
+            self.registry.close()
         close = getattr(self._model, "close", None)
         if self._owns_model and callable(close):
             close()
@@ -505,12 +513,15 @@ class Session:
 
     # --------------------------------------------------------------- storage
     def _system_prompt(self) -> str:
+        from agentkit.profiles import load_profiles, profiles_section
+
+        profiles = load_profiles(self.workspace, self.settings)[0] if self._subagents else {}
         return prompts.render(
             self.settings.language,
             "main_system.txt",
             max_concurrent=self.settings.max_concurrent_subagents,
             **prompt_values(self.workspace),
-        )
+        ) + profiles_section(profiles, self.settings.language)
 
     def _save(self, conversation: Conversation) -> None:
         if self._manager is not None:
@@ -532,18 +543,31 @@ class Session:
 
 
 def build_registry(
-    subagents: bool, extra: list[Tool], manager: Callable[[], SubAgentManager]
+    subagents: bool,
+    extra: list[Tool],
+    manager: Callable[[], SubAgentManager],
+    workspace: Path | None = None,
+    settings: Settings | None = None,
 ) -> ToolRegistry:
     """Return the main agent's tools: the built-in ones, the three sub-agent tools
-    bound to ``manager()`` (called at each use) when ``subagents``, then ``extra``."""
+    bound to ``manager()`` (called at each use) when ``subagents``, then ``extra``
+    (except tools for sub-agents only). With ``workspace`` and ``settings``: also the
+    tools of ``Settings.tools`` and of the MCP servers (agentkit.extensions), and
+    create_sub_agent's ``profile`` parameter when agent profiles exist."""
     from agentkit.tools import base_tools
 
     registry = ToolRegistry(base_tools())
     if subagents:
         from agentkit.subagent.tools import make_main_tools
 
-        for tool in make_main_tools(manager):
+        known = workspace is not None and settings is not None
+        for tool in make_main_tools(manager, (workspace, settings) if known else None):  # type: ignore[arg-type]
             registry.register(tool)
     for tool in extra:
-        registry.register(tool)
+        if tool.agents != "subagents":
+            registry.register(tool)
+    if workspace is not None and settings is not None:
+        from agentkit.extensions import add_main_extensions
+
+        add_main_extensions(registry, workspace, settings)
     return registry
