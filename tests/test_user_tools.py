@@ -37,7 +37,9 @@ def test_closure_lambda_and_main_are_refused_at_registration_with_the_fix() -> N
         return p.text
 
     closure = tool_from_function(inner, agents="both")
-    with pytest.raises(ToolNotImportable, match="inside a function.*module-level|closure.*importable"):
+    with pytest.raises(
+        ToolNotImportable, match="inside a function.*module-level|closure.*importable"
+    ):
         reference_of(closure)
     lam = Tool("lam", P, lambda p, ctx: "x", agents="both")
     with pytest.raises(ToolNotImportable, match="lambda"):
@@ -58,7 +60,11 @@ def test_closure_lambda_and_main_are_refused_at_registration_with_the_fix() -> N
 
 
 def test_load_reference_shapes_and_errors() -> None:
-    assert [t.name for t in load_reference("user_tools_sample")] == ["shout", "explode", "main_only"]
+    assert [t.name for t in load_reference("user_tools_sample")] == [
+        "shout",
+        "explode",
+        "main_only",
+    ]
     assert [t.name for t in load_reference("user_tools_sample:TOOLS")][0] == "shout"
     whisper = load_reference("user_tools_sample:whisper")[0]
     assert whisper.name == "whisper" and whisper.agents == "both"

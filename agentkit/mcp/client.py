@@ -221,6 +221,8 @@ class Connection:
     async def _open(self) -> None:
         loop = asyncio.get_running_loop()
         ready: asyncio.Future[None] = loop.create_future()
+        # Read the outcome even when nobody waits any more (the start timed out).
+        ready.add_done_callback(lambda f: f.cancelled() or f.exception())
         self._stop = asyncio.Event()
         self._task = loop.create_task(self._own(ready))
         try:
