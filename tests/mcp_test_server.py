@@ -81,6 +81,18 @@ def env(name: str) -> str:
     return os.environ.get(name, "(unset)")
 
 
+@server.tool()
+def sleeper(token: str) -> str:
+    """Start a detached child (its own session) that sleeps, then sleep too."""
+    import subprocess
+
+    subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(1000)", token], start_new_session=True
+    )
+    time.sleep(1000)
+    return "woke"
+
+
 if __name__ == "__main__":
     if os.environ.get("AGENTKIT_TEST_SERVER_HANG"):
         time.sleep(3600)  # a server that never answers the handshake
