@@ -98,6 +98,9 @@ def build_parser() -> argparse.ArgumentParser:
     transcript.add_argument("--json", action="store_true", help="print the raw JSON document")
     transcript.add_argument("--full", action="store_true", help="do not shorten tool results")
 
+    profiles = sub.add_parser("profiles", help="list the agent profiles and check their files")
+    _workspace_arg(profiles)
+
     demo = sub.add_parser("demo", help="the whole machinery offline, on a scripted model")
     demo.add_argument("-w", "--workspace", default=None, metavar="DIR", help="workspace folder")
     demo.add_argument("--lang", choices=("zh", "en"), help="prompt language (default en)")
@@ -449,7 +452,23 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return int(demo.main(args.workspace, language=args.lang))
 
 
-COMMANDS = {"run": cmd_run, "show": cmd_show, "transcript": cmd_transcript, "demo": cmd_demo}
+def cmd_profiles(args: argparse.Namespace) -> int:
+    """``agentkit profiles``: list the profiles; exit code 1 when one has a problem."""
+    from agentkit.profiles import check_profiles
+    from agentkit.settings import Settings
+
+    lines, good = check_profiles(_workspace(args.workspace), Settings())
+    print("\n".join(lines), flush=True)
+    return 0 if good else 1
+
+
+COMMANDS = {
+    "run": cmd_run,
+    "show": cmd_show,
+    "transcript": cmd_transcript,
+    "demo": cmd_demo,
+    "profiles": cmd_profiles,
+}
 
 
 def _safe_streams() -> None:

@@ -217,3 +217,39 @@ def profiles_section(profiles: dict[str, AgentProfile], language: str) -> str:
         for p in profiles.values()
     )
     return "\n\n" + prompts.render(language, "profiles.txt", profiles=rows)
+
+
+def check_profiles(workspace: Path, settings: Settings) -> tuple[list[str], bool]:
+    """Return ``(report lines, all good)`` for ``agentkit profiles``: one line per
+    profile (name, source, description, model, tools) and one per problem: a refused
+    file, or an allow-list entry naming no built-in or Settings.tools tool (MCP names,
+    ``mcp__...``, are not checked: that would start the servers)."""
+    from agentkit.tools import base_tools
+    from agentkit.tools.imported import tools_for
+
+    known = {t.name for t in base_tools()} | {"finish_task"}
+    known |= {t.name for t in tools_for(settings.tools, "subagents")}
+    usable, refused = load_profiles(workspace, settings)
+    lines: list[str] = []
+    good = not refused
+    for profile in usable.values():
+        tools = ", ".join(profile.tools) if profile.tools is not None else "(all tools)"
+        lines.append(
+            f"{profile.name}: {profile.description or '-'}\n"
+            f"    source: {profile.source}\n    model: {profile.model or '(the default)'}"
+            f"  timeout_seconds: {profile.timeout_seconds or '-'}\n    tools: {tools}"
+        )
+        for pattern in profile.tools or ():
+            if pattern.startswith("mcp__") or any(fnmatchcase(n, pattern) for n in known):
+                continue
+            good = False
+            lines.append(f"    problem: {pattern!r} names no known tool")
+    for name, why in refused.items():
+        lines.append(f"{name}: refused: {why}")
+    if not usable and not refused:
+        lines.append(
+            "no agent profiles (put NAME.md files in "
+            + " or ".join(str(d) for d in profile_dirs(workspace))
+            + ")"
+        )
+    return lines, good

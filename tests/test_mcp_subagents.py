@@ -207,3 +207,28 @@ def test_python_profile_object(workspace: Path) -> None:
         sub = [r for r in server.requests if who(r) == 1]
     assert sorted(names(sub[0])) == ["finish_task", "read_file"]
     time.sleep(0)
+
+
+def test_cli_profiles_lists_and_checks(workspace: Path) -> None:
+    import os
+    import subprocess
+
+    folder = workspace / ".agentkit" / "agents"
+    folder.mkdir(parents=True)
+    (folder / "ok.md").write_text("---\ndescription: Fine.\ntools: read_file, mcp__x__*\n---\nB\n")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
+    done = subprocess.run(
+        [sys.executable, "-m", "agentkit", "profiles", "-w", str(workspace)],
+        capture_output=True, text=True, env=env, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("ok: Fine.") and "tools: read_file, mcp__x__*" in done.stdout
+    (folder / "typo.md").write_text("---\ntools: [raed_file]\n---\n")
+    (folder / "bad.md").write_text("no header\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "agentkit", "profiles", "-w", str(workspace)],
+        capture_output=True, text=True, env=env, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert "problem: 'raed_file' names no known tool" in done.stdout
+    assert "bad: refused: " in done.stdout and "must start with a --- line" in done.stdout
