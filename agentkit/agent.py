@@ -100,7 +100,11 @@ class Agent:
         model: Model | None = None,
         subagents: bool = True,
     ) -> None:
-        self.settings = settings or Settings()
+        from agentkit.tools.imported import worker_settings
+
+        # Tools for sub-agents travel to workers by import reference, in Settings.tools;
+        # one that cannot is refused here (ToolNotImportable), not at its first call.
+        self.settings = worker_settings(settings or Settings(), list(tools or []))
         self._owns_model = model is None
         if model is None:
             check_settings(self.settings)
@@ -110,7 +114,14 @@ class Agent:
         # One client and one tool registry for the Agent's life, whichever
         # conversation it is on (the sub-agent tools follow the current session).
         self._model: Model = model
-        self.registry = build_registry(subagents, list(tools or []), lambda: self.manager)
+        root = Path(workspace).expanduser()
+        self.registry = build_registry(
+            subagents,
+            list(tools or []),
+            lambda: self.manager,
+            root.resolve() if root.is_dir() else None,
+            self.settings,
+        )
         self._subagents = subagents
         self._closed = False
         self._run_lock = threading.Lock()
@@ -261,6 +272,7 @@ class Agent:
         closed Agent refuses new runs (ConfigurationError)."""
         self._closed = True
         self.session.close()
+        self.registry.close()
         close = getattr(self._model, "close", None)
         if self._owns_model and callable(close):
             close()

@@ -101,6 +101,8 @@ def build_parser() -> argparse.ArgumentParser:
     from agentkit.chat_cli import add_parser as add_chat_parser
 
     add_chat_parser(sub)
+    profiles = sub.add_parser("profiles", help="list the agent profiles and check their files")
+    _workspace_arg(profiles)
 
     demo = sub.add_parser("demo", help="the whole machinery offline, on a scripted model")
     demo.add_argument("-w", "--workspace", default=None, metavar="DIR", help="workspace folder")
@@ -460,12 +462,23 @@ def cmd_chat(args: argparse.Namespace) -> int:
     return chat(args)
 
 
+def cmd_profiles(args: argparse.Namespace) -> int:
+    """``agentkit profiles``: list the profiles; exit code 1 when one has a problem."""
+    from agentkit.profiles import check_profiles
+    from agentkit.settings import Settings
+
+    lines, good = check_profiles(_workspace(args.workspace), Settings())
+    print("\n".join(lines), flush=True)
+    return 0 if good else 1
+
+
 COMMANDS = {
     "run": cmd_run,
     "chat": cmd_chat,
     "show": cmd_show,
     "transcript": cmd_transcript,
     "demo": cmd_demo,
+    "profiles": cmd_profiles,
 }
 
 

@@ -338,6 +338,33 @@ class Settings(BaseSettings):
         default="bwrap", description="The bubblewrap program (a name looked up on PATH, or a path)."
     )
 
+    # --- user tools, MCP servers and agent profiles (reach every worker) ---------
+    tools: CommaList = Field(
+        default_factory=list,
+        description="Custom tools by import reference, module:attribute (a Tool, a list of them or a function) or a module; imported in every agent, each offered where its `agents` field says (functions: both).",
+    )
+    mcp_servers: dict[str, Any] = Field(
+        default_factory=dict,
+        description='MCP servers in the mcpServers shape (JSON in the environment), added to .agentkit/mcp.json and ~/.config/agentkit/mcp.json; e.g. {"time": {"command": "mcp-server-time"}}.',
+    )
+    mcp_config_files: bool = Field(
+        default=True,
+        description="Read MCP servers from <workspace>/.agentkit/mcp.json and the user's config folder.",
+    )
+    mcp_start_timeout: float = Field(
+        default=30.0, gt=0, description="MCP: seconds for a server to start and list its tools."
+    )
+    mcp_call_timeout: float = Field(
+        default=120.0, gt=0, description="MCP: seconds one tool call may take."
+    )
+    mcp_max_output_chars: int = Field(
+        default=30_000, ge=1000, description="MCP: cap on one tool result, characters."
+    )
+    agent_profiles: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="Agent profiles given in Python (AgentProfile.to_dict()), beside the files in .agentkit/agents/ and ~/.config/agentkit/agents/.",
+    )
+
     @classmethod
     def settings_customise_sources(
         cls,
@@ -359,6 +386,7 @@ class Settings(BaseSettings):
         "command_env_drop",
         "web_allow_hosts",
         "command_writable_paths",
+        "tools",
         mode="before",
     )
     @classmethod
@@ -369,17 +397,21 @@ class Settings(BaseSettings):
             return [str(part) for part in value]
         return value
 
-    @field_validator("ray_resources", "ray_label_selector", mode="before")
+    @field_validator(
+        "ray_resources", "ray_label_selector", "mcp_servers", "agent_profiles", mode="before"
+    )
     @classmethod
     def _json_mapping(cls, value: Any) -> Any:
         # From the environment these come as JSON text.
+        if isinstance(value, (list, tuple)):  # agent_profiles: AgentProfile objects too
+            return [v.to_dict() if hasattr(v, "to_dict") else v for v in value]
         if isinstance(value, str):
             import json
 
             try:
                 return json.loads(value) if value.strip() else {}
             except ValueError as exc:
-                raise ValueError(f"must be a JSON object (got {value!r})") from exc
+                raise ValueError(f"must be JSON (got {value!r})") from exc
         return value
 
     @field_validator("base_url")

@@ -44,7 +44,10 @@ def _sample(name: str, field: FieldInfo) -> tuple[str, Any]:
         other = next(a for a in args if a != default)
         return other, other
     if isinstance(default, dict):  # JSON objects, e.g. dict[str, float]
-        return '{"probe": "2"}', {"probe": args[1]("2")}
+        convert = str if args[1] is Any else args[1]
+        return '{"probe": "2"}', {"probe": convert("2")}
+    if name == "agent_profiles":  # a JSON list of objects
+        return '[{"name": "probe"}]', [{"name": "probe"}]
     literals = [a for a in args if typing.get_origin(a) is typing.Literal]
     if literals:  # Optional[Literal[...]]
         value = typing.get_args(literals[0])[0]

@@ -87,7 +87,10 @@ class Session:
         launcher: Launcher | None = None,
         prewarm: bool = True,
     ) -> None:
-        self.settings = settings or Settings()
+        from agentkit.tools.imported import worker_settings
+
+        # Tools for sub-agents travel to workers by import reference, in Settings.tools.
+        self.settings = worker_settings(settings or Settings(), tools or [])
         root = Path(workspace).expanduser()
         if not root.is_dir():
             raise ConfigurationError(f"workspace {str(root)!r} is not a folder")
@@ -98,7 +101,10 @@ class Session:
         self._owns_model = model is None
         self._subagents = subagents
         self._launcher = launcher
-        self.registry = registry or build_registry(subagents, tools or [], lambda: self.manager)
+        self._owns_registry = registry is None
+        self.registry = registry or build_registry(
+            subagents, tools or [], lambda: self.manager, self.workspace, self.settings
+        )
         self.bus = EventBus()
         self._wake = threading.Condition(threading.Lock())
         self._poked = False
@@ -307,6 +313,8 @@ class Session:
             log.info("conversation %s could not be saved: %s", self.id, exc)
         self._idle.set()
         self.bus.close()
+        if self._owns_registry:
+            self.registry.close()
         close = getattr(self._model, "close", None)
         if self._owns_model and callable(close):
             close()
@@ -457,12 +465,15 @@ class Session:
 
     # --------------------------------------------------------------- storage
     def _system_prompt(self) -> str:
+        from agentkit.profiles import load_profiles, profiles_section
+
+        profiles = load_profiles(self.workspace, self.settings)[0] if self._subagents else {}
         return prompts.render(
             self.settings.language,
             "main_system.txt",
             max_concurrent=self.settings.max_concurrent_subagents,
             **prompt_values(self.workspace),
-        )
+        ) + profiles_section(profiles, self.settings.language)
 
     def _save(self, conversation: Conversation) -> None:
         self._file.save(conversation, self._manager.records() if self._manager else None)

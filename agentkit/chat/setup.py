@@ -8,6 +8,7 @@ its first round: :func:`check_settings` (a model and a key or local URL) and
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agentkit.errors import ConfigurationError
@@ -36,18 +37,31 @@ def check_settings(settings: Settings) -> None:
 
 
 def build_registry(
-    subagents: bool, extra: list[Tool], manager: Callable[[], SubAgentManager]
+    subagents: bool,
+    extra: list[Tool],
+    manager: Callable[[], SubAgentManager],
+    workspace: Path | None = None,
+    settings: Settings | None = None,
 ) -> ToolRegistry:
     """Return the main agent's tools: the built-in ones, the three sub-agent tools
-    bound to ``manager()`` (called at each use) when ``subagents``, then ``extra``."""
+    bound to ``manager()`` (called at each use) when ``subagents``, then ``extra``
+    (except tools for sub-agents only). With ``workspace`` and ``settings``: also the
+    tools of ``Settings.tools`` and of the MCP servers (agentkit.extensions), and
+    create_sub_agent's ``profile`` parameter when agent profiles exist."""
     from agentkit.tools import base_tools
 
     registry = ToolRegistry(base_tools())
     if subagents:
         from agentkit.subagent.tools import make_main_tools
 
-        for tool in make_main_tools(manager):
+        known = (workspace, settings) if workspace is not None and settings is not None else None
+        for tool in make_main_tools(manager, known):
             registry.register(tool)
     for tool in extra:
-        registry.register(tool)
+        if tool.agents != "subagents":
+            registry.register(tool)
+    if workspace is not None and settings is not None:
+        from agentkit.extensions import add_main_extensions
+
+        add_main_extensions(registry, workspace, settings)
     return registry

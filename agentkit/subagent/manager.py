@@ -106,11 +106,13 @@ class SubAgentManager:
         run_in_background: bool = False,
         timeout_seconds: int = 600,
         cancel: threading.Event | None = None,
+        profile: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """create_sub_agent (docs/specification.md §1). Blocking: returns when the agent ends, with
         deliverables_files, result_summary, sub_conversation_id and stats.
         Background: returns at once with ``status: running``. ``cancel`` (the main
-        run's) ends a blocking wait and terminates the agent."""
+        run's) ends a blocking wait and terminates the agent. ``profile``: an
+        AgentProfile's dict, given to the worker (WorkerSpec.extra)."""
         with self._lock:
             admitted = (
                 "the agent is closing; no new sub-agents"
@@ -140,6 +142,7 @@ class SubAgentManager:
                 settings=self.settings.model_dump(),
                 process_mark=f"agentkit-{uuid.uuid4().hex}",
                 created_at=utc_now(),
+                extra={"profile": profile} if profile else {},
             )
             agent = SubAgent(spec=spec, background=run_in_background, started=time.monotonic())
             self.claims.claim_folder(agent_id, path)

@@ -13,10 +13,12 @@ what to do), never the generic ``Error: invalid_argument`` text. Range checks
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import BaseModel, Field, ValidationError
 
+from agentkit.settings import Settings
 from agentkit.subagent import inputs
 from agentkit.tools.base import InvalidArgumentsHook, Tool, ToolContext
 
@@ -33,6 +35,16 @@ class CreateSubAgentParams(BaseModel):
     deliverables_dir: inputs.OptionalText = None
     run_in_background: Annotated[bool, inputs.or_default(inputs.flag, False)] = False
     timeout_seconds: Annotated[int, inputs.or_default(inputs.whole_number, 600)] = 600
+
+
+class CreateWithProfileParams(CreateSubAgentParams):
+    """create_sub_agent's parameters when agent profiles exist: the seed's plus ``profile``."""
+
+    profile: inputs.OptionalText = Field(
+        default=None,
+        description="Optional: the name of an agent profile listed in the system prompt "
+        "(its instructions, tools and model); its timeout_seconds is the default.",
+    )
 
 
 class TerminateSubAgentParams(BaseModel):
@@ -64,19 +76,49 @@ def _refuse_with(tool: str, **extra: Any) -> InvalidArgumentsHook:
     return hook
 
 
-def make_main_tools(get_manager: Callable[[], SubAgentManager]) -> list[Tool]:
+def make_main_tools(
+    get_manager: Callable[[], SubAgentManager],
+    profiles_from: tuple[Path, Settings] | None = None,
+) -> list[Tool]:
     """Return the main agent's three sub-agent tools, bound to ``get_manager()``
-    (called at each use, so a new conversation gets a new manager)."""
+    (called at each use, so a new conversation gets a new manager).
+
+    ``profiles_from`` (workspace, Settings): when agent profiles exist there,
+    create_sub_agent gains the optional ``profile`` parameter (profiles are re-read at
+    each call); with none, its schema is exactly the seed's."""
+    from agentkit.profiles import load_profiles
+
+    with_profiles = profiles_from is not None and bool(load_profiles(*profiles_from)[0])
 
     def create(p: CreateSubAgentParams, ctx: ToolContext) -> dict[str, Any]:
+        profile: dict[str, Any] | None = None
+        timeout = p.timeout_seconds
+        name = getattr(p, "profile", None)
+        if name and profiles_from is not None:
+            usable, refused = load_profiles(*profiles_from)
+            chosen = usable.get(name)
+            if chosen is None:
+                why = refused.get(name) or (
+                    f"there is no agent profile named {name!r}; profiles: "
+                    + (", ".join(usable) or "(none)")
+                )
+                return {
+                    "success": False,
+                    "agent_id": p.agent_id,
+                    "error": f"profile {name!r} cannot be used: {why}",
+                }
+            profile = chosen.to_dict()
+            if "timeout_seconds" not in p.model_fields_set and chosen.timeout_seconds:
+                timeout = chosen.timeout_seconds
         return get_manager().create(
             agent_id=p.agent_id,
             summary=p.summary,
             task=p.task,
             deliverables_dir=p.deliverables_dir,
             run_in_background=p.run_in_background,
-            timeout_seconds=p.timeout_seconds,
+            timeout_seconds=timeout,
             cancel=ctx.cancel,
+            profile=profile,
         )
 
     def terminate(p: TerminateSubAgentParams, ctx: ToolContext) -> dict[str, Any]:
@@ -88,7 +130,7 @@ def make_main_tools(get_manager: Callable[[], SubAgentManager]) -> list[Tool]:
     return [
         Tool(
             "create_sub_agent",
-            CreateSubAgentParams,
+            CreateWithProfileParams if with_profiles else CreateSubAgentParams,
             create,
             on_invalid_arguments=_refuse_with("create_sub_agent"),
         ),

@@ -63,6 +63,7 @@ from agentkit.subagent.record import (
 from agentkit.subagent.sandbox_scope import command_settings, confine_writes
 from agentkit.subagent.state import EndStatus, Status
 from agentkit.subagent.tools import make_finish_tool
+from agentkit.subagent.worker_tools import worker_profile, worker_tools
 from agentkit.tokens import count_text
 from agentkit.tools.base import ToolContext, ToolRegistry, describe_os_error
 
@@ -291,6 +292,9 @@ def worker_main(spec: WorkerSpec, conn: Endpoint) -> None:
     try:
         # Validated by the parent already; constructing skips re-reading the environment.
         settings = command_settings(spec, Settings.model_construct(**spec.settings))
+        profile = worker_profile(spec)
+        if profile is not None:
+            settings = profile.apply(settings)
         conv.model = settings.model
         language = settings.language
         deliverables.mkdir(parents=True, exist_ok=True)
@@ -298,7 +302,9 @@ def worker_main(spec: WorkerSpec, conn: Endpoint) -> None:
         conv.messages = [
             {
                 "role": "system",
-                "content": prompts.render(language, "subagent/system.txt", **values),
+                # A profile's text comes after the seed's prompt, which stays word for word.
+                "content": prompts.render(language, "subagent/system.txt", **values)
+                + (f"\n\n{profile.prompt}" if profile is not None and profile.prompt else ""),
             },
             {
                 "role": "user",
@@ -323,7 +329,8 @@ def worker_main(spec: WorkerSpec, conn: Endpoint) -> None:
         from agentkit.llm import LLMClient
         from agentkit.tools import base_tools
 
-        registry = ToolRegistry([*base_tools(), make_finish_tool(on_finish, language)])
+        extra = worker_tools(spec, settings, base_tools(), make_finish_tool(on_finish, language))
+        registry = extra.registry
 
         def save(c: Conversation) -> None:
             writer.submit(_record(spec, c, "running", started))
@@ -365,6 +372,7 @@ def worker_main(spec: WorkerSpec, conn: Endpoint) -> None:
         save(conv)
         outcome = engine.run()
         engine.close()
+        extra.close()
         if hooks.finished is not None:
             success, result_summary = hooks.finished
             status = "completed" if success else "failed"

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
@@ -85,6 +85,9 @@ class ToolContext:
         return self.settings.language
 
 
+Agents = Literal["main", "subagents", "both"]
+"""Which agents a tool is offered to: the main agent, the sub-agents, or both."""
+
 ToolFunc = Callable[[Any, ToolContext], "str | dict[str, Any] | ToolResult"]
 InvalidArgumentsHook = Callable[
     [ValidationError, dict[str, Any], ToolContext], "str | dict[str, Any] | ToolResult"
@@ -106,6 +109,12 @@ class Tool:
         on_invalid_arguments: ``hook(exc, arguments, ctx)`` rendering this tool's own
             answer when its arguments fail validation (the seed tools answer in their
             JSON shape); None gives ``Error: invalid_argument: ...``.
+        agents: ``main`` (default), ``subagents`` or ``both``. A tool reaches
+            sub-agents by import reference (agentkit.tools.imported), so one offered
+            to them must be importable: checked when it is registered.
+        json_schema: the parameters' JSON schema as given (MCP tools); None
+            generates it from ``params``.
+        source: its ``module:attribute`` import reference, when known.
     """
 
     name: str
@@ -115,9 +124,24 @@ class Tool:
     counter: str | None = None
     action: str | None = None
     on_invalid_arguments: InvalidArgumentsHook | None = None
+    agents: Agents = "main"
+    json_schema: dict[str, Any] | None = None
+    source: str | None = None
 
     def schema(self, language: str) -> dict[str, Any]:
         """Return the OpenAI ``tools[]`` entry for this tool in ``language``."""
+        if self.json_schema is not None:
+            from agentkit.prompts import tool_description
+
+            description, _ = tool_description(language, self.name, self.description)
+            return {
+                "type": "function",
+                "function": {
+                    "name": self.name,
+                    "description": description,
+                    "parameters": self.json_schema,
+                },
+            }
         return _schema(self.name, self.params, self.description, language)
 
 
@@ -207,8 +231,21 @@ class ToolRegistry:
     def __init__(self, tools: list[Tool] | None = None) -> None:
         self._tools: dict[str, Tool] = {}
         self._schemas: dict[str, list[dict[str, Any]]] = {}
+        self._closers: list[Callable[[], None]] = []
         for tool in tools or []:
             self.register(tool)
+
+    def on_close(self, closer: Callable[[], None]) -> None:
+        """Call ``closer()`` at :meth:`close` (tools holding resources: MCP sessions)."""
+        self._closers.append(closer)
+
+    def close(self) -> None:
+        """Release what the tools hold (each closer once; their errors are ignored)."""
+        while self._closers:
+            try:
+                self._closers.pop()()
+            except Exception:  # closing must not fail the caller's close
+                pass
 
     def register(self, tool: Tool) -> Tool:
         """Add or replace ``tool``; returns it."""
@@ -223,6 +260,7 @@ class ToolRegistry:
         name: str | None = None,
         description: str | None = None,
         counter: str | None = None,
+        agents: Agents = "main",
     ) -> Any:
         """Decorator: register ``func(params: Model, ctx: ToolContext)`` (ctx optional).
 
@@ -232,7 +270,9 @@ class ToolRegistry:
 
         def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
             self.register(
-                tool_from_function(fn, name=name, description=description, counter=counter)
+                tool_from_function(
+                    fn, name=name, description=description, counter=counter, agents=agents
+                )
             )
             return fn
 
@@ -340,8 +380,11 @@ def tool_from_function(
     name: str | None = None,
     description: str | None = None,
     counter: str | None = None,
+    agents: Agents = "main",
 ) -> Tool:
-    """Build a Tool from ``fn(params: Model[, ctx])``; see :meth:`ToolRegistry.tool`."""
+    """Build a Tool from ``fn(params: Model[, ctx])``; see :meth:`ToolRegistry.tool`.
+
+    ``source`` is set to ``fn``'s ``module:qualname`` (its import reference)."""
     sig = inspect.signature(fn)
     hints = inspect.get_annotations(fn, eval_str=True)
     params = list(sig.parameters.values())
@@ -365,4 +408,6 @@ def tool_from_function(
         func=call,
         description=description if description is not None else inspect.getdoc(fn) or "",
         counter=counter,
+        agents=agents,
+        source=f"{fn.__module__}:{fn.__qualname__}",
     )

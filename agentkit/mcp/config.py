@@ -1,0 +1,177 @@
+"""MCP server configuration: the widespread ``mcpServers`` JSON shape, from files and Settings.
+
+A server is either a local program (stdio)::
+
+    {"mcpServers": {"time": {"command": "mcp-server-time", "args": [], "env": {"TZ": "UTC"}}}}
+
+or a remote one over streamable HTTP::
+
+    {"mcpServers": {"docs": {"url": "http://127.0.0.1:8000/mcp", "headers": {"X-Team": "a"}}}}
+
+Sources, later ones winning by server name: ``$XDG_CONFIG_HOME/agentkit/mcp.json``
+(default ``~/.config/agentkit/mcp.json``), ``<workspace>/.agentkit/mcp.json`` (both unless
+``Settings.mcp_config_files`` is off), then ``Settings.mcp_servers`` (which the Python
+API fills, and which every sub-agent worker receives). ``${NAME}`` in ``env`` and
+``headers`` values is replaced by the variable of the agent's environment, so a file
+need not hold a secret. Extra keys: ``agents`` (``main``, ``subagents``, ``both``: which
+agents get the server's tools; default both), ``disabled`` (true: ignored),
+``type`` (``stdio``, ``http``/``streamable-http``; guessed from command/url).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from agentkit.settings import Settings
+
+__all__ = ["MCPServer", "config_files", "load_servers", "parse_servers"]
+
+_NAME = re.compile(r"^[A-Za-z0-9_-]{1,40}$")
+_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+@dataclass(frozen=True)
+class MCPServer:
+    """One configured MCP server.
+
+    Attributes:
+        name: the key in ``mcpServers`` (letters, digits, ``_``, ``-``; it prefixes the
+            tool names ``mcp__<name>__<tool>``).
+        command, args, env, cwd: a stdio server's program, arguments, the variables
+            given to it explicitly (kept although they may look secret), its folder
+            (default: the workspace).
+        url, headers: a streamable HTTP server's endpoint and request headers.
+        agents: which agents get its tools.
+    """
+
+    name: str
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+    url: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    agents: Literal["main", "subagents", "both"] = "both"
+
+    @property
+    def transport(self) -> Literal["stdio", "http"]:
+        """``stdio`` (a command) or ``http`` (a URL)."""
+        return "stdio" if self.command else "http"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``mcpServers`` entry (JSON-able) for this server."""
+        data = asdict(self)
+        data.pop("name")
+        data["args"] = list(self.args)
+        return {k: v for k, v in data.items() if v not in (None, {}, [])}
+
+
+def _strings(value: Any, what: str) -> dict[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ValueError(f"{what} must be an object of strings")
+    return {str(k): _expand(str(v)) for k, v in value.items()}
+
+
+def _expand(text: str) -> str:
+    return _VARIABLE.sub(lambda m: os.environ.get(m.group(1), ""), text)
+
+
+def parse_server(name: str, entry: Any) -> MCPServer:
+    """Return the MCPServer for one ``mcpServers`` entry; raises ValueError saying what
+    is wrong (unknown transport, missing command or url, bad types)."""
+    if not _NAME.match(name):
+        raise ValueError(f"server name {name!r}: use 1-40 letters, digits, _ or -")
+    if not isinstance(entry, dict):
+        raise ValueError(f"server {name!r}: its entry must be an object")
+    kind = str(entry.get("type") or ("stdio" if entry.get("command") else "http"))
+    if kind not in ("stdio", "http", "streamable-http", "streamableHttp"):
+        raise ValueError(f"server {name!r}: transport {kind!r} is not supported (stdio or http)")
+    agents = entry.get("agents", "both")
+    if agents not in ("main", "subagents", "both"):
+        raise ValueError(f"server {name!r}: agents must be main, subagents or both")
+    args = entry.get("args") or []
+    if not isinstance(args, list):
+        raise ValueError(f"server {name!r}: args must be a list of strings")
+    if kind == "stdio":
+        command = entry.get("command")
+        if not isinstance(command, str) or not command.strip():
+            raise ValueError(f"server {name!r}: a stdio server needs a command")
+        cwd = entry.get("cwd")
+        return MCPServer(
+            name,
+            command=command,
+            args=tuple(str(a) for a in args),
+            env=_strings(entry.get("env"), f"server {name!r}: env"),
+            cwd=str(cwd) if cwd else None,
+            agents=agents,
+        )
+    url = entry.get("url")
+    if not isinstance(url, str) or not url.lower().startswith(("http://", "https://")):
+        raise ValueError(f"server {name!r}: an http server needs a url starting with http(s)://")
+    return MCPServer(
+        name,
+        url=url,
+        headers=_strings(entry.get("headers"), f"server {name!r}: headers"),
+        agents=agents,
+    )
+
+
+def parse_servers(data: Any, origin: str) -> tuple[dict[str, MCPServer], list[str]]:
+    """Parse ``{"mcpServers": {...}}`` (or the inner mapping alone).
+
+    Returns ``(servers by name, problems)``: each problem is one line naming
+    ``origin`` and the server; a bad entry is skipped, the others kept.
+    """
+    if isinstance(data, dict) and isinstance(data.get("mcpServers"), dict):
+        data = data["mcpServers"]
+    if not isinstance(data, dict):
+        return {}, [f'{origin}: expected {{"mcpServers": {{...}}}}']
+    servers: dict[str, MCPServer] = {}
+    problems: list[str] = []
+    for name, entry in data.items():
+        if isinstance(entry, dict) and entry.get("disabled"):
+            continue
+        try:
+            servers[name] = parse_server(str(name), entry)
+        except ValueError as exc:
+            problems.append(f"{origin}: {exc}")
+    return servers, problems
+
+
+def config_files(workspace: Path) -> list[Path]:
+    """The mcp.json files read, lowest priority first: the user's, then the workspace's."""
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return [Path(base) / "agentkit" / "mcp.json", workspace / ".agentkit" / "mcp.json"]
+
+
+def load_servers(workspace: Path, settings: Settings) -> tuple[dict[str, MCPServer], list[str]]:
+    """Return ``(servers by name, problems)`` from every source (module docstring).
+
+    A missing file is no problem; an unreadable or invalid one is (one line each), and
+    the agent goes on without it.
+    """
+    servers: dict[str, MCPServer] = {}
+    problems: list[str] = []
+    sources: list[tuple[Any, str]] = []
+    if settings.mcp_config_files:
+        for path in config_files(workspace):
+            if not path.is_file():
+                continue
+            try:
+                sources.append((json.loads(path.read_text(encoding="utf-8")), str(path)))
+            except (OSError, ValueError) as exc:
+                problems.append(f"{path}: cannot be read as JSON: {exc}")
+    if settings.mcp_servers:
+        sources.append((settings.mcp_servers, "Settings.mcp_servers"))
+    for data, origin in sources:
+        found, bad = parse_servers(data, origin)
+        servers.update(found)
+        problems.extend(bad)
+    return servers, problems

@@ -1,0 +1,255 @@
+"""Agent profiles: named kinds of sub-agent (a prompt, a tool allow-list, a model).
+
+A profile is a Markdown file with a YAML header, ``NAME.md`` in
+``<workspace>/.agentkit/agents/`` or ``$XDG_CONFIG_HOME/agentkit/agents/`` (default
+``~/.config/agentkit/agents/``; the workspace's wins by name), or an
+:class:`AgentProfile` given in Python (``Settings.agent_profiles``, which wins)::
+
+    ---
+    name: searcher
+    description: Finds things on the web and in the code; cheap model.
+    tools: [read_file, search_workspace, web_search, extract_webpage, mcp__time__*]
+    model: gpt-4o-mini
+    temperature: 0.2
+    max_turns: 30
+    timeout_seconds: 300
+    ---
+    Search broadly first, then read the best sources in full. Cite every URL.
+
+Header keys (those other agent tools use): ``name`` (default: the file name),
+``description``, ``tools`` (allow-list of built-in, custom and MCP tool names, ``*``
+patterns allowed, a list or a comma-separated string; ``finish_task`` is always
+kept; absent: every tool), ``model``, ``base_url``, ``api_key_env`` (the name of the
+variable holding the key, never the key), ``temperature``, ``max_turns``,
+``timeout_seconds`` (the default when create_sub_agent gives none). The body is
+appended after the seed's sub-agent system prompt, which stays word for word.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import asdict, dataclass
+from fnmatch import fnmatchcase
+from pathlib import Path
+from typing import Any
+
+from agentkit.settings import Settings
+
+__all__ = ["AgentProfile", "ProfileError", "load_profiles", "parse_profile", "profile_dirs"]
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,39}$")
+_KEYS = {"name", "description", "tools", "model", "base_url", "api_key_env", "temperature",
+         "max_turns", "timeout_seconds"}  # fmt: skip
+
+
+class ProfileError(ValueError):
+    """A profile file or object that cannot be used; the message says why."""
+
+
+@dataclass(frozen=True)
+class AgentProfile:
+    """One agent profile (see the module docstring for the meaning of each field).
+
+    ``tools`` None means every tool; ``source`` is the file it came from or ``python``.
+    """
+
+    name: str
+    description: str = ""
+    prompt: str = ""
+    tools: tuple[str, ...] | None = None
+    model: str | None = None
+    base_url: str | None = None
+    api_key_env: str | None = None
+    temperature: float | None = None
+    max_turns: int | None = None
+    timeout_seconds: int | None = None
+    source: str = "python"
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-able dict (for Settings.agent_profiles and the worker)."""
+        data = asdict(self)
+        data["tools"] = list(self.tools) if self.tools is not None else None
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], source: str = "python") -> AgentProfile:
+        """Build and check a profile from header-like keys (plus ``prompt``, ``source``).
+        Raises ProfileError naming the bad key."""
+        unknown = set(data) - _KEYS - {"prompt", "source"}
+        if unknown:
+            raise ProfileError(
+                f"unknown key(s) {', '.join(sorted(unknown))}; known: {', '.join(sorted(_KEYS))}"
+            )
+        name = str(data.get("name") or "")
+        if not _NAME.match(name):
+            raise ProfileError(f"name {name!r}: use 1-40 letters, digits, _ or -")
+        tools = data.get("tools")
+        if isinstance(tools, str):
+            tools = [t.strip() for t in tools.split(",") if t.strip()]
+        if tools is not None and not (
+            isinstance(tools, list) and all(isinstance(t, str) for t in tools)
+        ):
+            raise ProfileError("tools must be a list of tool names")
+
+        def number(key: str, kind: type) -> Any:
+            value = data.get(key)
+            if value is None:
+                return None
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+                raise ProfileError(f"{key} must be a non-negative number (got {value!r})")
+            if kind is int and value != int(value):
+                raise ProfileError(f"{key} must be a whole number (got {value!r})")
+            return kind(value)
+
+        def text(key: str) -> str | None:
+            value = data.get(key)
+            if value is not None and not isinstance(value, str):
+                raise ProfileError(f"{key} must be text (got {value!r})")
+            return value or None
+
+        return cls(
+            name=name,
+            description=" ".join(str(data.get("description") or "").split()),
+            prompt=str(data.get("prompt") or "").strip(),
+            tools=tuple(tools) if tools is not None else None,
+            model=text("model"),
+            base_url=text("base_url"),
+            api_key_env=text("api_key_env"),
+            temperature=number("temperature", float),
+            max_turns=number("max_turns", int) or None,
+            timeout_seconds=number("timeout_seconds", int) or None,
+            source=str(data.get("source") or source),
+        )
+
+    def allows(self, tool: str) -> bool:
+        """True when the allow-list admits ``tool`` (finish_task always)."""
+        if self.tools is None or tool == "finish_task":
+            return True
+        return any(fnmatchcase(tool, pattern) for pattern in self.tools)
+
+    def apply(self, settings: Settings) -> Settings:
+        """Return a copy of a worker's ``settings`` with this profile's model, endpoint,
+        temperature and max_turns."""
+        update: dict[str, Any] = {}
+        if self.model:
+            update["model"] = self.model
+        if self.base_url:
+            update["base_url"] = self.base_url
+        if self.api_key_env and os.environ.get(self.api_key_env):
+            update["api_key"] = os.environ[self.api_key_env]
+        if self.temperature is not None:
+            update["temperature"] = self.temperature
+        if self.max_turns:
+            update["subagent_max_turns"] = self.max_turns
+        return settings.model_copy(update=update) if update else settings
+
+
+def parse_profile(text: str, source: str, default_name: str) -> AgentProfile:
+    """Parse a profile file's text (``---`` YAML header ``---`` then the body).
+    Raises ProfileError saying what is wrong."""
+    import yaml
+
+    lines = text.lstrip("\ufeff").splitlines()
+    if not lines or lines[0].strip() != "---":
+        raise ProfileError("the file must start with a --- line opening the YAML header")
+    try:
+        end = next(i for i in range(1, len(lines)) if lines[i].strip() == "---")
+    except StopIteration:
+        raise ProfileError("the YAML header has no closing --- line") from None
+    try:
+        header = yaml.safe_load("\n".join(lines[1:end])) or {}
+    except yaml.YAMLError as exc:
+        raise ProfileError(
+            f"the YAML header cannot be read: {' '.join(str(exc).split())}"
+        ) from None
+    if not isinstance(header, dict):
+        raise ProfileError("the YAML header must be a mapping of keys to values")
+    header.setdefault("name", default_name)
+    return AgentProfile.from_dict({**header, "prompt": "\n".join(lines[end + 1 :])}, source=source)
+
+
+def profile_dirs(workspace: Path) -> list[Path]:
+    """The profile folders, lowest priority first: the user's, then the workspace's."""
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return [Path(base) / "agentkit" / "agents", workspace / ".agentkit" / "agents"]
+
+
+def load_profiles(
+    workspace: Path, settings: Settings
+) -> tuple[dict[str, AgentProfile], dict[str, str]]:
+    """Return ``(usable profiles by name, {name: why it is refused})``.
+
+    A profile refused by a later source replaces a usable one of the same name (the
+    model is then told why it cannot be used, rather than silently given another)."""
+    found: dict[str, AgentProfile] = {}
+    refused: dict[str, str] = {}
+    entries: list[tuple[str, Any]] = []
+    for folder in profile_dirs(workspace):
+        if folder.is_dir():
+            entries.extend((str(p), p) for p in sorted(folder.glob("*.md")))
+    entries.extend(("Settings.agent_profiles", d) for d in settings.agent_profiles)
+    for source, item in entries:
+        name = item.stem if isinstance(item, Path) else str(item.get("name", "?"))
+        try:
+            if isinstance(item, Path):
+                profile = parse_profile(item.read_text(encoding="utf-8"), source, name)
+            else:
+                profile = AgentProfile.from_dict(dict(item), source)
+        except (OSError, UnicodeDecodeError, ProfileError) as exc:
+            refused[name] = f"{source}: {exc}"
+            found.pop(name, None)
+            continue
+        found[profile.name] = profile
+        refused.pop(profile.name, None)
+    return found, refused
+
+
+def profiles_section(profiles: dict[str, AgentProfile], language: str) -> str:
+    """The part of the main agent's system prompt listing the profiles ("" when none)."""
+    if not profiles:
+        return ""
+    from agentkit import prompts
+
+    rows = "\n".join(
+        f"- {p.name}: {p.description or '-'}"
+        + (f" (timeout_seconds {p.timeout_seconds})" if p.timeout_seconds else "")
+        for p in profiles.values()
+    )
+    return "\n\n" + prompts.render(language, "profiles.txt", profiles=rows)
+
+
+def check_profiles(workspace: Path, settings: Settings) -> tuple[list[str], bool]:
+    """Return ``(report lines, all good)`` for ``agentkit profiles``: one line per
+    profile (name, source, description, model, tools) and one per problem: a refused
+    file, or an allow-list entry naming no built-in or Settings.tools tool (MCP names,
+    ``mcp__...``, are not checked: that would start the servers)."""
+    from agentkit.tools import base_tools
+    from agentkit.tools.imported import tools_for
+
+    known = {t.name for t in base_tools()} | {"finish_task"}
+    known |= {t.name for t in tools_for(settings.tools, "subagents")}
+    usable, refused = load_profiles(workspace, settings)
+    lines: list[str] = []
+    good = not refused
+    for profile in usable.values():
+        tools = ", ".join(profile.tools) if profile.tools is not None else "(all tools)"
+        lines.append(
+            f"{profile.name}: {profile.description or '-'}\n"
+            f"    source: {profile.source}\n    model: {profile.model or '(the default)'}"
+            f"  timeout_seconds: {profile.timeout_seconds or '-'}\n    tools: {tools}"
+        )
+        for pattern in profile.tools or ():
+            if pattern.startswith("mcp__") or any(fnmatchcase(n, pattern) for n in known):
+                continue
+            good = False
+            lines.append(f"    problem: {pattern!r} names no known tool")
+    for name, why in refused.items():
+        lines.append(f"{name}: refused: {why}")
+    if not usable and not refused:
+        lines.append(
+            "no agent profiles (put NAME.md files in "
+            + " or ".join(str(d) for d in profile_dirs(workspace))
+            + ")"
+        )
+    return lines, good

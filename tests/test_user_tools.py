@@ -1,0 +1,126 @@
+"""Custom Python tools reach sub-agents by import reference (agentkit.tools.imported)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+import user_tools_sample as sample
+from pydantic import BaseModel
+from subagent_helpers import Router, call, calls, finish, who
+
+from agentkit import Agent, Settings
+from agentkit.errors import ConfigurationError
+from agentkit.testing import FakeOpenAIServer
+from agentkit.tools.base import Tool, tool_from_function
+from agentkit.tools.imported import ToolNotImportable, load_reference, reference_of
+
+
+class P(BaseModel):
+    text: str
+
+
+def _tool_names(request: dict[str, Any]) -> list[str]:
+    return [t["function"]["name"] for t in request.get("tools") or []]
+
+
+def test_reference_of_module_level_tool_and_function() -> None:
+    assert reference_of(sample.SHOUT) == "user_tools_sample:SHOUT"
+    assert reference_of(tool_from_function(sample.whisper)) == "user_tools_sample:whisper"
+
+
+def test_closure_lambda_and_main_are_refused_at_registration_with_the_fix() -> None:
+    def inner(p: P) -> str:
+        return p.text
+
+    closure = tool_from_function(inner, agents="both")
+    with pytest.raises(
+        ToolNotImportable, match="inside a function.*module-level|closure.*importable"
+    ):
+        reference_of(closure)
+    lam = Tool("lam", P, lambda p, ctx: "x", agents="both")
+    with pytest.raises(ToolNotImportable, match="lambda"):
+        reference_of(lam)
+
+    def in_main(p: P, ctx: Any) -> str:
+        return p.text
+
+    in_main.__module__ = "__main__"
+    in_main.__qualname__ = "in_main"
+    with pytest.raises(ToolNotImportable, match="__main__.*importable module"):
+        reference_of(Tool("m", P, in_main, agents="subagents"))
+    # The Agent refuses it when it is given, not at the first call.
+    with pytest.raises(ToolNotImportable, match="closure"):
+        Agent(settings=Settings(model="m", api_key="k"), tools=[closure], subagents=False)
+    # A main-only closure is fine: it never leaves this process.
+    Agent(settings=Settings(model="m", api_key="k"), tools=[tool_from_function(inner)]).close()
+
+
+def test_load_reference_shapes_and_errors() -> None:
+    assert [t.name for t in load_reference("user_tools_sample")] == [
+        "shout",
+        "explode",
+        "main_only",
+    ]
+    assert [t.name for t in load_reference("user_tools_sample:TOOLS")][0] == "shout"
+    whisper = load_reference("user_tools_sample:whisper")[0]
+    assert whisper.name == "whisper" and whisper.agents == "both"
+    with pytest.raises(ConfigurationError, match="no_such_module_xyz"):
+        load_reference("no_such_module_xyz:thing")
+    with pytest.raises(ConfigurationError, match="not a Tool or function"):
+        load_reference("user_tools_sample:__doc__")
+
+
+@pytest.mark.slow
+def test_subagent_calls_custom_tools_by_reference(workspace: Path) -> None:
+    router = Router(
+        main=[
+            calls(call("create_sub_agent", agent_id=1, summary="custom tools", task="use them")),
+            "done",
+        ],
+        subs={
+            1: [
+                calls(
+                    call("shout", text="hello"),
+                    call("whisper", text="QUIET"),
+                    call("explode", text="boom"),
+                ),
+                finish("Used the custom tools: shout, whisper and explode (which failed)."),
+            ]
+        },
+    )
+    settings = Settings(
+        model="m",
+        base_url="",
+        api_key="k",
+        language="en",
+        max_retries=0,
+        tools=["user_tools_sample:whisper"],
+    )
+    with FakeOpenAIServer(router) as server:
+        settings.base_url = server.base_url
+        with Agent(workspace=workspace, settings=settings, tools=sample.TOOLS) as agent:
+            result = agent.run("go")
+            stats = agent.manager.agents[1]
+        main = [r for r in server.requests if who(r) is None]
+        sub = [r for r in server.requests if who(r) == 1]
+    assert result.status == "done"
+    assert {"shout", "main_only", "whisper"} <= set(_tool_names(main[0]))
+    assert "explode" not in _tool_names(main[0])  # for sub-agents only
+    sub_tools = _tool_names(sub[0])
+    assert {"shout", "whisper", "explode", "finish_task"} <= set(sub_tools)
+    assert "main_only" not in sub_tools
+    results = [m["content"] for m in sub[1]["messages"] if m["role"] == "tool"]
+    assert results[0].startswith("HELLO! (from pid ") and str(os.getpid()) not in results[0]
+    assert results[1] == "quiet"
+    assert results[2].startswith("Error: internal_error: explode failed: RuntimeError")
+    data = json.loads([m for m in main[1]["messages"] if m["role"] == "tool"][-1]["content"])
+    assert data["status"] == "completed"
+    record = json.loads(
+        (workspace / "sub_agent_results/agent_1/.subagent/conversations.json").read_text()
+    )
+    assert record["status"] == "completed"
+    assert stats.status == "completed"

@@ -1,0 +1,36 @@
+"""Custom tools importable by workers (tests/test_user_tools.py): a module of tools."""
+
+from __future__ import annotations
+
+import os
+
+from pydantic import BaseModel
+
+from agentkit.tools.base import Tool, ToolContext
+
+
+class TextParams(BaseModel):
+    """A text."""
+
+    text: str
+
+
+def _shout(p: TextParams, ctx: ToolContext) -> str:
+    return f"{p.text.upper()}! (from pid {os.getpid()})"
+
+
+def _explode(p: TextParams, ctx: ToolContext) -> str:
+    raise RuntimeError(f"exploded on purpose: {p.text}")
+
+
+SHOUT = Tool("shout", TextParams, _shout, description="Upper-case a text.", agents="both")
+EXPLODE = Tool("explode", TextParams, _explode, description="Always fails.", agents="subagents")
+MAIN_ONLY = Tool("main_only", TextParams, _shout, description="For the main agent.")
+
+
+def whisper(p: TextParams) -> str:
+    """Lower-case a text (a plain function: offered to both agents)."""
+    return p.text.lower()
+
+
+TOOLS = [SHOUT, EXPLODE, MAIN_ONLY]
