@@ -98,6 +98,23 @@ def build_parser() -> argparse.ArgumentParser:
     transcript.add_argument("--json", action="store_true", help="print the raw JSON document")
     transcript.add_argument("--full", action="store_true", help="do not shorten tool results")
 
+    serve = sub.add_parser(
+        "serve",
+        help="a web chat with the main agent and its sub-agents",
+        description="Serve the web chat (needs agentkit[web]) on HOST:PORT. Loopback by "
+        "default; any other address needs a token (given, or generated and printed once).",
+    )
+    _workspace_arg(serve)
+    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8765, help="port (default 8765)")
+    serve.add_argument("--token", help="access token (default: none on loopback, else generated)")
+    serve.add_argument("--model", help="model name (env AGENTKIT_MODEL)")
+    serve.add_argument("--base-url", help="OpenAI-compatible base URL (env OPENAI_BASE_URL)")
+    serve.add_argument("--api-key", help="API key (env OPENAI_API_KEY)")
+    serve.add_argument("--lang", choices=("zh", "en"), help="prompt language (default zh)")
+    serve.add_argument("--max-turns", type=int, metavar="N", help="model requests per round")
+    serve.add_argument("--no-stream", action="store_true", help="send plain requests")
+
     demo = sub.add_parser("demo", help="the whole machinery offline, on a scripted model")
     demo.add_argument("-w", "--workspace", default=None, metavar="DIR", help="workspace folder")
     demo.add_argument("--lang", choices=("zh", "en"), help="prompt language (default en)")
@@ -449,7 +466,30 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return int(demo.main(args.workspace, language=args.lang))
 
 
-COMMANDS = {"run": cmd_run, "show": cmd_show, "transcript": cmd_transcript, "demo": cmd_demo}
+def cmd_serve(args: argparse.Namespace) -> int:
+    """``agentkit serve``: the web chat (agentkit.web.serve), until Ctrl-C."""
+    from agentkit.errors import ConfigurationError
+
+    workspace = _workspace(args.workspace)
+    settings = _settings(args)
+    try:
+        from agentkit.web import require_web_extra
+
+        require_web_extra()
+        from agentkit.web.serve import serve
+
+        return serve(workspace, settings, host=args.host, port=args.port, token=args.token)
+    except ConfigurationError as exc:
+        raise UsageError(str(exc)) from None
+
+
+COMMANDS = {
+    "run": cmd_run,
+    "show": cmd_show,
+    "transcript": cmd_transcript,
+    "demo": cmd_demo,
+    "serve": cmd_serve,
+}
 
 
 def _safe_streams() -> None:
