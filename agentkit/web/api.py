@@ -88,15 +88,16 @@ def _info(session: Session) -> dict[str, Any]:
 
 
 def _messages(session: Session) -> list[dict[str, Any]]:
-    """The conversation's messages, each with ``kind``: user, assistant, tool or
-    notification (a sub-agent's completion announced to the model)."""
+    """The conversation's messages, each with ``kind``: system (the prompt and notes),
+    user, assistant, tool or notification (a sub-agent's completion announced to the
+    model with the spec §3 templates, as a user or a system message)."""
     out = []
     for message in session.conversation.messages:
         role = message.get("role")
         content = message.get("content")
         text = content if isinstance(content, str) else ""
         kind = role
-        if role == "system" or (role == "user" and _NOTIFICATION.match(text)):
+        if role in ("system", "user") and _NOTIFICATION.match(text):
             kind = "notification"
         out.append({**message, "kind": kind})
     return out
