@@ -45,8 +45,10 @@ class Web:
     server: BackgroundServer
     workspace: Path
 
-    def post(self, path: str, body: dict[str, Any] | None = None, **kw: Any) -> httpx.Response:
-        return self.client.post(path, content=json.dumps(body or {}), headers=JSON, **kw)
+    def post(
+        self, path: str, body: dict[str, Any] | None = None, headers: dict[str, str] | None = None
+    ) -> httpx.Response:
+        return self.client.post(path, content=json.dumps(body or {}), headers=headers or JSON)
 
     def new_conversation(self) -> str:
         response = self.post("/api/conversations", {})
