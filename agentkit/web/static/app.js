@@ -51,7 +51,10 @@ async function loadConversations() {
   list.replaceChildren();
   for (const c of conversations) {
     const item = el("li", { "data-testid": "conversation", "data-id": c.id });
-    if (c.id === page.current) item.classList.add("current");
+    if (c.id === page.current) {
+      item.classList.add("current");
+      $("title").textContent = c.title;
+    }
     const name = el("button", { class: "name", type: "button", title: c.id }, c.title);
     name.addEventListener("click", () => switchTo(c.id));
     const rename = el("button", { class: "icon", type: "button", title: "Rename" }, "✎");
@@ -277,7 +280,9 @@ const HANDLERS = {
   RoundFinished: (e) => {
     endAssistant();
     if (e.error) addMessage("error", `${e.status}: ${e.error}`);
-    setWork(e.background.length ? "background work still running" : "");
+    // AllWorkDone comes before RoundFinished when the round leaves nothing running.
+    const idle = $("state").textContent === "idle";
+    setWork(e.background.length ? "background work still running" : idle ? "all done" : "");
     loadConversations();
   },
   AllWorkDone: () => { setState("idle"); setWork("all done"); loadConversations(); },
