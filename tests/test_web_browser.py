@@ -197,6 +197,8 @@ HOSTILE = "\n\n".join(
         "[data](data:text/html,<script>alert(1)</script>)",
         '<a href="javascript:alert(1)">raw anchor</a>',
         "**<svg onload=alert(1)>**",
+        "`<img src=x onerror=alert(2)>`",
+        "```html\n<svg onload=alert(3)></svg>\n```",
         "[fine](https://example.com/ok)",
     ]
 )
