@@ -20,7 +20,15 @@ from agentkit.settings import Settings
 from agentkit.web import create_app, require_web_extra
 from agentkit.web.security import RedactTokens, is_loopback, loopback_names
 
-__all__ = ["BackgroundServer", "free_port", "serve"]
+__all__ = ["BackgroundServer", "access_token", "free_port", "serve"]
+
+
+def access_token(host: str, token: str | None) -> str | None:
+    """The token a server on ``host`` requires: ``token`` when given; else None on a
+    loopback address, and a fresh random one (32 URL-safe characters) on any other."""
+    if token is None and not is_loopback(host):
+        return secrets.token_urlsafe(24)
+    return token
 
 
 def _hosts_for(host: str) -> list[str]:
@@ -48,7 +56,8 @@ def serve(
     token: str | None = None,
     **session_options: Any,
 ) -> int:
-    """Serve the web chat until Ctrl-C; returns the exit code (0).
+    """Serve the web chat until Ctrl-C (KeyboardInterrupt propagates after a clean
+    shutdown: the CLI exits 130); returns 0 when uvicorn stops otherwise.
 
     A non-loopback ``host`` without ``token`` gets a generated one, printed once in the
     URL to open. Raises ConfigurationError (missing extra, bad workspace, no model).
@@ -59,8 +68,7 @@ def serve(
     from agentkit.chat.session import check_settings
 
     check_settings(settings)
-    if token is None and not is_loopback(host):
-        token = secrets.token_urlsafe(24)
+    token = access_token(host, token)
     app = create_app(
         workspace, settings, token=token, allowed_hosts=_hosts_for(host), **session_options
     )
