@@ -7,7 +7,6 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 from subagent_helpers import Gate, Router, call, calls, finish, wait_until
@@ -60,6 +59,26 @@ def test_message_returns_202_at_once_and_the_answer_streams(workspace: Path) -> 
         detail = web.client.get(f"/api/conversations/{cid}").json()
         assert [m["kind"] for m in detail["messages"]] == ["system", "user", "assistant"]
         assert detail["state"] == "idle"
+
+
+def test_messages_sent_during_a_round_queue_and_are_answered(workspace: Path) -> None:
+    gate = Gate()
+    script = [gate.hold(calls(call("run_command", command="echo hi"))), "both answered"]
+    with running_web(workspace, script) as web:
+        cid = web.new_conversation()
+        reader = SseReader(f"{web.url}/api/conversations/{cid}/events?after=0")
+        assert web.post(f"/api/conversations/{cid}/messages", {"text": "one"}).status_code == 202
+        assert wait_until(lambda: "RoundStarted" in reader.types())
+        second = web.post(f"/api/conversations/{cid}/messages", {"text": "two"})
+        assert second.status_code == 202 and second.json()["state"] == "running"
+        assert wait_until(lambda: "MessageQueued" in reader.types())
+        gate.event.set()
+        assert wait_until(lambda: "AllWorkDone" in reader.types())
+        reader.close()
+        users = [(e["text"], e["queued"]) for e in reader.events if e["type"] == "UserMessage"]
+        assert users == [("one", False), ("two", True)]
+        final = [e for e in reader.events if e["type"] == "RoundFinished"]
+        assert [f["final_text"] for f in final] == ["both answered"]
 
 
 def test_stream_resumes_after_last_event_id_without_loss_or_repeat(workspace: Path) -> None:
@@ -167,7 +186,6 @@ def test_background_subagent_rows_transcript_files_and_notification(workspace: P
         assert web.client.get(f"{base}/1/files/../../secret.txt").status_code in (400, 403, 404)
         transcript = web.client.get(f"{base}/1/transcript").json()
         assert transcript["agent_id"] == 1 and transcript["messages"]
-        web.model.handler  # noqa: B018 (the router keeps serving)
         gate.event.set()
         assert wait_until(lambda: "AllWorkDone" in reader.types())
         reader.close()
@@ -277,7 +295,3 @@ def test_missing_web_extra_gives_one_line(tmp_path: Path) -> None:
         "agentkit: the web chat needs the web extra: pip install 'agentkit[web]' "
         "(missing: sse_starlette)"
     ]
-
-
-def _unused(_: Any) -> None:
-    return None

@@ -19,6 +19,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from agentkit.chat import Session, Workspace
+from agentkit.chat.store import clean_title
 from agentkit.errors import ConfigurationError
 from agentkit.web import files
 from agentkit.web.stream import event_stream
@@ -144,7 +145,7 @@ async def rename_conversation(request: Request) -> Response:
         raise ApiError(404, f"no conversation {cid}") from None
     except ConfigurationError as exc:
         raise ApiError(400, str(exc)) from None
-    return JSONResponse({"id": cid, "title": title.strip()})
+    return JSONResponse({"id": cid, "title": clean_title(title)})
 
 
 def delete_conversation(request: Request) -> Response:

@@ -405,7 +405,7 @@ $("composer-form").addEventListener("submit", (e) => { e.preventDefault(); send(
 $("composer").addEventListener("keydown", (e) => {
   if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); send(); }
 });
-$("new").addEventListener("click", () => { page.current ? switchTo(null) : switchTo(null); });
+$("new").addEventListener("click", () => switchTo(null));
 $("cancel").addEventListener("click", () => {
   api(`/api/conversations/${page.current}/cancel`, { method: "POST" }).catch((e) => showError(e.message));
 });
