@@ -38,6 +38,7 @@ from agentkit import events as ev  # noqa: E402
 from agentkit.settings import Settings  # noqa: E402
 from agentkit.testing import FakeOpenAIServer, Reply  # noqa: E402
 from agentkit.web import create_app  # noqa: E402
+from agentkit.web.app import STATIC_DIR  # noqa: E402
 from agentkit.web.serve import BackgroundServer  # noqa: E402
 
 CONVERSATIONS = 50
@@ -178,10 +179,9 @@ def main() -> None:
                 time.sleep(max(0.0, 1 / PROBE_HZ - (time.monotonic() - tick)))
             out, _ = reader.communicate(timeout=120)
             latencies = sorted(json.loads(out.strip().splitlines()[-1]))
-            weight = sum(
-                len(client.get(path).content)
-                for path in ("/", "/app.js", "/markdown.js", "/style.css")
-            )
+            # The page and every file beside it (what a first visit can load).
+            paths = ["/"] + [f"/{f.name}" for f in STATIC_DIR.iterdir() if f.name != "index.html"]
+            weight = sum(len(client.get(path).content) for path in paths)
             paints = first_paint(server.url + "/")
             client.close()
     ms = [x * 1000 for x in latencies]

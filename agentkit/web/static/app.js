@@ -1,10 +1,10 @@
 // The agentkit web chat page: conversations, the streamed conversation, sub-agents.
 // All untrusted text (model, tool and file output) goes through textContent or the
 // safe Markdown renderer; nothing is ever assigned to innerHTML.
+import { $, api, el } from "./common.js";
+import { closeAgentDetail, tickRuntimes, upsertAgent } from "./agents.js";
 import { renderMarkdown } from "./markdown.js";
 
-const $ = (id) => document.getElementById(id);
-const COUNTERS = ["files_read", "searches", "web_pages", "commands"];
 const page = {
   current: null, // conversation id
   source: null, // EventSource
@@ -16,29 +16,6 @@ const page = {
 };
 // For tests and debugging: every seq received, in order (duplicates included).
 window.agentkitDebug = { seqs: [], resets: 0, connections: 0 };
-
-async function api(path, { method = "GET", body } = {}) {
-  const init = { method, credentials: "same-origin", headers: {} };
-  if (method !== "GET") {
-    init.headers["Content-Type"] = "application/json";
-    init.body = JSON.stringify(body ?? {});
-  }
-  const response = await fetch(path, init);
-  const data = await response.json().catch(() => ({}));
-  if (!response.ok) throw new Error(data.error || `${response.status} ${response.statusText}`);
-  return data;
-}
-
-function el(tag, attrs = {}, text) {
-  const node = document.createElement(tag);
-  for (const [key, value] of Object.entries(attrs)) {
-    if (key === "class") node.className = value;
-    else if (key.startsWith("data-")) node.setAttribute(key, value);
-    else node[key] = value;
-  }
-  if (text !== undefined) node.textContent = text;
-  return node;
-}
 
 function showError(message) {
   addMessage("error", message);
@@ -139,8 +116,8 @@ function showConversation(detail) {
   for (const message of detail.messages) showStored(message);
   page.agents.clear();
   $("subagents").replaceChildren();
-  for (const info of detail.subagent_rows) upsertAgent(info);
-  closeAgentDetail();
+  for (const info of detail.subagent_rows) upsertAgent(page, info, showError);
+  closeAgentDetail(page);
   setState(detail.state);
   setWork(detail.state === "waiting_for_subagents" ? "background work still running" : "");
 }
@@ -274,9 +251,9 @@ const HANDLERS = {
   ToolCallFinished: toolFinished,
   ContextCompacted: () => {},
   StateChanged: (e) => setState(e.state),
-  SubAgentStarted: (e) => upsertAgent(e.info),
-  SubAgentProgress: (e) => upsertAgent(e.info),
-  SubAgentFinished: (e) => upsertAgent(e.info),
+  SubAgentStarted: (e) => upsertAgent(page, e.info, showError),
+  SubAgentProgress: (e) => upsertAgent(page, e.info, showError),
+  SubAgentFinished: (e) => upsertAgent(page, e.info, showError),
   RoundFinished: (e) => {
     endAssistant();
     if (e.error) addMessage("error", `${e.status}: ${e.error}`);
@@ -287,105 +264,6 @@ const HANDLERS = {
   },
   AllWorkDone: () => { setState("idle"); setWork("all done"); loadConversations(); },
 };
-
-// ----------------------------------------------------------------- sub-agents
-function upsertAgent(info) {
-  let entry = page.agents.get(info.agent_id);
-  if (!entry) {
-    const row = el("li", { "data-testid": "subagent", class: "subagent" });
-    row.append(
-      el("div", { class: "line" }),
-      el("div", { class: "counters" }),
-      el("div", { class: "last" }),
-    );
-    const stop = el("button", { type: "button", "data-testid": "subagent-stop", class: "stop" }, "Stop");
-    stop.addEventListener("click", (ev) => {
-      ev.stopPropagation();
-      api(`/api/conversations/${page.current}/subagents/${info.agent_id}/terminate`, { method: "POST" })
-        .catch((e) => showError(e.message));
-    });
-    row.append(stop);
-    row.addEventListener("click", () => openAgentDetail(info.agent_id));
-    entry = { row, info, at: performance.now() };
-    page.agents.set(info.agent_id, entry);
-    $("subagents").append(row);
-  }
-  entry.info = info;
-  entry.at = performance.now();
-  const { row } = entry;
-  row.setAttribute("data-agent-id", String(info.agent_id));
-  row.setAttribute("data-status", info.status);
-  row.className = `subagent ${info.status}`;
-  row.querySelector(".line").replaceChildren(
-    el("b", {}, `#${info.agent_id} `),
-    el("span", { class: "summary" }, info.summary || ""),
-    el("span", { class: "status" }, ` ${info.status} `),
-    el("span", { class: "runtime" }, runtime(entry)),
-  );
-  row.querySelector(".counters").replaceChildren(
-    ...COUNTERS.map((name) => el("span", { "data-counter": name, title: name }, `${name.replace("_", " ")} ${info[name] ?? 0}`)),
-  );
-  row.querySelector(".last").textContent = info.last_action || "";
-  row.querySelector(".stop").hidden = info.status !== "running";
-  if (page.openAgent === info.agent_id && info.status !== "running") openAgentDetail(info.agent_id);
-}
-
-function runtime(entry) {
-  let seconds = Number(entry.info.runtime_seconds || 0);
-  if (entry.info.status === "running") seconds += (performance.now() - entry.at) / 1000;
-  return `${seconds.toFixed(0)} s`;
-}
-
-setInterval(() => {
-  for (const entry of page.agents.values()) {
-    if (entry.info.status === "running") entry.row.querySelector(".runtime").textContent = runtime(entry);
-  }
-}, 1000);
-
-function closeAgentDetail() {
-  page.openAgent = null;
-  $("agent-detail").hidden = true;
-}
-
-async function openAgentDetail(agentId) {
-  page.openAgent = agentId;
-  const base = `/api/conversations/${page.current}/subagents/${agentId}`;
-  $("agent-detail").hidden = false;
-  $("agent-detail-title").textContent = `Sub-agent ${agentId}`;
-  $("agent-file").hidden = true;
-  const files = $("agent-files");
-  const transcript = $("agent-transcript");
-  try {
-    const listing = await api(`${base}/files`);
-    files.replaceChildren(...listing.files.map((f) => {
-      const item = el("li");
-      const open = el("button", { type: "button", "data-testid": "deliverable" }, `${f.path} (${f.size} B)`);
-      open.addEventListener("click", () => showFile(base, f.path));
-      item.append(open);
-      return item;
-    }));
-    if (!listing.files.length) files.replaceChildren(el("li", {}, "(no files yet)"));
-  } catch (e) { files.replaceChildren(el("li", {}, e.message)); }
-  try {
-    const record = await api(`${base}/transcript`);
-    transcript.replaceChildren(...(record.messages || []).filter((m) => m.role !== "system").map((m) => {
-      const text = typeof m.content === "string" ? m.content : "";
-      const calls = (m.tool_calls || []).map((c) => `⚙ ${c.function?.name}(${c.function?.arguments})`).join("\n");
-      return el("div", { class: `turn ${m.role}` }, `${m.role}: ${[text, calls].filter(Boolean).join("\n")}`.slice(0, 4000));
-    }));
-  } catch (e) { transcript.replaceChildren(el("div", {}, e.message)); }
-}
-
-async function showFile(base, path) {
-  const view = $("agent-file");
-  view.hidden = false;
-  try {
-    const file = await api(`${base}/files/${path.split("/").map(encodeURIComponent).join("/")}`);
-    view.textContent = file.binary
-      ? `${file.path}: binary, ${file.type}, ${file.size} bytes`
-      : file.text + (file.truncated ? `\n… (cut; ${file.size} bytes in all)` : "");
-  } catch (e) { view.textContent = e.message; }
-}
 
 // ---------------------------------------------------------------- composer
 async function send() {
@@ -409,7 +287,8 @@ $("new").addEventListener("click", () => switchTo(null));
 $("cancel").addEventListener("click", () => {
   api(`/api/conversations/${page.current}/cancel`, { method: "POST" }).catch((e) => showError(e.message));
 });
-$("agent-detail-close").addEventListener("click", closeAgentDetail);
+$("agent-detail-close").addEventListener("click", () => closeAgentDetail(page));
+setInterval(() => tickRuntimes(page), 1000);
 
 (async () => {
   try {
