@@ -256,3 +256,24 @@ def test_dropped_event_stream_resumes_without_loss_or_repeat(workspace: Path, pa
         seqs = debug["seqs"]
         assert debug["connections"] >= 2
         assert seqs == list(range(seqs[0], seqs[0] + len(seqs))), seqs
+
+
+def test_rename_and_delete_from_the_sidebar(workspace: Path, page: Any) -> None:
+    with running_web(workspace, ["ok"]) as web:
+        page.goto(web.url)
+        expect(page.get_by_test_id("conversation")).to_have_count(1)
+        send(page, "keep me")
+        expect(assistant(page)).to_have_text("ok")
+        page.get_by_test_id("new-conversation").click()
+        expect(page.get_by_test_id("conversation")).to_have_count(2)
+        first = page.get_by_test_id("conversation").filter(has_text="keep me")
+        first.get_by_title("Rename").click()
+        page.get_by_test_id("rename-input").fill("Renamed <b>x</b>")
+        page.get_by_test_id("rename-input").press("Enter")
+        renamed = page.get_by_test_id("conversation").filter(has_text="Renamed <b>x</b>")
+        expect(renamed).to_have_count(1)
+        renamed.get_by_title("Delete").click()
+        renamed.get_by_title("Delete").click()  # the second click confirms
+        expect(page.get_by_test_id("conversation")).to_have_count(1)
+        listed = web.client.get("/api/conversations").json()["conversations"]
+        assert all(c["title"] != "Renamed <b>x</b>" for c in listed)
