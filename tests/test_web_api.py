@@ -234,6 +234,9 @@ def test_gate_refuses_foreign_host_origin_and_non_json(workspace: Path) -> None:
             web.client.get("/api/conversations", headers={"Host": "evil.example"}).status_code
             == 421
         )
+        port = web.server.port
+        local = web.client.get("/api/conversations", headers={"Host": f"localhost:{port}"})
+        assert local.status_code == 200
         assert (
             web.post(
                 "/api/conversations", {}, headers={**JSON_H, "Origin": "http://evil.example"}

@@ -72,3 +72,16 @@ def test_serve_process_answers_on_loopback_and_stops_on_ctrl_c(workspace: Path) 
             out, err = proc.communicate(timeout=30)
         assert proc.returncode == 130, err  # the CLI's exit code for Ctrl-C
         assert "tok-123" not in out + err  # printed once (the first line), never logged
+
+
+def test_token_redacted_from_access_log_lines() -> None:
+    import logging
+
+    from agentkit.web.security import RedactTokens
+
+    record = logging.LogRecord(
+        "uvicorn.access", logging.INFO, __file__, 1, '%s - "%s %s HTTP/%s" %d',
+        ("127.0.0.1:5000", "GET", "/?x=1&token=abc-DEF_123", "1.1", 303), None,
+    )  # fmt: skip
+    assert RedactTokens().filter(record) is True
+    assert record.getMessage() == '127.0.0.1:5000 - "GET /?x=1&token=*** HTTP/1.1" 303'

@@ -130,8 +130,6 @@ class Gate:
             if kind != "application/json":
                 return 415, "send JSON (Content-Type: application/json)"
         if self.token and not self._has_token(scope, headers):
-            if scope["path"] == "/" and _query(scope).get("token"):
-                return 401, "wrong token"
             if scope["path"] == "/" and not _query(scope).get("token"):
                 return 401, "a token is needed: open the URL agentkit serve printed"
             return 401, "a token is needed (Authorization: Bearer, or the page's cookie)"
@@ -205,10 +203,9 @@ class RedactTokens(logging.Filter):
     log prints the first visit's URL) with ``token=***``."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.args:
+        if isinstance(record.args, tuple):
             record.args = tuple(
-                _TOKEN_IN_TEXT.sub(r"\1***", a) if isinstance(a, str) else a
-                for a in (record.args if isinstance(record.args, tuple) else (record.args,))
+                _TOKEN_IN_TEXT.sub(r"\1***", a) if isinstance(a, str) else a for a in record.args
             )
         if isinstance(record.msg, str):
             record.msg = _TOKEN_IN_TEXT.sub(r"\1***", record.msg)
