@@ -250,6 +250,8 @@ const HANDLERS = {
   ToolCallStarted: (e) => { endAssistant(); toolStarted(e); },
   ToolCallFinished: toolFinished,
   ContextCompacted: () => {},
+  RunStarted: () => {}, // Agent.run only; listed so every seq is counted
+  RunFinished: () => {},
   StateChanged: (e) => setState(e.state),
   SubAgentStarted: (e) => upsertAgent(page, e.info, showError),
   SubAgentProgress: (e) => upsertAgent(page, e.info, showError),
