@@ -103,6 +103,22 @@ def build_parser() -> argparse.ArgumentParser:
     add_chat_parser(sub)
     profiles = sub.add_parser("profiles", help="list the agent profiles and check their files")
     _workspace_arg(profiles)
+    serve = sub.add_parser(
+        "serve",
+        help="a web chat with the main agent and its sub-agents",
+        description="Serve the web chat (needs agentkit[web]) on HOST:PORT. Loopback by "
+        "default; any other address needs a token (given, or generated and printed once).",
+    )
+    _workspace_arg(serve)
+    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8765, help="port (default 8765)")
+    serve.add_argument("--token", help="access token (default: none on loopback, else generated)")
+    serve.add_argument("--model", help="model name (env AGENTKIT_MODEL)")
+    serve.add_argument("--base-url", help="OpenAI-compatible base URL (env OPENAI_BASE_URL)")
+    serve.add_argument("--api-key", help="API key (env OPENAI_API_KEY)")
+    serve.add_argument("--lang", choices=("zh", "en"), help="prompt language (default zh)")
+    serve.add_argument("--max-turns", type=int, metavar="N", help="model requests per round")
+    serve.add_argument("--no-stream", action="store_true", help="send plain requests")
 
     demo = sub.add_parser("demo", help="the whole machinery offline, on a scripted model")
     demo.add_argument("-w", "--workspace", default=None, metavar="DIR", help="workspace folder")
@@ -472,6 +488,23 @@ def cmd_profiles(args: argparse.Namespace) -> int:
     return 0 if good else 1
 
 
+def cmd_serve(args: argparse.Namespace) -> int:
+    """``agentkit serve``: the web chat (agentkit.web.serve), until Ctrl-C."""
+    from agentkit.errors import ConfigurationError
+
+    workspace = _workspace(args.workspace)
+    settings = _settings(args)
+    try:
+        from agentkit.web import require_web_extra
+
+        require_web_extra()
+        from agentkit.web.serve import serve
+
+        return serve(workspace, settings, host=args.host, port=args.port, token=args.token)
+    except ConfigurationError as exc:
+        raise UsageError(str(exc)) from None
+
+
 COMMANDS = {
     "run": cmd_run,
     "chat": cmd_chat,
@@ -479,6 +512,7 @@ COMMANDS = {
     "transcript": cmd_transcript,
     "demo": cmd_demo,
     "profiles": cmd_profiles,
+    "serve": cmd_serve,
 }
 
 

@@ -1,0 +1,159 @@
+"""Read-only views of a sub-agent's deliverables folder and transcript, for the web chat.
+
+One job: list and read the files under ``<workspace>/<deliverables_dir>`` without
+ever leaving it. Every path goes through the tools' workspace guard
+(agentkit.tools.workspace.resolve_path: ``..`` and symlinks resolved, then checked
+against the workspace), and is then checked against the deliverables folder itself,
+so a symlink pointing out of it (even elsewhere in the workspace) is refused.
+Text is returned as text up to :data:`MAX_TEXT_BYTES`; anything else is described
+by its type and size only.
+"""
+
+from __future__ import annotations
+
+import mimetypes
+import os
+from pathlib import Path
+from typing import Any
+
+from agentkit.errors import ToolError
+from agentkit.jsonfile import read_json
+from agentkit.settings import Settings
+from agentkit.tools.base import ToolContext
+from agentkit.tools.workspace import resolve_path
+
+__all__ = ["MAX_FILES", "MAX_TEXT_BYTES", "ViewError", "list_files", "read_file", "transcript"]
+
+MAX_TEXT_BYTES = 256 * 1024
+"""Largest part of a file shown (bytes); longer files are cut and say so."""
+MAX_FILES = 2000
+"""Most files listed in one folder view."""
+RECORD_DIR = ".subagent"
+
+
+class ViewError(Exception):
+    """A refused or failed view: ``status`` is the HTTP status to answer with."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def _folder(workspace: Path, settings: Settings, deliverables_dir: str | None) -> Path:
+    if not deliverables_dir:
+        raise ViewError(404, "this sub-agent has no deliverables folder")
+    ctx = ToolContext(workspace=workspace, settings=settings)
+    try:
+        folder = resolve_path(ctx, deliverables_dir)
+    except ToolError as exc:
+        raise ViewError(403, str(exc)) from None
+    if not folder.is_relative_to(Path(os.path.realpath(workspace))):
+        raise ViewError(403, "the deliverables folder is outside the workspace")
+    return folder
+
+
+def _inside(folder: Path, relative: str, workspace: Path, settings: Settings) -> Path:
+    """Resolve ``relative`` (a path inside the deliverables folder) safely."""
+    if not relative or relative.startswith("/") or "\x00" in relative:
+        raise ViewError(400, "give a path relative to the deliverables folder")
+    ctx = ToolContext(workspace=workspace, settings=settings)
+    try:
+        path = resolve_path(ctx, str(folder / relative))
+    except ToolError as exc:
+        raise ViewError(403, str(exc)) from None
+    if not path.is_relative_to(folder):
+        raise ViewError(403, "that path leaves the deliverables folder")
+    return path
+
+
+def list_files(workspace: Path, settings: Settings, deliverables_dir: str | None) -> dict[str, Any]:
+    """List the regular files of a deliverables folder (its ``.subagent`` record folder
+    left out; symlinks shown but never followed).
+
+    Returns ``{"dir": str, "files": [{"path", "size", "type", "symlink"}], "truncated": bool}``
+    with paths relative to the folder, sorted. Raises ViewError (403 outside, 404 missing).
+    """
+    folder = _folder(workspace, settings, deliverables_dir)
+    if not folder.is_dir():
+        raise ViewError(404, f"no folder {deliverables_dir}")
+    files: list[dict[str, Any]] = []
+    truncated = False
+    for root, dirs, names in os.walk(folder, followlinks=False):
+        dirs[:] = sorted(d for d in dirs if not (Path(root) == folder and d == RECORD_DIR))
+        for name in sorted(names):
+            if len(files) >= MAX_FILES:
+                truncated = True
+                break
+            full = Path(root) / name
+            try:
+                info = full.lstat()
+            except OSError:
+                continue
+            link = full.is_symlink()
+            files.append(
+                {
+                    "path": full.relative_to(folder).as_posix(),
+                    "size": 0 if link else info.st_size,
+                    "type": _mime(full),
+                    "symlink": link,
+                }
+            )
+    return {"dir": deliverables_dir, "files": files, "truncated": truncated}
+
+
+def read_file(
+    workspace: Path, settings: Settings, deliverables_dir: str | None, relative: str
+) -> dict[str, Any]:
+    """Read one file of a deliverables folder.
+
+    Returns ``{"path", "size", "type", "binary": bool, "text": str | None,
+    "truncated": bool}``: text (UTF-8, undecodable bytes replaced) for text files, cut at
+    MAX_TEXT_BYTES; ``text`` None for binary files. Raises ViewError: 400 bad path,
+    403 outside the folder (a symlink out included), 404 missing or not a file.
+    """
+    folder = _folder(workspace, settings, deliverables_dir)
+    path = _inside(folder, relative, workspace, settings)
+    if not path.is_file():
+        raise ViewError(404, f"no file {relative}")
+    size = path.stat().st_size
+    with path.open("rb") as handle:
+        data = handle.read(MAX_TEXT_BYTES)
+    binary = b"\x00" in data[:8192] or not _decodes(data)
+    return {
+        "path": relative,
+        "size": size,
+        "type": _mime(path),
+        "binary": binary,
+        "text": None if binary else data.decode("utf-8", errors="replace"),
+        "truncated": not binary and size > MAX_TEXT_BYTES,
+    }
+
+
+def transcript(workspace: Path, settings: Settings, deliverables_dir: str | None) -> dict[str, Any]:
+    """Return a sub-agent's record (``<deliverables>/.subagent/conversations.json``,
+    docs/specification.md §6) as saved. Raises ViewError 404 when there is none yet."""
+    folder = _folder(workspace, settings, deliverables_dir)
+    path = _inside(folder, f"{RECORD_DIR}/conversations.json", workspace, settings)
+    if not path.is_file():
+        raise ViewError(404, "no transcript yet")
+    try:
+        data = read_json(path)
+    except (OSError, ValueError) as exc:
+        raise ViewError(500, f"the transcript could not be read: {exc}") from None
+    if not isinstance(data, dict):
+        raise ViewError(500, "the transcript is not a JSON object")
+    return data
+
+
+def _mime(path: Path) -> str:
+    kind, _ = mimetypes.guess_type(path.name)
+    return kind or "application/octet-stream"
+
+
+def _decodes(data: bytes) -> bool:
+    """True when ``data`` is UTF-8 text (a character cut at the end is allowed)."""
+    try:
+        data.decode("utf-8")
+        return True
+    except UnicodeDecodeError as exc:
+        return exc.start >= len(data) - 3

@@ -1,0 +1,300 @@
+"""The web chat's HTTP API and event stream against the real server on loopback
+(uvicorn in a thread, httpx, a scripted model on FakeOpenAIServer)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from subagent_helpers import Gate, Router, call, calls, finish, wait_until
+from web_helpers import SseReader, running_web
+
+from agentkit.testing import Reply
+
+pytestmark = pytest.mark.slow
+
+
+def test_conversations_create_list_get_rename_delete(workspace: Path) -> None:
+    with running_web(workspace, ["hello"]) as web:
+        cid = web.new_conversation()
+        assert web.client.get(f"/api/conversations/{cid}").json()["messages"] == []
+        assert (
+            web.client.patch(
+                f"/api/conversations/{cid}",
+                content=b'{"title": "My notes"}',
+                headers={"Content-Type": "application/json"},
+            ).status_code
+            == 200
+        )
+        listed = web.client.get("/api/conversations").json()["conversations"]
+        assert [(c["id"], c["title"]) for c in listed] == [(cid, "My notes")]
+        assert web.client.delete(f"/api/conversations/{cid}").status_code == 200
+        assert web.client.get("/api/conversations").json()["conversations"] == []
+        missing = web.client.get("/api/conversations/conv_nosuch")
+        assert missing.status_code in (400, 404) and "error" in missing.json()
+
+
+def test_message_returns_202_at_once_and_the_answer_streams(workspace: Path) -> None:
+    gate = Gate()
+    with running_web(workspace, [gate.hold(Reply(content="The **answer** is 42."))]) as web:
+        cid = web.new_conversation()
+        reader = SseReader(f"{web.url}/api/conversations/{cid}/events?after=0")
+        assert reader.connected.wait(10)
+        response = web.post(f"/api/conversations/{cid}/messages", {"text": "what is it?"})
+        assert response.status_code == 202 and response.json()["accepted"] is True
+        assert not gate.event.is_set() and "RoundFinished" not in reader.types()
+        gate.event.set()  # the model answers only now
+        assert wait_until(lambda: "AllWorkDone" in reader.types())
+        reader.close()
+        types = reader.types()
+        assert types.index("UserMessage") < types.index("TextDelta") < types.index("RoundFinished")
+        text = "".join(e["text"] for e in reader.events if e["type"] == "TextDelta")
+        assert text == "The **answer** is 42."
+        seqs = [e["seq"] for e in reader.events]
+        assert seqs == list(range(1, len(seqs) + 1))
+        assert reader.ids == [str(s) for s in seqs]
+        detail = web.client.get(f"/api/conversations/{cid}").json()
+        assert [m["kind"] for m in detail["messages"]] == ["system", "user", "assistant"]
+        assert detail["state"] == "idle"
+
+
+def test_messages_sent_during_a_round_queue_and_are_answered(workspace: Path) -> None:
+    gate = Gate()
+    script = [gate.hold(calls(call("run_command", command="echo hi"))), "both answered"]
+    with running_web(workspace, script) as web:
+        cid = web.new_conversation()
+        reader = SseReader(f"{web.url}/api/conversations/{cid}/events?after=0")
+        assert web.post(f"/api/conversations/{cid}/messages", {"text": "one"}).status_code == 202
+        assert wait_until(lambda: "RoundStarted" in reader.types())
+        second = web.post(f"/api/conversations/{cid}/messages", {"text": "two"})
+        assert second.status_code == 202 and second.json()["state"] == "running"
+        assert wait_until(lambda: "MessageQueued" in reader.types())
+        gate.event.set()
+        assert wait_until(lambda: "AllWorkDone" in reader.types())
+        reader.close()
+        users = [(e["text"], e["queued"]) for e in reader.events if e["type"] == "UserMessage"]
+        assert users == [("one", False), ("two", True)]
+        final = [e for e in reader.events if e["type"] == "RoundFinished"]
+        assert [f["final_text"] for f in final] == ["both answered"]
+
+
+def test_stream_resumes_after_last_event_id_without_loss_or_repeat(workspace: Path) -> None:
+    script = [Reply(content="one two three four five", chunk_delay=0.02), "second answer"]
+    with running_web(workspace, script) as web:
+        cid = web.new_conversation()
+        web.post(f"/api/conversations/{cid}/messages", {"text": "first"})
+        session = web.server.app.state.agentkit.workspace.get(cid)
+        assert session.wait_idle(20)
+        cut = session.bus.last_seq // 2
+        web.post(f"/api/conversations/{cid}/messages", {"text": "again"})
+        assert session.wait_idle(20)
+        url = f"{web.url}/api/conversations/{cid}/events"
+        reader = SseReader(url, headers={"Last-Event-ID": str(cut)})
+        assert wait_until(lambda: len(reader.events) >= session.bus.last_seq - cut)
+        reader.close()
+        assert [e["seq"] for e in reader.events] == list(range(cut + 1, session.bus.last_seq + 1))
+        # Ids beyond what the conversation has (numbering restarted): a reset first.
+        reader = SseReader(url, headers={"Last-Event-ID": "99999"})
+        assert wait_until(lambda: len(reader.events) >= 1)
+        reader.close()
+        assert reader.events[0] == {"type": "reset", "last_seq": session.bus.last_seq}
+
+
+def test_stream_sends_reset_when_history_lost(workspace: Path) -> None:
+    with running_web(workspace, ["ok"]) as web:
+        cid = web.new_conversation()
+        session = web.server.app.state.agentkit.workspace.get(cid)
+        from agentkit import events as ev
+
+        for i in range(1100):  # more than the bus keeps
+            session.publish(ev.TextDelta(text=str(i)))
+        reader = SseReader(
+            f"{web.url}/api/conversations/{cid}/events", headers={"Last-Event-ID": "5"}
+        )
+        assert wait_until(lambda: len(reader.events) >= 1)
+        session.publish(ev.TextDelta(text="live"))
+        assert wait_until(lambda: len(reader.events) >= 2)
+        reader.close()
+        assert reader.events[0] == {"type": "reset", "last_seq": 1100}
+        assert reader.events[1]["seq"] == 1101 and reader.events[1]["text"] == "live"
+
+
+def _background_router(gate: Gate) -> Router:
+    return Router(
+        main=[
+            calls(
+                call(
+                    "create_sub_agent",
+                    agent_id=1,
+                    summary="Write the report",
+                    task="read notes.txt and write report.md",
+                    run_in_background=True,
+                )
+            ),
+            "Started a sub-agent in the background.",
+            "The report is ready.",
+        ],
+        subs={
+            1: [
+                calls(call("read_file", path="notes.txt")),
+                calls(
+                    call(
+                        "write_file",
+                        path="sub_agent_results/agent_1/report.md",
+                        content="# Report\n<script>alert(1)</script>\n",
+                    )
+                ),
+                gate.hold(finish("Wrote report.md.")),
+            ]
+        },
+    )
+
+
+def test_background_subagent_rows_transcript_files_and_notification(workspace: Path) -> None:
+    (workspace / "notes.txt").write_text("alpha\n")
+    (workspace / "secret.txt").write_text("top secret\n")
+    gate = Gate()
+    with running_web(workspace, _background_router(gate)) as web:
+        cid = web.new_conversation()
+        reader = SseReader(f"{web.url}/api/conversations/{cid}/events?after=0")
+        web.post(f"/api/conversations/{cid}/messages", {"text": "write a report"})
+        base = f"/api/conversations/{cid}/subagents"
+        assert wait_until(
+            lambda: any(r["files_read"] == 1 for r in web.client.get(base).json()["subagents"])
+        )
+        assert wait_until(lambda: "RoundFinished" in reader.types())
+        finished = next(e for e in reader.events if e["type"] == "RoundFinished")
+        assert finished["background"] == [1]
+        assert web.client.get(f"/api/conversations/{cid}").json()["state"] == (
+            "waiting_for_subagents"
+        )
+        assert wait_until(lambda: web.client.get(f"{base}/1/files").json().get("files"))
+        listing = web.client.get(f"{base}/1/files").json()
+        assert [f["path"] for f in listing["files"]] == ["report.md"]
+        report = web.client.get(f"{base}/1/files/report.md").json()
+        assert report["text"] == "# Report\n<script>alert(1)</script>\n" and not report["binary"]
+        folder = workspace / "sub_agent_results" / "agent_1"
+        (folder / "blob.bin").write_bytes(b"\x00\x01\x02" * 10)
+        blob = web.client.get(f"{base}/1/files/blob.bin").json()
+        assert blob["binary"] is True and blob["text"] is None and blob["size"] == 30
+        os.symlink(workspace / "secret.txt", folder / "link.txt")
+        assert web.client.get(f"{base}/1/files/link.txt").status_code == 403
+        assert web.client.get(f"{base}/1/files/..%2F..%2Fsecret.txt").status_code in (400, 403)
+        assert web.client.get(f"{base}/1/files/../../secret.txt").status_code in (400, 403, 404)
+        transcript = web.client.get(f"{base}/1/transcript").json()
+        assert transcript["agent_id"] == 1 and transcript["messages"]
+        gate.event.set()
+        assert wait_until(lambda: "AllWorkDone" in reader.types())
+        reader.close()
+        rounds = [e for e in reader.events if e["type"] == "RoundStarted"]
+        assert [r["trigger"] for r in rounds] == ["user", "notification"]
+        final = [e for e in reader.events if e["type"] == "RoundFinished"][-1]
+        assert final["final_text"] == "The report is ready." and final["background"] == []
+        kinds = [m["kind"] for m in web.client.get(f"/api/conversations/{cid}").json()["messages"]]
+        assert "notification" in kinds
+
+
+def test_terminate_subagent_and_switch_ends_subagents(workspace: Path) -> None:
+    (workspace / "notes.txt").write_text("alpha\n")
+    gate = Gate()
+    with running_web(workspace, _background_router(gate)) as web:
+        cid = web.new_conversation()
+        web.post(f"/api/conversations/{cid}/messages", {"text": "go"})
+        base = f"/api/conversations/{cid}/subagents"
+        assert wait_until(lambda: web.client.get(base).json()["subagents"])
+        stopped = web.post(f"{base}/1/terminate")
+        assert stopped.status_code == 200 and stopped.json()["success"] is True
+        rows = web.client.get(base).json()["subagents"]
+        assert rows[0]["status"] == "terminated"
+        assert web.post(f"{base}/7/terminate").status_code == 404
+        # A second conversation with a running sub-agent; switching away ends it.
+        other = web.new_conversation()
+        web.post(f"/api/conversations/{other}/messages", {"text": "go"})
+        obase = f"/api/conversations/{other}/subagents"
+        assert wait_until(
+            lambda: [r["status"] for r in web.client.get(obase).json()["subagents"]] == ["running"]
+        )
+        switched = web.post("/api/switch", {"leaving": other, "to": cid})
+        assert switched.status_code == 200 and switched.json()["id"] == cid
+        listed = {c["id"]: c for c in web.client.get("/api/conversations").json()["conversations"]}
+        assert listed[other]["subagents_running"] == 0
+        gate.event.set()
+
+
+def test_gate_refuses_foreign_host_origin_and_non_json(workspace: Path) -> None:
+    with running_web(workspace, ["ok"]) as web:
+        page = web.client.get("/")
+        assert page.status_code == 200 and "data-testid" in page.text
+        csp = page.headers["content-security-policy"]
+        assert "script-src 'self'" in csp and "unsafe-inline" not in csp
+        assert (
+            web.client.get("/api/conversations", headers={"Host": "evil.example"}).status_code
+            == 421
+        )
+        port = web.server.port
+        local = web.client.get("/api/conversations", headers={"Host": f"localhost:{port}"})
+        assert local.status_code == 200
+        assert (
+            web.post(
+                "/api/conversations", {}, headers={**JSON_H, "Origin": "http://evil.example"}
+            ).status_code
+            == 403
+        )
+        assert (
+            web.post(
+                "/api/conversations", {}, headers={**JSON_H, "Sec-Fetch-Site": "cross-site"}
+            ).status_code
+            == 403
+        )
+        form = web.client.post(
+            "/api/conversations",
+            content=b"title=x",
+            headers={"Content-Type": "application/x-www-form-urlencoded"},
+        )
+        assert form.status_code == 415
+        cid = web.new_conversation()
+        evil_stream = web.client.get(
+            f"/api/conversations/{cid}/events", headers={"Origin": "http://evil.example"}
+        )
+        assert evil_stream.status_code == 403
+        same = web.post("/api/conversations", {}, headers={**JSON_H, "Origin": web.url})
+        assert same.status_code == 201
+
+
+JSON_H = {"Content-Type": "application/json"}
+
+
+def test_token_header_cookie_visit_and_redirect(workspace: Path) -> None:
+    import httpx
+
+    with running_web(workspace, ["ok"], token="s3cret-token") as web:
+        bare = httpx.Client(base_url=web.url, timeout=10)
+        assert bare.get("/api/conversations").status_code == 401
+        assert bare.get("/").status_code == 401
+        assert bare.get("/?token=wrong").status_code == 401
+        visit = bare.get("/?token=s3cret-token")
+        assert visit.status_code == 303 and visit.headers["location"] == "/"
+        cookie = visit.headers["set-cookie"]
+        assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
+        assert bare.get("/api/conversations").status_code == 200  # the cookie now
+        assert web.client.get("/api/conversations").status_code == 200  # the header
+        bare.close()
+
+
+def test_missing_web_extra_gives_one_line(tmp_path: Path) -> None:
+    code = (
+        "import sys; sys.modules['sse_starlette'] = None\n"
+        "from agentkit.cli import main\n"
+        "sys.exit(main(['serve', '-w', sys.argv[1], '--model', 'm', '--api-key', 'k']))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "agentkit: the web chat needs the web extra: pip install 'agentkit[web]' "
+        "(missing: sse_starlette)"
+    ]

@@ -1,0 +1,279 @@
+"""The web chat in a real browser: headless Chromium (the distribution's, /usr/bin/chromium)
+driven by Playwright for Python, against the real server with a scripted model.
+
+Skipped when Playwright or /usr/bin/chromium is missing (.ci/run installs both).
+Screenshots go to the test's tmp dir; AGENTKIT_WEB_SCREENSHOT=path saves the mid-run
+one there too (docs/web-chat.png was made so).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from subagent_helpers import Gate, Router, call, calls, finish, wait_until
+from web_helpers import CuttableProxy, running_web
+
+from agentkit.testing import Reply
+
+CHROMIUM = "/usr/bin/chromium"
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="no /usr/bin/chromium"),
+]
+playwright_api = pytest.importorskip("playwright.sync_api")
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+]
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with playwright_api.sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    tab = context.new_page()
+    tab.dialogs = []  # type: ignore[attr-defined]
+    tab.on("dialog", lambda d: (tab.dialogs.append(d.message), d.dismiss()))
+    tab.set_default_timeout(20_000)
+    yield tab
+    context.close()
+
+
+def expect(locator: Any) -> Any:
+    return playwright_api.expect(locator)
+
+
+def send(page: Any, text: str) -> None:
+    page.get_by_test_id("composer").fill(text)
+    page.get_by_test_id("send").click()
+
+
+def assistant(page: Any) -> Any:
+    return page.locator("[data-testid=message][data-role=assistant]")
+
+
+def test_type_a_message_and_see_the_streamed_answer(workspace: Path, page: Any) -> None:
+    reply = Reply(content="Here is **bold** and `code`.\n\n- one\n- two", chunk_delay=0.05)
+    with running_web(workspace, [reply]) as web:
+        page.goto(web.url)
+        expect(page.get_by_test_id("conversation")).to_have_count(1)
+        send(page, "hello there")
+        expect(page.locator("[data-testid=message][data-role=user]")).to_have_text("hello there")
+        expect(assistant(page).locator("strong")).to_have_text("bold")
+        expect(assistant(page).locator("li")).to_have_count(2)
+        expect(page.get_by_test_id("state")).to_have_text("idle")
+        # The composer stays usable: a second message is accepted at once.
+        expect(page.get_by_test_id("composer")).to_be_editable()
+
+
+def _router(gate: Gate, summary: str = "Write the report") -> Router:
+    return Router(
+        main=[
+            calls(
+                call(
+                    "create_sub_agent",
+                    agent_id=1,
+                    summary=summary,
+                    task="read notes.txt and write report.md",
+                    run_in_background=True,
+                )
+            ),
+            "Started a sub-agent in the background.",
+            "The report is **ready**.",
+        ],
+        subs={
+            1: [
+                calls(call("read_file", path="notes.txt")),
+                calls(call("search_workspace", pattern="alpha")),
+                calls(
+                    call(
+                        "write_file",
+                        path="sub_agent_results/agent_1/report.md",
+                        content="# Report\n<img src=x onerror=window.__pwned=9>\n",
+                    )
+                ),
+                gate.hold(finish("Wrote report.md.")),
+            ]
+        },
+    )
+
+
+def test_background_subagent_runs_completes_and_notification_round_appears(
+    workspace: Path, page: Any, tmp_path: Path
+) -> None:
+    (workspace / "notes.txt").write_text("alpha\n")
+    gate = Gate()
+    with running_web(workspace, _router(gate)) as web:
+        page.goto(web.url)
+        expect(page.get_by_test_id("conversation")).to_have_count(1)
+        page.evaluate("window.__notReloaded = true")
+        send(page, "write a report in the background")
+        row = page.locator('[data-testid=subagent][data-agent-id="1"]')
+        expect(row).to_have_attribute("data-status", "running")
+        expect(row.locator("[data-counter=files_read]")).to_have_text("files read 1")
+        expect(row.locator("[data-counter=searches]")).to_have_text("searches 1")
+        expect(page.get_by_test_id("state")).to_have_text("waiting_for_subagents")
+        expect(page.get_by_test_id("work")).to_have_text("background work still running")
+        # The deliverables viewer shows the hostile file as text.
+        assert wait_until(lambda: (workspace / "sub_agent_results/agent_1/report.md").exists())
+        row.click()
+        page.get_by_test_id("deliverable").first.click()
+        expect(page.get_by_test_id("file-view")).to_contain_text("<img src=x onerror")
+        shot = tmp_path / "page-mid-run.png"
+        page.screenshot(path=str(shot))
+        if os.environ.get("AGENTKIT_WEB_SCREENSHOT"):
+            shutil.copy(shot, os.environ["AGENTKIT_WEB_SCREENSHOT"])
+        gate.event.set()
+        expect(row).to_have_attribute("data-status", "completed")
+        notification = page.locator("[data-testid=message][data-role=notification]")
+        expect(notification).to_have_count(1)
+        expect(assistant(page).last.locator("strong")).to_have_text("ready")
+        expect(page.get_by_test_id("state")).to_have_text("idle")
+        expect(page.get_by_test_id("work")).to_have_text("all done")
+        assert page.evaluate("window.__notReloaded") is True
+        assert page.evaluate("window.__pwned") is None and page.dialogs == []
+        assert shot.stat().st_size > 10_000
+
+
+def test_stop_a_running_subagent_from_its_button(workspace: Path, page: Any) -> None:
+    (workspace / "notes.txt").write_text("alpha\n")
+    gate = Gate()
+    with running_web(workspace, _router(gate)) as web:
+        page.goto(web.url)
+        expect(page.get_by_test_id("conversation")).to_have_count(1)
+        send(page, "go")
+        row = page.locator('[data-testid=subagent][data-agent-id="1"]')
+        expect(row).to_have_attribute("data-status", "running")
+        row.get_by_test_id("subagent-stop").click()
+        expect(row).to_have_attribute("data-status", "terminated")
+        expect(row.get_by_test_id("subagent-stop")).to_be_hidden()
+        gate.event.set()
+
+
+def test_switch_between_conversations(workspace: Path, page: Any) -> None:
+    with running_web(workspace, lambda request: "ok: " + request["messages"][-1]["content"]) as web:
+        page.goto(web.url)
+        expect(page.get_by_test_id("conversation")).to_have_count(1)
+        send(page, "first conversation")
+        expect(assistant(page)).to_have_text("ok: first conversation")
+        page.get_by_test_id("new-conversation").click()
+        expect(page.get_by_test_id("conversation")).to_have_count(2)
+        expect(page.get_by_test_id("message")).to_have_count(0)
+        send(page, "second conversation")
+        expect(assistant(page)).to_have_text("ok: second conversation")
+        page.get_by_test_id("conversation").filter(has_text="first conversation").locator(
+            ".name"
+        ).click()
+        expect(page.locator("[data-testid=message][data-role=user]")).to_have_text(
+            "first conversation"
+        )
+        expect(assistant(page)).to_have_text("ok: first conversation")
+
+
+HOSTILE = "\n\n".join(
+    [
+        "<img src=x onerror=\"window.__pwned='img'\">",
+        "<script>window.__pwned='script'</script>",
+        "[click me](javascript:window.__pwned='link')",
+        "[spaced]( JaVaScRiPt:alert('x'))",
+        "![pic](javascript:alert('img'))",
+        "![tracker](http://127.0.0.1:9/t.png)",
+        "[data](data:text/html,<script>alert(1)</script>)",
+        '<a href="javascript:alert(1)">raw anchor</a>',
+        "**<svg onload=alert(1)>**",
+        "`<img src=x onerror=alert(2)>`",
+        "```html\n<svg onload=alert(3)></svg>\n```",
+        "[fine](https://example.com/ok)",
+    ]
+)
+
+
+def test_hostile_reply_and_tool_output_stay_inert(workspace: Path, page: Any) -> None:
+    (workspace / "evil.html").write_text(
+        "<script>window.__pwned='tool'</script><img src=x onerror=alert(1)>"
+    )
+    script = [calls(call("read_file", path="evil.html")), HOSTILE]
+    with running_web(workspace, script) as web:
+        page.goto(web.url)
+        expect(page.get_by_test_id("conversation")).to_have_count(1)
+        send(page, "be evil")
+        expect(assistant(page).locator("a")).to_have_count(2)
+        expect(page.get_by_test_id("state")).to_have_text("idle")
+        page.locator("[data-testid=tool-call] summary").first.click()
+        expect(page.locator("[data-testid=tool-call] .output").first).to_contain_text("<script>")
+        for text in ("click me", "spaced", "raw anchor"):
+            page.get_by_text(text).first.click()
+        hrefs = assistant(page).locator("a").evaluate_all("(as) => as.map((a) => a.href)")
+        assert hrefs == ["http://127.0.0.1:9/t.png", "https://example.com/ok"]
+        inert = page.evaluate(
+            """() => ({
+                pwned: window.__pwned ?? null,
+                images: document.querySelectorAll('#messages img').length,
+                scripts: document.querySelectorAll('#messages script').length,
+                svgs: document.querySelectorAll('#messages svg').length,
+            })"""
+        )
+        assert inert == {"pwned": None, "images": 0, "scripts": 0, "svgs": 0}
+        assert page.dialogs == []
+        assert "<img src=x" in assistant(page).first.inner_text()
+
+
+def test_dropped_event_stream_resumes_without_loss_or_repeat(workspace: Path, page: Any) -> None:
+    words = " ".join(f"w{i}" for i in range(60))
+    gate = Gate()
+    script = [gate.hold(Reply(content=words, chunk_delay=0.1))]
+    with running_web(workspace, script) as web:
+        proxy = CuttableProxy(web.server.port)
+        try:
+            page.goto(proxy.url)
+            expect(page.get_by_test_id("conversation")).to_have_count(1)
+            send(page, "stream a long answer")
+            gate.event.set()
+            expect(assistant(page)).to_contain_text("w5")
+            proxy.cut()  # the stream (and any other connection) drops mid-answer
+            expect(assistant(page)).to_have_text(words)
+            expect(page.get_by_test_id("state")).to_have_text("idle")
+            debug = page.evaluate("window.agentkitDebug")
+            assert proxy.cuts == 1
+        finally:
+            proxy.close()
+        seqs = debug["seqs"]
+        assert debug["connections"] >= 2
+        assert seqs == list(range(seqs[0], seqs[0] + len(seqs))), seqs
+
+
+def test_rename_and_delete_from_the_sidebar(workspace: Path, page: Any) -> None:
+    with running_web(workspace, ["ok"]) as web:
+        page.goto(web.url)
+        expect(page.get_by_test_id("conversation")).to_have_count(1)
+        send(page, "keep me")
+        expect(assistant(page)).to_have_text("ok")
+        page.get_by_test_id("new-conversation").click()
+        expect(page.get_by_test_id("conversation")).to_have_count(2)
+        first = page.get_by_test_id("conversation").filter(has_text="keep me")
+        first.get_by_title("Rename").click()
+        page.get_by_test_id("rename-input").fill("Renamed <b>x</b>")
+        page.get_by_test_id("rename-input").press("Enter")
+        renamed = page.get_by_test_id("conversation").filter(has_text="Renamed <b>x</b>")
+        expect(renamed).to_have_count(1)
+        renamed.get_by_title("Delete").click()
+        renamed.get_by_title("Delete").click()  # the second click confirms
+        expect(page.get_by_test_id("conversation")).to_have_count(1)
+        listed = web.client.get("/api/conversations").json()["conversations"]
+        assert all(c["title"] != "Renamed <b>x</b>" for c in listed)

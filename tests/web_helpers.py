@@ -1,0 +1,192 @@
+"""Shared pieces of the web chat tests: a real server on loopback with a scripted model,
+an httpx client, and an SSE reader that records events by seq."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from agentkit import Settings
+from agentkit.testing import FakeOpenAIServer
+from agentkit.web import create_app
+from agentkit.web.serve import BackgroundServer
+
+JSON = {"Content-Type": "application/json"}
+
+
+def settings_for(model: FakeOpenAIServer, **overrides: Any) -> Settings:
+    values: dict[str, Any] = {
+        "model": "fake-model",
+        "base_url": model.base_url,
+        "api_key": "k",
+        "language": "en",
+        "retry_base_delay": 0.01,
+        "max_retries": 0,
+        "subagent_timeout_min": 1,
+    }
+    values.update(overrides)
+    return Settings(**values)
+
+
+@dataclass
+class Web:
+    """A running web chat: ``url``, ``client`` (httpx, base_url set), the model server."""
+
+    url: str
+    client: httpx.Client
+    model: FakeOpenAIServer
+    server: BackgroundServer
+    workspace: Path
+
+    def post(
+        self, path: str, body: dict[str, Any] | None = None, headers: dict[str, str] | None = None
+    ) -> httpx.Response:
+        return self.client.post(path, content=json.dumps(body or {}), headers=headers or JSON)
+
+    def new_conversation(self) -> str:
+        response = self.post("/api/conversations", {})
+        assert response.status_code == 201, response.text
+        return str(response.json()["id"])
+
+
+@contextmanager
+def running_web(
+    workspace: Path, handler: Any, token: str | None = None, **overrides: Any
+) -> Iterator[Web]:
+    """A FakeOpenAIServer(handler), the web app on a free loopback port, a client."""
+    with FakeOpenAIServer(handler) as model:
+        app = create_app(workspace, settings_for(model, **overrides), token=token)
+        server = BackgroundServer(app).start()
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        client = httpx.Client(base_url=server.url, headers=headers, timeout=30)
+        try:
+            yield Web(server.url, client, model, server, workspace)
+        finally:
+            client.close()
+            server.stop()
+
+
+@dataclass
+class SseReader:
+    """Reads one event stream in a thread: ``events`` as parsed dicts (with ``seq``;
+    a ``reset`` event as ``{"type": "reset", ...}``)."""
+
+    url: str
+    headers: dict[str, str] = field(default_factory=dict)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    ids: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._client = httpx.Client(timeout=httpx.Timeout(30, read=None))
+        self._stop = threading.Event()
+        self.connected = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            with self._client.stream("GET", self.url, headers=self.headers) as response:
+                self.status = response.status_code
+                self.connected.set()
+                kind, data, ident = "message", [], None
+                for line in response.iter_lines():
+                    if self._stop.is_set():
+                        return
+                    if line == "":
+                        if data:
+                            event = json.loads("\n".join(data))
+                            if kind == "reset":
+                                event = {"type": "reset", **event}
+                            self.events.append(event)
+                            if ident is not None:
+                                self.ids.append(ident)
+                        kind, data, ident = "message", [], None
+                    elif line.startswith("event:"):
+                        kind = line[6:].strip()
+                    elif line.startswith("data:"):
+                        data.append(line[5:].lstrip())
+                    elif line.startswith("id:"):
+                        ident = line[3:].strip()
+        except (httpx.HTTPError, RuntimeError):
+            return
+        finally:
+            self.connected.set()
+
+    def types(self) -> list[str]:
+        return [e["type"] for e in self.events]
+
+    def close(self) -> None:
+        self._stop.set()
+        self._client.close()
+        self.thread.join(5)
+
+
+class CuttableProxy:
+    """A TCP forwarder on a free loopback port to ``target_port``; ``cut()`` drops every
+    connection at once (a dropped event stream, as a flaky network does it)."""
+
+    def __init__(self, target_port: int) -> None:
+        import socket
+
+        self.target_port = target_port
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.sockets: list[Any] = []
+        self.lock = threading.Lock()
+        self.cuts = 0
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def _accept(self) -> None:
+        import socket
+
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            upstream = socket.create_connection(("127.0.0.1", self.target_port))
+            with self.lock:
+                self.sockets += [client, upstream]
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pipe(source: Any, sink: Any) -> None:
+        try:
+            while data := source.recv(65536):
+                sink.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (source, sink):
+                try:
+                    s.close()
+                except OSError:
+                    pass
+
+    def cut(self) -> None:
+        import socket
+
+        with self.lock:
+            sockets, self.sockets = self.sockets, []
+            self.cuts += 1
+        for s in sockets:
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def close(self) -> None:
+        self.listener.close()
+        self.cut()
