@@ -101,24 +101,9 @@ def build_parser() -> argparse.ArgumentParser:
     from agentkit.chat_cli import add_parser as add_chat_parser
 
     add_chat_parser(sub)
-    profiles = sub.add_parser("profiles", help="list the agent profiles and check their files")
-    _workspace_arg(profiles)
-    serve = sub.add_parser(
-        "serve",
-        help="a web chat with the main agent and its sub-agents",
-        description="Serve the web chat (needs agentkit[web]) on HOST:PORT. Loopback by "
-        "default; any other address needs a token (given, or generated and printed once).",
-    )
-    _workspace_arg(serve)
-    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=8765, help="port (default 8765)")
-    serve.add_argument("--token", help="access token (default: none on loopback, else generated)")
-    serve.add_argument("--model", help="model name (env AGENTKIT_MODEL)")
-    serve.add_argument("--base-url", help="OpenAI-compatible base URL (env OPENAI_BASE_URL)")
-    serve.add_argument("--api-key", help="API key (env OPENAI_API_KEY)")
-    serve.add_argument("--lang", choices=("zh", "en"), help="prompt language (default zh)")
-    serve.add_argument("--max-turns", type=int, metavar="N", help="model requests per round")
-    serve.add_argument("--no-stream", action="store_true", help="send plain requests")
+    from agentkit.serve_cli import add_parsers as add_serve_parsers
+
+    add_serve_parsers(sub, _workspace_arg)
 
     demo = sub.add_parser("demo", help="the whole machinery offline, on a scripted model")
     demo.add_argument("-w", "--workspace", default=None, metavar="DIR", help="workspace folder")
@@ -479,30 +464,17 @@ def cmd_chat(args: argparse.Namespace) -> int:
 
 
 def cmd_profiles(args: argparse.Namespace) -> int:
-    """``agentkit profiles``: list the profiles; exit code 1 when one has a problem."""
-    from agentkit.profiles import check_profiles
-    from agentkit.settings import Settings
+    """``agentkit profiles``: see agentkit.serve_cli."""
+    from agentkit.serve_cli import cmd_profiles as profiles
 
-    lines, good = check_profiles(_workspace(args.workspace), Settings())
-    print("\n".join(lines), flush=True)
-    return 0 if good else 1
+    return profiles(args)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    """``agentkit serve``: the web chat (agentkit.web.serve), until Ctrl-C."""
-    from agentkit.errors import ConfigurationError
+    """``agentkit serve``: see agentkit.serve_cli."""
+    from agentkit.serve_cli import cmd_serve as serve
 
-    workspace = _workspace(args.workspace)
-    settings = _settings(args)
-    try:
-        from agentkit.web import require_web_extra
-
-        require_web_extra()
-        from agentkit.web.serve import serve
-
-        return serve(workspace, settings, host=args.host, port=args.port, token=args.token)
-    except ConfigurationError as exc:
-        raise UsageError(str(exc)) from None
+    return serve(args)
 
 
 COMMANDS = {
