@@ -117,6 +117,7 @@ class Conversation:
     archive: list[dict[str, Any]] = field(default_factory=list)
     subagents: list[dict[str, Any]] = field(default_factory=list)
     title: str | None = None
+    pending_notes: list[str] = field(default_factory=list)  # owed to the model's next round
 
     def to_dict(self) -> dict[str, Any]:
         """Return the JSON document saved on disk."""
@@ -131,6 +132,7 @@ class Conversation:
             "error": self.error,
             "stats": self.stats.to_dict(),
             "subagents": self.subagents,
+            "pending_notes": self.pending_notes,
             "messages": self.messages,
             "archive": self.archive,
         }
@@ -162,6 +164,7 @@ class Conversation:
             archive=list(data.get("archive") or []),
             subagents=list(data.get("subagents") or []),
             title=data.get("title") if isinstance(data.get("title"), str) else None,
+            pending_notes=[n for n in data.get("pending_notes") or [] if isinstance(n, str)],
         )
 
 

@@ -5,6 +5,7 @@ background sub-agents go on, completions start rounds by themselves, messages qu
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from subagent_helpers import Gate, Router, call, calls, finish, wait_until, who
 
 from agentkit import events as ev
 from agentkit.chat import Session, Workspace
+from agentkit.errors import ConfigurationError
 from agentkit.proctree import processes_with_mark
 from agentkit.settings import Settings
 from agentkit.testing import FakeOpenAIServer
@@ -325,8 +327,6 @@ def test_a_restarted_conversation_hears_of_sub_agents_that_ended_unseen(workspac
         for row in saved:
             row["status"] = "running"
         path = session.transcript_path
-        import json
-
         data = json.loads(path.read_text())
         data["subagents"] = [dict(r, status="running") for r in data["subagents"]]
         path.write_text(json.dumps(data))
@@ -364,3 +364,101 @@ def test_events_stream_to_asyncio_in_order(workspace: Path) -> None:
     assert (
         kinds.index("RoundStarted") < kinds.index("AssistantMessage") < kinds.index("RoundFinished")
     )
+
+
+def test_a_conversation_left_and_reopened_tells_the_model_what_was_stopped(
+    workspace: Path,
+) -> None:
+    """Regression (trial): /new, /switch and Workspace.switch ended the sub-agents, but
+    the reopened conversation said nothing, so the model still thought #1 ran."""
+
+    def main(request: dict[str, Any]) -> Any:
+        last = request["messages"][-1]
+        if last["role"] == "user" and last["content"] == "开始":
+            return calls(background(1, "长时间任务"))
+        return "好的。"
+
+    router = Router(main=[main], subs={1: [calls(call("run_command", command="sleep 600"))]})
+    with FakeOpenAIServer(router) as server, Workspace(workspace, settings_for(server)) as ws:
+        first = ws.create()
+        first.send("开始")
+        assert wait_until(lambda: first.manager.agents[1].last_action != "")
+        ws.switch(first.id)  # leave it: #1 is stopped
+        saved = json.loads(first.transcript_path.read_text())
+        again = ws.open(first.id)
+        again.send("还在跑吗？")
+        sent = main_requests(server)[-1]["messages"]
+    assert saved["state"] == "idle" and first.state == "idle"
+    assert saved["subagents"][0]["status"] == "terminated"
+    notes = [m["content"] for m in sent if m["role"] == "system"][1:]
+    assert any("子智能体1 (长时间任务)" in n and "terminated" in n for n in notes), notes
+    assert "因对话被关闭、切换或结束而停止" in saved["subagents"][0]["result_summary"]
+
+
+def test_one_conversation_cannot_be_open_twice(workspace: Path) -> None:
+    """Regression (trial): two live sessions on one conversation lost messages (the
+    last writer won). The second opening is refused; a closed one frees it."""
+    with FakeOpenAIServer(["一", "二", "三"]) as server:
+        first = Session(workspace, settings_for(server))
+        first.send("你好")
+        with pytest.raises(ConfigurationError, match="already open in this process"):
+            Session(workspace, settings_for(server), conversation_id=first.id)
+        first.close()
+        second = Session(workspace, settings_for(server), conversation_id=first.id)
+        assert second.send("再来").final_text == "二"
+        second.close()
+        # A claim left by a process that is gone (killed) is taken over.
+        lock = first.transcript_path.with_suffix(".lock")
+        lock.write_text(json.dumps({"pid": 999_999_999, "started": 1.0}))
+        third = Session(workspace, settings_for(server), conversation_id=first.id)
+        third.close()
+    assert not lock.exists()
+
+
+def test_a_started_sub_agent_is_in_the_conversation_file_at_once(workspace: Path) -> None:
+    """Regression (trial): a background sub-agent created in the same tool batch as a
+    long blocking one was missing from the file until the batch ended, so a killed
+    process group lost it."""
+    gate = Gate()
+    router = Router(
+        main=[
+            calls(
+                background(1, "后台一"),
+                call("create_sub_agent", agent_id=2, summary="阻塞二", task="t"),
+            ),
+            "完成。",
+        ],
+        subs={1: [gate.hold(finish("一完成。"))], 2: [gate.hold(finish("二完成。"))]},
+    )
+    with FakeOpenAIServer(router) as server, Session(workspace, settings_for(server)) as session:
+        future = session.post("开始")
+        path = session.transcript_path
+
+        def listed() -> set[int]:
+            try:
+                rows = json.loads(path.read_text()).get("subagents") or []
+            except (OSError, ValueError):
+                return set()
+            return {r["agent_id"] for r in rows}
+
+        assert wait_until(lambda: listed() == {1, 2})  # while #2 still blocks the batch
+        gate.event.set()
+        assert future.result(30).final_text == "完成。"
+        assert session.wait_idle(30)
+
+
+def test_a_file_as_deliverables_folder_is_refused_and_frees_the_id(workspace: Path) -> None:
+    """Regression (trial): an existing file as deliverables_dir used up the id and
+    answered with a raw 'File exists' error."""
+    (workspace / "a.txt").write_text("x")
+    router = Router(main=["unused"])
+    with FakeOpenAIServer(router) as server, Session(workspace, settings_for(server)) as session:
+        refused = session.manager.create(
+            agent_id=1, summary="写文件夹", task="t", deliverables_dir="a.txt/sub"
+        )
+        again = session.manager.create(
+            agent_id=1, summary="写文件夹", task="t", deliverables_dir="a.txt"
+        )
+    assert refused["success"] is False and "a.txt exists and is a file" in refused["error"]
+    assert again["success"] is False and "a.txt exists and is a file" in again["error"]
+    assert 1 not in session.manager.agents

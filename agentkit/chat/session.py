@@ -29,6 +29,7 @@ from agentkit import events as ev
 from agentkit import prompts
 from agentkit.chat.eventbus import EventBus, Numbered
 from agentkit.chat.inbox import Inbox, RoundResult
+from agentkit.chat.lock import claim_conversation
 from agentkit.chat.notes import owed_notes, recovery_notes
 from agentkit.chat.rounds import RoundPlan, plan_round, round_result, run_round
 from agentkit.chat.setup import build_registry, check_settings
@@ -124,10 +125,16 @@ class Session:
         self._notes: list[str] = []
         if conversation_id:
             self.conversation = load_conversation(self.workspace, conversation_id)
-            self._notes = recovery_notes(self.workspace, self.conversation, self.settings)
-            self.conversation.state = "idle"
         else:
             self.conversation = Conversation(model=self.settings.model)
+        self._release = claim_conversation(
+            self.transcript_path.with_suffix(".lock"), self.id, lambda: not self._closed
+        )
+        if conversation_id:
+            conv = self.conversation
+            self._notes = conv.pending_notes + recovery_notes(self.workspace, conv, self.settings)
+            conv.pending_notes = []
+            conv.state = "idle"
         self._thread = threading.Thread(
             target=self._drive, name=f"agentkit-session-{self.conversation.id}", daemon=True
         )
@@ -151,7 +158,9 @@ class Session:
     @property
     def state(self) -> str:
         """``running`` (a round runs, or work for one is waiting), ``waiting_for_subagents``
-        (no round; background sub-agents work) or ``idle``."""
+        (no round; background sub-agents work) or ``idle`` (also once closed)."""
+        if self._closed:
+            return "idle"
         if self._running or self._work_waiting():
             return "running"
         manager = self._manager
@@ -274,7 +283,7 @@ class Session:
         next round."""
         if self._manager is None:
             return {"success": False, "agent_id": agent_id, "error": "no sub-agent runs"}
-        result = self._manager.terminate(agent_id)
+        result = self._manager.terminate(agent_id, by_user=True)
         if result.get("success"):
             self._notes.append(
                 prompts.phrase(self.settings.language, "user_terminated", agent_id=agent_id)
@@ -303,21 +312,50 @@ class Session:
             self._wake.notify_all()
         self._round_cancel.set()
         self.inbox.close("the conversation was closed before this message was answered")
-        if self._manager is not None:
-            self._manager.shutdown()
+        self._notes += self._end_subagents()
         self._thread.join(30)
+        # What the model has not heard yet waits in the file for the next opening.
+        self.conversation.pending_notes = self._notes
+        self.conversation.state = "idle"
         self._save(self.conversation)
         try:
             self._flush()
         except OSError as exc:
             log.info("conversation %s could not be saved: %s", self.id, exc)
         self._idle.set()
+        self._release()
         self.bus.close()
         if self._owns_registry:
             self.registry.close()
         close = getattr(self._model, "close", None)
         if self._owns_model and callable(close):
             close()
+
+    def _end_subagents(self) -> list[str]:
+        """Stop every sub-agent (§8.5) and return the notes the model is owed about
+        them: those that were running, and finished ones not announced yet."""
+        manager = self._manager
+        if manager is None:
+            return []
+        blocking = [a for a in manager.running() if not a.background]
+        manager.shutdown()
+        language = self.settings.language
+        notes = [
+            prompts.phrase(
+                language,
+                "ended_unseen",
+                agent_id=a.spec.agent_id,
+                summary=a.spec.summary,
+                status=a.status,
+                result_summary=a.result_summary or "",
+                deliverables_dir=a.spec.deliverables_dir,
+            )
+            for a in manager.take_finished()
+        ]
+        if blocking:
+            names = ", ".join(f"{a.spec.agent_id} ({a.spec.summary})" for a in blocking)
+            notes.append(prompts.phrase(language, "left_subagents", agents=names))
+        return notes
 
     def __enter__(self) -> Session:
         return self
@@ -345,6 +383,10 @@ class Session:
         if not event.conversation_id:
             event = dataclasses.replace(event, conversation_id=self.conversation.id)
         self.bus.publish(event)
+        if isinstance(event, ev.SubAgentStarted):
+            # The file lists it at once: a process group killed now still leaves its
+            # row, so the next opening can sweep its record and tell the model.
+            self._save(self.conversation)
         if isinstance(event, ev.SubAgentFinished):
             self._poke()
 

@@ -52,6 +52,9 @@ def resolve_deliverables(
     target = (workspace / rel).resolve()
     if target == workspace or workspace not in target.parents:
         return "it must be a folder inside the workspace, not the workspace itself or outside it"
+    existing = next((p for p in (target, *target.parents) if p.exists()), workspace)
+    if not existing.is_dir():  # the folder, or a folder on its way, is a file
+        return f"{existing.relative_to(workspace)} exists and is a file, not a folder"
     return rel.rstrip("/"), target
 
 

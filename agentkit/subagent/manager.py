@@ -228,8 +228,9 @@ class SubAgentManager:
         if owner is not None:
             raise ToolError("write_conflict", self.supervisor.conflict_message(path, owner))
 
-    def terminate(self, agent_id: int) -> dict[str, Any]:
-        """terminate_sub_agent (docs/specification.md §1): kill the agent and its processes; files stay."""
+    def terminate(self, agent_id: int, *, by_user: bool = False) -> dict[str, Any]:
+        """terminate_sub_agent (docs/specification.md §1): kill the agent and its processes; files stay.
+        ``by_user``: the user stopped it (a UI), not the main agent (its summary says so)."""
         with self._lock:
             agent = self.agents.get(agent_id)
             if agent is None and agent_id in self._previous:
@@ -241,7 +242,7 @@ class SubAgentManager:
             if agent.status != "running":
                 return self._not_running(agent_id, agent.status)
             agent.announced = True  # the main agent asked: no notification
-        self.supervisor.kill(agent, "terminated")
+        self.supervisor.kill(agent, "terminated", summary_key="user_summary" if by_user else None)
         _, total = list_deliverables(agent.deliverables_path, 1)
         return {
             "success": True,
@@ -340,16 +341,18 @@ class SubAgentManager:
             ordered = sorted(self.agents.values(), key=lambda a: a.spec.agent_id)
             return earlier + [a.conversation_row() for a in ordered]
 
-    def terminate_all(self, *, interrupted: bool = False) -> None:
+    def terminate_all(self, *, interrupted: bool = False, summary_key: str | None = None) -> None:
         """Terminate every running sub-agent and its processes. ``interrupted``: the
         run was cancelled (their summaries say so); background ones are then
         announced at the start of the next run."""
         for agent in self.running():
-            self.supervisor.kill(agent, "terminated", interrupted=interrupted)
+            self.supervisor.kill(
+                agent, "terminated", interrupted=interrupted, summary_key=summary_key
+            )
 
     def shutdown(self) -> None:
         """Terminate every running sub-agent and refuse new ones (docs/specification.md §8.5: switching
         or closing the conversation ends them all). Idempotent."""
         with self._lock:
             self._closed = True
-        self.terminate_all()
+        self.terminate_all(summary_key="left_summary")

@@ -73,6 +73,7 @@ class SubAgent:
     done: threading.Event = field(default_factory=threading.Event)
     announced: bool = False
     finishing: bool = False  # it called finish_task; its Result is on the way
+    last_progress: dict[str, Any] | None = None  # the last SubAgentProgress row sent
     kill_reason: KillStatus | None = None
     # Where the final record is when the deliverables folder could not hold it
     # (workspace-relative), and the record itself when no disk could.

@@ -161,7 +161,10 @@ class Supervisor:
             if progress.last_action:
                 agent.last_action = progress.last_action
         if emit:
-            self.emit(ev.SubAgentProgress(info=agent.status_row()))
+            row = agent.status_row()
+            if row != agent.last_progress:  # a retry loop must not flood the stream
+                agent.last_progress = row
+                self.emit(ev.SubAgentProgress(info=row))
 
     def _answer_claim(self, agent: SubAgent, request: ClaimRequest) -> None:
         path = Path(request.path)
@@ -186,9 +189,18 @@ class Supervisor:
         )
 
     # ------------------------------------------------------------ endings
-    def kill(self, agent: SubAgent, status: KillStatus, *, interrupted: bool = False) -> None:
+    def kill(
+        self,
+        agent: SubAgent,
+        status: KillStatus,
+        *,
+        interrupted: bool = False,
+        summary_key: str | None = None,
+    ) -> None:
         """End a running agent by force (timeout, terminate, shutdown); its summary
-        lists the files it left. ``interrupted``: the main run was cancelled."""
+        lists the files it left. ``interrupted``: the main run was cancelled;
+        ``summary_key``: the phrase that says who stopped it (default: by timeout, or
+        by the main agent)."""
         with self.changed:
             if agent.status != "running":
                 return
@@ -201,6 +213,7 @@ class Supervisor:
         key = "timeout_summary" if status == "timeout" else "terminated_summary"
         if interrupted:
             key = "interrupted_summary"
+        key = summary_key or key
         self.finish(agent, status, Ending(self.phrase(key, files=shown), status))
 
     def finish(
