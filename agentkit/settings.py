@@ -285,6 +285,16 @@ class Settings(BaseSettings):
         default=50, description="Cap on deliverables_files listed to the main agent."
     )
 
+    # --- tool calling on servers without native tool calls ------------------------
+    tool_calling: Literal["native", "prompted", "auto"] = Field(
+        default="native",
+        description="How tools reach the model: native (the tools parameter), prompted (described in the system prompt, calls read from the reply, results sent as user messages; for servers or models without working native tool calls), or auto (native, switching to prompted for the session when the first attempt shows the server cannot do it). Transcripts keep the standard shape either way.",
+    )
+    tool_call_grammar: bool = Field(
+        default=True,
+        description="Prompted tool calls: send a llama.cpp grammar so the reply is a valid call of an offered tool or a final answer (dropped for the session when the server refuses it).",
+    )
+
     @classmethod
     def settings_customise_sources(
         cls,
