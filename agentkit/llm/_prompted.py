@@ -82,7 +82,7 @@ def tools_prompt(tools: list[dict[str, Any]], language: str) -> str:
     """The system-prompt section describing ``tools`` and the reply format."""
     lines = [line for line in (describe_tool(t) for t in tools) if line]
     names = {t.get("function", {}).get("name") for t in tools if isinstance(t, dict)}
-    example = prompts.render(language, "tool_example.txt") if "read_file" in names else ""
+    example = prompts.load(language, "tool_example.txt").strip() if "read_file" in names else ""
     return prompts.render(
         language, "tool_calling.txt", tools="\n".join(lines), answer=ANSWER_TOOL, example=example
     )
@@ -131,7 +131,7 @@ def to_wire(
             text = prompts.render(
                 language,
                 "tool_result.txt",
-                name=message.get("name") or "",
+                tool=message.get("name") or "",
                 call_id=message.get("tool_call_id") or "",
                 content=_content_text(message.get("content")),
             )
