@@ -125,7 +125,7 @@ class Settings(BaseSettings):
     )
     tool_choice: str | None = Field(
         default=None,
-        description="tool_choice sent with tools: auto, required, none, or a tool name to force it (None: the server's default).",
+        description="tool_choice sent with tools: auto, required, none, or tool names separated by commas: the first one offered is forced (e.g. create_sub_agent,finish_task forces the first on the main agent and the second on its sub-agents; None: the server's default).",
     )
     text_tool_call_fallback: bool = Field(
         default=False,

@@ -57,7 +57,8 @@ class ToolMode:
         grammar: send a GBNF grammar with prompted requests (dropped for the session
             when the server refuses it).
         tool_choice: ``Settings.tool_choice``; in prompted mode ``required`` leaves
-            the final answer out of the grammar and a tool name allows only it.
+            the final answer out of the grammar and a forced tool (:func:`forced_tool`)
+            is the only one it allows.
     """
 
     def __init__(self, mode: str, language: str, *, grammar: bool, tool_choice: str | None) -> None:
@@ -96,10 +97,11 @@ class ToolMode:
         cached = self._grammars.get(key)
         if cached is None:
             offered = tools
-            if choice and choice not in ("auto", "required", "none"):
-                offered = [t for t in tools if t.get("function", {}).get("name") == choice]
-            answer = None if choice == "required" or offered is not tools else _prompted.ANSWER_TOOL
-            cached = tool_call_grammar(offered or tools, answer)
+            forced = forced_tool(choice, tools)
+            if forced:
+                offered = [t for t in tools if t.get("function", {}).get("name") == forced]
+            answer = None if choice == "required" or forced else _prompted.ANSWER_TOOL
+            cached = tool_call_grammar(offered, answer)
             self._grammars = {key: cached}  # one tool set per session in practice
         return cached
 
@@ -155,6 +157,17 @@ class ToolMode:
             "switching to prompted tool calls (tool_calling=prompted) for this session",
             reason,
         )
+
+
+def forced_tool(choice: str | None, tools: list[dict[str, Any]]) -> str | None:
+    """The tool that ``Settings.tool_choice`` forces for a request offering ``tools``:
+    the first of its comma-separated names that is offered (so one setting can force
+    ``create_sub_agent`` on a main agent and ``finish_task`` on its sub-agents), or
+    None (``auto``, ``required``, ``none``, unset, or no listed tool offered)."""
+    if not choice or choice in ("auto", "required", "none"):
+        return None
+    offered = {t.get("function", {}).get("name") for t in tools if isinstance(t, dict)}
+    return next((n for n in (p.strip() for p in choice.split(",")) if n in offered), None)
 
 
 def _has_null_call_content(messages: list[dict[str, Any]]) -> bool:

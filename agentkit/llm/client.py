@@ -29,7 +29,7 @@ from agentkit.llm._cancel import WATCHDOG, SocketTracker
 from agentkit.llm._errors import classify, transport_error_types
 from agentkit.llm._retry import RetryPlan
 from agentkit.llm._sse import SSEParser
-from agentkit.llm._toolmode import ToolMode, Wire
+from agentkit.llm._toolmode import ToolMode, Wire, forced_tool
 from agentkit.llm.turns import AssistantTurn
 from agentkit.settings import Settings
 
@@ -232,13 +232,12 @@ class LLMClient:
         if tools:
             body["tools"] = tools
             choice = self.settings.tool_choice
-            if choice:
-                # "auto", "required", "none", or a tool name to force that tool.
-                body["tool_choice"] = (
-                    choice
-                    if choice in ("auto", "required", "none")
-                    else {"type": "function", "function": {"name": choice}}
-                )
+            if choice in ("auto", "required", "none"):
+                body["tool_choice"] = choice
+            elif choice:  # tool names: force the first one offered (none offered: default)
+                forced = forced_tool(choice, tools)
+                if forced:
+                    body["tool_choice"] = {"type": "function", "function": {"name": forced}}
         if stream:
             body["stream"] = True
             if self._stream_options:
