@@ -66,6 +66,14 @@ def model_file() -> Path:
     return Path(gemma.assemble(target))
 
 
+def _own_path() -> str:
+    """PYTHONPATH for the server process: this agentkit's folder first, so
+    ``-m agentkit._llama_server`` runs this copy whatever is installed."""
+    here = str(Path(__file__).resolve().parent.parent)
+    rest = os.environ.get("PYTHONPATH")
+    return here + os.pathsep + rest if rest else here
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -153,7 +161,7 @@ class LocalModelServer:
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
-                env={**os.environ, MARK_VAR: self._mark},
+                env={**os.environ, MARK_VAR: self._mark, "PYTHONPATH": _own_path()},
                 start_new_session=True,
             )
         deadline = time.monotonic() + self.start_timeout

@@ -18,8 +18,8 @@ from typing import Any
 
 _BASE = r"""ws ::= ([ \t\n] ([ \t\n])?)?
 string ::= "\"" ([^"\\\x7F\x00-\x1F] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F]))* "\""
-integer ::= "-"? ([0-9] | [1-9] [0-9]*)
-number ::= integer ("." [0-9]+)? ([eE] [-+]? [0-9]+)?
+integer ::= "-"? ([0-9] | [1-9] [0-9]{0,15})
+number ::= integer ("." [0-9]{1,15})? ([eE] [-+]? [0-9]{1,3})?
 boolean ::= "true" | "false"
 null ::= "null"
 value ::= object | array | string | number | boolean | null
