@@ -55,6 +55,7 @@ def run_task(
         workspace = Path(folder)
         (workspace / "notes.txt").write_text("Buy milk\nCall Bob\n")
         values = {**server.settings_overrides(), "language": "en", **extra, **mode}
+        values["web_search_provider"] = "searxng:http://127.0.0.1:9"  # offline: a dead port
         started = time.monotonic()
         with Agent(workspace, Settings(**values)) as agent:
             result = agent.run(task)

@@ -47,6 +47,7 @@ READ_TOOL: dict[str, Any] = {
     },
 }
 TASK = [{"role": "user", "content": "Read notes.txt"}]
+DEAD_URL = "http://127.0.0.1:9"  # the discard port: nothing listens
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +57,11 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalModelServe
 
 
 def local_settings(server: LocalModelServer, **overrides: Any) -> Settings:
-    values: dict[str, Any] = {**server.settings_overrides(), "language": "en"}
+    values: dict[str, Any] = {
+        **server.settings_overrides(),
+        "language": "en",
+        "web_search_provider": f"searxng:{DEAD_URL}",
+    }
     values.update(max_output_tokens=128, temperature=0.0)
     values.update(overrides)
     return Settings(**values)
@@ -194,6 +199,13 @@ def test_agentkit_run_local_as_a_new_user_types_it(tmp_path: Path) -> None:
     workspace.mkdir()
     (workspace / "notes.txt").write_text("Buy milk\nCall Bob\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTKIT_", "OPENAI_"))}
+    # The model picks its tools freely here: keep web tools on loopback (a dead port).
+    env.update(
+        AGENTKIT_WEB_SEARCH_PROVIDER=f"searxng:{DEAD_URL}",
+        HTTP_PROXY=DEAD_URL,
+        HTTPS_PROXY=DEAD_URL,
+        NO_PROXY="127.0.0.1,localhost",
+    )
     proc = subprocess.run(
         [sys.executable, "-m", "agentkit", "run", "--local", "--json", "--max-turns", "3"]
         + ["Read notes.txt and write its first line to first.txt"],
