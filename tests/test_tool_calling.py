@@ -314,3 +314,41 @@ def test_auto_stays_native_when_the_server_counts_the_tools() -> None:
             client.complete(USER, [READ_TOOL] * 4)
         sent = server.requests
     assert ["tools" in r for r in sent] == [True, True]
+
+
+# -- the local server's chat format and install hint --------------------------------------
+
+
+def test_gemma3_format_keeps_system_text_and_tool_results_and_alternates() -> None:
+    from agentkit._llama_server import gemma3_prompt
+
+    prompt = gemma3_prompt(
+        [
+            {"role": "system", "content": "SYS"},
+            {"role": "user", "content": "task"},
+            {"role": "assistant", "content": "", "tool_calls": []},
+            {"role": "tool", "tool_call_id": "c1", "content": "RESULT"},
+            {"role": "user", "content": "more"},
+        ]
+    )
+    assert prompt == (
+        "<start_of_turn>user\nSYS\n\ntask<end_of_turn>\n"
+        "<start_of_turn>model\n<end_of_turn>\n"
+        "<start_of_turn>user\nRESULT\n\nmore<end_of_turn>\n"
+        "<start_of_turn>model\n"
+    )
+
+
+def test_install_hint_matches_how_agentkit_was_installed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import agentkit.local as local
+
+    checkout = Path(local.__file__).resolve().parent.parent
+    monkeypatch.chdir(checkout)
+    assert local.install_hint() == "pip install -e '.[local]'"
+    monkeypatch.chdir(tmp_path)
+    assert local.install_hint() == f"pip install -e '{checkout}[local]'"
+    wheel = tmp_path / "site-packages" / "agentkit" / "local.py"
+    monkeypatch.setattr(local, "__file__", str(wheel))
+    assert local.install_hint() == "pip install 'agentkit[local]'"
