@@ -352,3 +352,28 @@ def test_install_hint_matches_how_agentkit_was_installed(
     wheel = tmp_path / "site-packages" / "agentkit" / "local.py"
     monkeypatch.setattr(local, "__file__", str(wheel))
     assert local.install_hint() == "pip install 'agentkit[local]'"
+
+
+def test_prompted_call_cut_off_by_the_token_limit_is_answered_not_taken_as_the_answer(
+    workspace: Path,
+) -> None:
+    cut = RawResponse(
+        {
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": "length",
+                    "message": {
+                        "role": "assistant",
+                        "content": '{"name": "write_file", "arguments": {"path": "a.txt", "content": "aaa',
+                    },
+                }
+            ]
+        }
+    )
+    with FakeOpenAIServer([cut, "stopped"]) as server:
+        saved = run_agent(workspace, server, tool_calling="prompted", stream=False)
+        answer = server.requests[1]["messages"][-1]["content"]
+    assert "cut off" in answer and "write_file" in answer
+    assert not (workspace / "a.txt").exists()
+    assert saved["messages"][-1]["content"] == "stopped"

@@ -170,7 +170,8 @@ def read_reply(turn: AssistantTurn, tools: list[dict[str, Any]]) -> AssistantTur
     names = {n for n in offered if isinstance(n, str) and n} | {ANSWER_TOOL}
     found, remaining = _text_toolcalls.extract(content, names)
     if not found:
-        stray = _stray_call(content)
+        stray = _cut_call(content, names) if turn.finish_reason == "length" else None
+        stray = stray or _stray_call(content)
         if stray is not None:
             turn.tool_calls = [stray]
             turn.content, turn.finish_reason = None, "tool_calls"
@@ -191,6 +192,25 @@ def read_reply(turn: AssistantTurn, tools: list[dict[str, Any]]) -> AssistantTur
     turn.content = text
     turn.finish_reason = "tool_calls" if calls else turn.finish_reason
     return turn
+
+
+_NAME_RE = re.compile(r'^\s*\{\s*"name"\s*:\s*"([^"]+)"')
+
+
+def _cut_call(content: str, names: set[str]) -> ToolCall | None:
+    """A call cut off by the token limit (its JSON never closed), as a call with an
+    error, so the model is told rather than its fragment taken for an answer."""
+    found = _NAME_RE.match(content)
+    if found is None or found.group(1) not in names or found.group(1) == ANSWER_TOOL:
+        return None
+    return ToolCall(
+        id=mint_call_id(),
+        name=found.group(1),
+        arguments=None,
+        arguments_raw=content,
+        error="the reply was cut off before the arguments were complete; "
+        "use shorter arguments (for example write a long file in parts)",
+    )
 
 
 def _stray_call(content: str) -> ToolCall | None:
