@@ -167,31 +167,37 @@ def test_write_task_leaves_the_file_the_model_named(
 def test_main_agent_starts_a_sub_agent_that_calls_finish_task(
     server: LocalModelServer, workspace: Path
 ) -> None:
+    # Two main turns: the model fills agent_id, summary and task itself, and may
+    # pick a refused value (an id out of 1-99) once.
     settings = local_settings(
         server,
         tool_choice="create_sub_agent,finish_task",
-        max_turns=1,
+        max_turns=2,
         subagent_max_turns=2,
         subagent_timeout_min=1,
     )
     saved = run_agent(workspace, settings, "Start a sub-agent that writes a poem to poem.txt.")
     calls = [c for m in saved["messages"] for c in m.get("tool_calls") or []]
-    assert [c["function"]["name"] for c in calls] == ["create_sub_agent"]
-    answer = next(m for m in saved["messages"] if m["role"] == "tool")["content"]
-    if answer.startswith("Error"):  # the model's agent_id or texts were refused
-        pytest.fail(f"create_sub_agent was refused: {answer}")
-    agent_id = json.loads(calls[0]["function"]["arguments"])["agent_id"]
-    folder = workspace / f"sub_agent_results/agent_{agent_id}/.subagent"
-    record = json.loads((folder / "conversations.json").read_text())
-    check_transcript(record["messages"])
-    sub_calls = [
-        c["function"]["name"] for m in record["messages"] for c in m.get("tool_calls") or []
+    assert calls and {c["function"]["name"] for c in calls} == {"create_sub_agent"}
+    answers = [m["content"] for m in saved["messages"] if m["role"] == "tool"]
+    started = [
+        folder
+        for folder in (workspace / "sub_agent_results").glob("agent_*/.subagent")
+        if (folder / "conversations.json").is_file()
     ]
-    assert sub_calls == ["finish_task"]
-    finished = next(m for m in record["messages"] if m["role"] == "tool")["content"]
-    assert not finished.startswith("Error"), finished  # finish_task accepted: the run ended
-    # Its success flag is the model's own verdict (poor on this model): either ending counts.
-    assert record["status"] in ("completed", "failed")
+    assert started, f"no sub-agent started: {answers}"
+    for folder in started:
+        record = json.loads((folder / "conversations.json").read_text())
+        check_transcript(record["messages"])
+        names = [
+            c["function"]["name"] for m in record["messages"] for c in m.get("tool_calls") or []
+        ]
+        assert names and set(names) == {"finish_task"}
+        results = [m["content"] for m in record["messages"] if m["role"] == "tool"]
+        # The last finish_task was accepted and ended the run (earlier ones may be refused).
+        assert len(results) == len(names) and not results[-1].startswith("Error"), results
+        # Its success flag is the model's own verdict (poor on this model): either counts.
+        assert record["status"] in ("completed", "failed")
 
 
 def test_agentkit_run_local_as_a_new_user_types_it(tmp_path: Path) -> None:
