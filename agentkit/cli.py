@@ -71,7 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--local",
         action="store_true",
-        help="use a toy local model (Gemma 3 270M on llama.cpp; needs agentkit[local]): no key, poor answers",
+        help="use a toy local model (Gemma 3 270M on llama.cpp, prompted tool calls; needs the local extra): no key, poor answers",
     )
     run.add_argument(
         "--continue", dest="continue_id", metavar="CONV_ID", help="continue a saved conversation"
@@ -334,7 +334,7 @@ def _run_local(args: argparse.Namespace) -> int:
     from agentkit.errors import ConfigurationError
     from agentkit.local import LocalModelServer
 
-    server = LocalModelServer()
+    server = LocalModelServer(_workspace(args.workspace))
     print(
         "agentkit: toy local model (Gemma 3 270M on llama.cpp): it shows the machinery, "
         "expect poor answers",
@@ -353,13 +353,16 @@ def _run_local(args: argparse.Namespace) -> int:
         for flag in ("base_url", "model", "api_key"):
             setattr(args, flag, None)
         settings = _settings(args, server.settings_overrides())
-        return run_task(
+        code = run_task(
             args.task,
             args.workspace,
             settings,
             json_output=args.json,
             continue_id=args.continue_id,
         )
+        if code not in (0, 130, 129, 143):
+            _err(f"the local model server's log: {server.log_path}")
+        return code
     finally:
         server.stop()
 

@@ -330,7 +330,9 @@ class Engine:
 
     def _execute(self, call: ToolCall) -> tuple[ToolResult, float]:
         started = time.monotonic()
-        if call.error is not None or call.arguments is None:
+        if self.registry.get(call.name) is None:  # unknown, empty or malformed name
+            result = self.registry.execute(call.name, None, self.ctx)  # unknown_tool, never run
+        elif call.error is not None or call.arguments is None:
             reason = call.error or "the arguments are not a JSON object"
             result = self.registry.unusable_arguments(call.name, reason, self.ctx)
         else:

@@ -125,7 +125,7 @@ class Settings(BaseSettings):
     )
     tool_choice: str | None = Field(
         default=None,
-        description="tool_choice sent with tools: auto, required, none, or a tool name to force it (None: the server's default).",
+        description="tool_choice sent with tools: auto, required, none, or tool names separated by commas: the first one offered is forced (e.g. create_sub_agent,finish_task forces the first on the main agent and the second on its sub-agents; None: the server's default).",
     )
     text_tool_call_fallback: bool = Field(
         default=False,
@@ -363,6 +363,16 @@ class Settings(BaseSettings):
     agent_profiles: list[dict[str, Any]] = Field(
         default_factory=list,
         description="Agent profiles given in Python (AgentProfile.to_dict()), beside the files in .agentkit/agents/ and ~/.config/agentkit/agents/.",
+    )
+
+    # --- tool calling on servers without native tool calls ------------------------
+    tool_calling: Literal["native", "prompted", "auto"] = Field(
+        default="native",
+        description="How tools reach the model: native (the tools parameter), prompted (described in the system prompt, calls read from the reply, results sent as user messages; for servers or models without working native tool calls), or auto (native, switching to prompted for the session when the first attempt shows the server cannot do it). Transcripts keep the standard shape either way.",
+    )
+    tool_call_grammar: bool = Field(
+        default=True,
+        description="Prompted tool calls: send a llama.cpp grammar so the reply is a valid call of an offered tool or a final answer (dropped for the session when the server refuses it).",
     )
 
     @classmethod

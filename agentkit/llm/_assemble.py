@@ -46,6 +46,7 @@ class RawTurn:
         "filtered",
         "extra",
         "done",
+        "legacy",
     )
 
     def __init__(self) -> None:
@@ -59,6 +60,8 @@ class RawTurn:
         self.filtered: dict[str, Any] | None = None
         self.extra: dict[str, Any] = {}
         self.done = False
+        #: The legacy ``function_call`` field (its deltas), used only without tool_calls.
+        self.legacy = ToolCallAccumulator()
 
     def apply_event(
         self, event: str | None, payload: str, on_text: Callable[[str], None] | None
@@ -164,7 +167,9 @@ class RawTurn:
                     self.calls.add(call)
             legacy = delta.get("function_call")
             if isinstance(legacy, dict):
-                self.calls.add({"index": 1_000_000, "function": legacy})
+                # llama-cpp-python sends each call in both fields: the legacy one is the
+                # same call, so it counts only when tool_calls never came (rule S8).
+                self.legacy.add({"index": 0, "function": legacy})
         usage = choice.get("usage")
         if isinstance(usage, dict):
             self.choice_usage = usage  # Moonshot puts usage inside the choice (R7)
@@ -221,7 +226,8 @@ def build_turn(
     warnings: list[str] = []
     if raw.filtered is not None:
         finish = "content_filter"
-    calls, truncated = raw.calls.finish(warnings)
+    source = raw.calls if raw.calls.slots else raw.legacy
+    calls, truncated = source.finish(warnings)
     content = clean_text("".join(raw.content)) or None
     reasoning = clean_text("".join(raw.reasoning)) or None
     for call in calls:

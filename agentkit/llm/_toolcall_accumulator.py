@@ -12,6 +12,7 @@ objects); truncated or invalid JSON reported, never guessed.
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,6 +21,9 @@ from agentkit.llm.turns import ToolCall
 
 _KNOWN_CALL_KEYS = frozenset(("index", "id", "type", "function"))
 _DECODER = json.JSONDecoder()
+#: Valid function names (OpenAI's rule: letters, digits, _ and -, at most 64; dots too,
+#: as some servers namespace tools).
+_NAME_RE = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
 
 
 def mint_call_id() -> str:
@@ -159,6 +163,9 @@ class ToolCallAccumulator:
             )
             if not name and call.error is None:
                 call.error = "the tool call has no function name"
+            elif not _NAME_RE.fullmatch(name) and call.error is None:
+                # e.g. "write_file:" from a server that parsed its own prompt format
+                call.error = f"{name!r} is not a valid tool name"
             calls.append(call)
             if parsed.note:
                 warnings.append(f"tool call {call.id} ({name}): {parsed.note}")

@@ -30,6 +30,7 @@ from agentkit.llm._cancel import WATCHDOG, SocketTracker
 from agentkit.llm._errors import classify, transport_error_types
 from agentkit.llm._retry import RetryPlan
 from agentkit.llm._sse import SSEParser
+from agentkit.llm._toolmode import ToolMode, Wire, forced_tool
 from agentkit.llm.turns import AssistantTurn
 from agentkit.settings import Settings
 
@@ -109,6 +110,13 @@ class LLMClient:
         #: Whether system messages after the first are sent as they are; False once
         #: a server refused one (then they go as user messages, for the session).
         self.allow_mid_system = bool(getattr(settings, "system_role_after_start", True))
+        #: How tools go on the wire (native or prompted), learnt per session.
+        self.tool_mode = ToolMode(
+            str(getattr(settings, "tool_calling", "native")),
+            settings.language,
+            grammar=bool(getattr(settings, "tool_call_grammar", True)),
+            tool_choice=settings.tool_choice,
+        )
 
     # -- public ---------------------------------------------------------------
 
@@ -158,10 +166,13 @@ class LLMClient:
         while True:
             _check(cancel)
             sent = messages if self.allow_mid_system else _mid_system_as_user(messages)
+            wire = self.tool_mode.wire(sent, tools)
             try:
-                turn = self._attempt(sent, tools, stream, max_tokens, cancel, on_text)
+                turn = self._attempt(wire, stream, max_tokens, cancel, on_text)
             except LLMError as error:
-                if self._auto_repair(error, repaired, sent):
+                if self.tool_mode.repair(error, wire) or self._auto_repair(
+                    error, repaired, wire.messages
+                ):
                     continue
                 delay = plan.next_delay(error, reached=self._reached)
                 if delay is None:
@@ -184,6 +195,8 @@ class LLMClient:
                 if delay > 0 and cancel is None:
                     time.sleep(delay)
                 continue
+            if self.tool_mode.read(turn, wire, tools):
+                continue  # auto: the tools never reached the model; ask again, prompted
             if not (tools and _is_empty(turn)):
                 return turn
             # F4: an empty reply although tools were offered (llama.cpp streams with tools).
@@ -211,24 +224,19 @@ class LLMClient:
 
     # -- one attempt ----------------------------------------------------------
 
-    def _body(
-        self,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]] | None,
-        stream: bool,
-        max_tokens: int | None,
-    ) -> dict[str, Any]:
-        body: dict[str, Any] = {"model": self.settings.model, "messages": messages}
+    def _body(self, wire: Wire, stream: bool, max_tokens: int | None) -> dict[str, Any]:
+        tools = wire.tools
+        body: dict[str, Any] = {"model": self.settings.model, "messages": wire.messages}
+        body.update(wire.extra)
         if tools:
             body["tools"] = tools
             choice = self.settings.tool_choice
-            if choice:
-                # "auto", "required", "none", or a tool name to force that tool.
-                body["tool_choice"] = (
-                    choice
-                    if choice in ("auto", "required", "none")
-                    else {"type": "function", "function": {"name": choice}}
-                )
+            if choice in ("auto", "required", "none"):
+                body["tool_choice"] = choice
+            elif choice:  # tool names: force the first one offered (none offered: default)
+                forced = forced_tool(choice, tools)
+                if forced:
+                    body["tool_choice"] = {"type": "function", "function": {"name": forced}}
         if stream:
             body["stream"] = True
             if self._stream_options:
@@ -241,20 +249,19 @@ class LLMClient:
 
     def _attempt(
         self,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]] | None,
+        wire: Wire,
         stream: bool,
         max_tokens: int | None,
         cancel: threading.Event | None,
         on_text: OnText | None,
     ) -> AssistantTurn:
         if cancel is None:
-            return self._exchange(messages, tools, stream, max_tokens, cancel, on_text)
+            return self._exchange(wire, stream, max_tokens, cancel, on_text)
         # The watchdog shuts this client's sockets down when cancel is set, so even a
         # read blocked on a silent server ends at once (as a transport error).
         token = WATCHDOG.watch(cancel, self._tracker.abort)
         try:
-            return self._exchange(messages, tools, stream, max_tokens, cancel, on_text)
+            return self._exchange(wire, stream, max_tokens, cancel, on_text)
         except LLMError as error:
             if cancel.is_set():
                 raise Cancelled("cancelled while waiting for the model") from error
@@ -264,14 +271,13 @@ class LLMClient:
 
     def _exchange(
         self,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]] | None,
+        wire: Wire,
         stream: bool,
         max_tokens: int | None,
         cancel: threading.Event | None,
         on_text: OnText | None,
     ) -> AssistantTurn:
-        body = self._body(messages, tools, stream, max_tokens)
+        body = self._body(wire, stream, max_tokens)
         response = self._post(body, stream)
         raw = RawTurn()
         diagnostics = ""
@@ -301,10 +307,10 @@ class LLMClient:
         turn = build_turn(
             raw,
             streamed=streamed,
-            messages=messages,
-            tools=tools,
+            messages=wire.messages,  # usage estimates count what was sent
+            tools=wire.tools,
             max_tokens=max_tokens,
-            text_fallback=self.text_tool_call_fallback,
+            text_fallback=self.text_tool_call_fallback and not wire.prompted,
             diagnostics=diagnostics,
         )
         if log.isEnabledFor(logging.DEBUG):  # O1: one line per turn

@@ -29,8 +29,8 @@ Replies (what a handler may return):
   an SSE comment, ``[DONE]``, a raw line, a dropped connection.
 
 Simple replies get the normal OpenAI shape (id, created, model, choices, usage with
-estimated token counts: prompt = request bytes / 4, completion counted by
-:mod:`agentkit.tokens`); streamed, text comes in a few pieces and tool-call
+token counts from :mod:`agentkit.tokens`, prompt counted over the request's messages
+and tools as agentkit counts them); streamed, text comes in a few pieces and tool-call
 arguments split over several chunks, as OpenAI does, with a final usage chunk when
 the request asks ``stream_options.include_usage``. A handler that raises (or a
 :class:`ScriptedModel` with no reply left) yields HTTP 500 with the reason and

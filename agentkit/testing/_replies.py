@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agentkit.testing._http import Disconnect, Pause
-from agentkit.tokens import count_text
+from agentkit.tokens import count_messages, count_text
 
 if TYPE_CHECKING:
     from agentkit.testing.server import Reply
@@ -102,10 +102,19 @@ class Shaped:
     def usage(self) -> dict[str, int]:
         if self.reply.usage is not None:
             return self.reply.usage
-        # ~4 bytes of request JSON per token: O(1), and never below a real count for
-        # ASCII text; counting every message of every request would dominate the
-        # server's time on long transcripts.
-        prompt = max(1, self.request_bytes // 4)
+        # Counted as agentkit counts a request (tiktoken, else its estimate): what a
+        # real server reports is close to that, and a test comparing the client's own
+        # estimate with the server's needs the same yardstick (not bytes / 4, which
+        # counts JSON punctuation and tool schemas never rendered as such).
+        messages = self.request.get("messages")
+        tools = self.request.get("tools")
+        prompt = max(
+            1,
+            count_messages(
+                messages if isinstance(messages, list) else [],
+                tools if isinstance(tools, list) else None,
+            ),
+        )
         completion = count_text(self.reply.content or "") + count_text(self.reply.reasoning or "")
         for call in self.calls:
             completion += count_text(call["function"]["arguments"]) + 4
