@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from agentkit import events as _events
 from agentkit.errors import (
     AgentkitError,
     Cancelled,
@@ -25,11 +26,17 @@ from agentkit.errors import (
 
 if TYPE_CHECKING:
     from agentkit.agent import Agent, RunResult
+    from agentkit.chat import RoundResult, Session, Workspace
     from agentkit.events import (
+        AllWorkDone,
         AssistantMessage,
         ContextCompacted,
         Event,
+        MessageQueued,
+        Notification,
         RetryScheduled,
+        RoundFinished,
+        RoundStarted,
         RunFinished,
         RunStarted,
         StateChanged,
@@ -39,12 +46,14 @@ if TYPE_CHECKING:
         TextDelta,
         ToolCallFinished,
         ToolCallStarted,
+        UserMessage,
     )
     from agentkit.settings import Settings
     from agentkit.tools.base import Tool, ToolContext, ToolRegistry, ToolResult
 
 # Loaded on first use, so `import agentkit` (and `agentkit --help`) stays fast:
 # pydantic-settings alone costs ~300 ms and openai ~0.4 s (docs/architecture.md §8).
+# The events module is plain dataclasses: its names come from its own __all__.
 _LAZY = {
     "Agent": "agentkit.agent",
     "RunResult": "agentkit.agent",
@@ -53,24 +62,10 @@ _LAZY = {
     "ToolContext": "agentkit.tools.base",
     "ToolRegistry": "agentkit.tools.base",
     "ToolResult": "agentkit.tools.base",
-    **dict.fromkeys(
-        [
-            "AssistantMessage",
-            "ContextCompacted",
-            "Event",
-            "RetryScheduled",
-            "RunFinished",
-            "RunStarted",
-            "StateChanged",
-            "SubAgentFinished",
-            "SubAgentProgress",
-            "SubAgentStarted",
-            "TextDelta",
-            "ToolCallFinished",
-            "ToolCallStarted",
-        ],
-        "agentkit.events",
-    ),
+    "Session": "agentkit.chat",
+    "Workspace": "agentkit.chat",
+    "RoundResult": "agentkit.chat",
+    **{name: "agentkit.events" for name in _events.__all__ if name != "EventHandler"},
 }
 
 __version__ = "0.1.0"
@@ -78,6 +73,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Agent",
     "AgentkitError",
+    "AllWorkDone",
     "AssistantMessage",
     "Cancelled",
     "ConfigurationError",
@@ -85,10 +81,16 @@ __all__ = [
     "ContextLengthExceeded",
     "Event",
     "LLMError",
+    "MessageQueued",
+    "Notification",
     "RetryScheduled",
+    "RoundFinished",
+    "RoundResult",
+    "RoundStarted",
     "RunFinished",
     "RunResult",
     "RunStarted",
+    "Session",
     "Settings",
     "StateChanged",
     "SubAgentFinished",
@@ -102,6 +104,8 @@ __all__ = [
     "ToolError",
     "ToolRegistry",
     "ToolResult",
+    "UserMessage",
+    "Workspace",
 ]
 
 

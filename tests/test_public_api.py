@@ -65,3 +65,11 @@ def test_exceptions_form_one_tree() -> None:
         "ToolError",
     ]:
         assert issubclass(getattr(agentkit, name), agentkit.AgentkitError), name
+
+
+def test_every_event_is_public() -> None:
+    from agentkit import events
+
+    for name in events.__all__:
+        if name != "EventHandler":
+            assert name in agentkit.__all__, name
