@@ -214,3 +214,47 @@ def test_cli_ended_by_signal_leaves_no_command_behind(workspace: Path, how: str)
         assert row["status"] == "terminated", row
     else:
         assert proc.returncode == -signal.SIGKILL
+
+
+END_ALL_SCRIPT = textwrap.dedent(
+    """
+    import os, sys, time
+    import psutil
+    from agentkit.tools import _command_launch as launch
+
+    def alive():
+        return [p for p in psutil.process_iter(["cmdline", "status"])
+                if "sleep 976543" in " ".join(p.info["cmdline"] or [])
+                and p.pid != os.getpid()  # this script's own command line has the text
+                and p.info["status"] != psutil.STATUS_ZOMBIE]
+
+    env = dict(os.environ)
+    launch.spawn("/bin/sh", "sleep 976543", ".", env)
+    deadline = time.monotonic() + 10
+    while not alive() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    launch.end_all()
+    deadline = time.monotonic() + 5  # while this process lives on
+    while alive() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    print("gone" if not alive() else "still running", flush=True)
+    try:
+        launch.spawn("/bin/sh", "sleep 976544", ".", env)
+        print("started-after-end", flush=True)
+    except OSError as exc:
+        print("refused:", exc, flush=True)
+    """
+)
+
+
+def test_end_all_kills_launched_commands_and_refuses_new_ones() -> None:
+    """An ending agent process (a worker told to stop) kills what it launched, a launch
+    in flight included, and launches nothing more."""
+    proc = subprocess.run(
+        [sys.executable, "-c", END_ALL_SCRIPT], capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "gone", lines  # killed by end_all, not by this process's exit
+    assert lines[1].startswith("refused: this agent is ending"), lines
+    assert wait_until(lambda: not running_with("sleep 97654"), 10)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -1123,3 +1124,27 @@ def test_two_agents_on_one_workspace_do_not_share_a_running_folder(workspace: Pa
         second.close()
     assert started["success"] is True
     assert refused["success"] is False and started["sub_conversation_id"] in refused["error"]
+
+
+def test_a_sub_agent_stopped_while_it_launches_a_command_leaves_nothing(
+    workspace: Path,
+) -> None:
+    """Regression (CI): a worker told to stop while its spawner was launching a command
+    could die before the command's launcher set its parent-death signal, and the
+    command lived on. The worker now waits for a launch in flight and kills it."""
+    import random
+
+    rng = random.Random(7)
+    router = Router(main=["unused"], subs={1: [calls(call("run_command", command="sleep 977"))]})
+    with FakeOpenAIServer(router) as server:
+        for attempt in range(12):
+            (workspace / f"w{attempt}").mkdir()
+            agent = make_agent(server, workspace / f"w{attempt}")
+            manager = agent.manager
+            manager.create(agent_id=1, summary="很快停止", task="t", run_in_background=True)
+            mark = manager.agents[1].spec.process_mark
+            wait_until(lambda: bool(server.requests), 10)
+            time.sleep(rng.uniform(0, 0.08))  # somewhere around the command's launch
+            agent.close()
+            assert wait_until(lambda mark=mark: no_process_left(mark), 10), f"attempt {attempt}"
+            server.clear()

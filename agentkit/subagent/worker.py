@@ -149,8 +149,10 @@ _parent_records = threading.Event()
 def parent_gone(mark: str) -> None:
     """Record the end, kill every process this worker started (by mark), exit at once."""
     from agentkit.proctree import kill_tree
+    from agentkit.tools._command_launch import end_all
 
     try:
+        end_all()  # commands being launched right now too
         for callback in _on_parent_gone:
             callback()
         kill_tree(None, mark, grace=0.5)

@@ -59,10 +59,12 @@ import os
 import queue
 import select
 import shutil
+import signal
 import socket
 import subprocess
 import sys
 import threading
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -244,16 +246,18 @@ def spawn(
     stdin: Any = theirs.fileno() if theirs is not None else subprocess.DEVNULL
     try:
         proc = _on_spawner(
-            lambda: subprocess.Popen(
-                argv,
-                cwd=cwd,
-                env=env,
-                stdin=stdin,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                close_fds=True,
-            )  # fmt: skip
+            lambda: _tracked(
+                lambda: subprocess.Popen(
+                    argv,
+                    cwd=cwd,
+                    env=env,
+                    stdin=stdin,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                    close_fds=True,
+                )
+            )
         )
     except BaseException:
         if ours is not None:
@@ -263,6 +267,43 @@ def spawn(
         if theirs is not None:
             theirs.close()
     return Launched(proc, ours, namespaced=ours is not None)
+
+
+_live: weakref.WeakSet[subprocess.Popen[bytes]] = weakref.WeakSet()
+_spawn_lock = threading.Lock()
+_ending = False
+
+
+def _tracked(start: Callable[[], subprocess.Popen[bytes]]) -> subprocess.Popen[bytes]:
+    """Run ``start`` unless the process is ending, and remember what it started."""
+    with _spawn_lock:
+        if _ending:
+            raise OSError("this agent is ending; no new command is started")
+        proc = start()
+        _live.add(proc)
+        return proc
+
+
+def end_all() -> None:
+    """Kill every command this process started that still runs, and start no more.
+
+    For an agent process that is ending (a worker told to stop). The parent-death
+    signal covers the process dying at any moment but one: between a command's fork
+    and its launcher setting that signal (about a millisecond). A command being
+    launched right then is waited for here (the spawn holds the lock) and killed
+    with the rest, process group first.
+    """
+    global _ending
+    with _spawn_lock:
+        _ending = True
+        procs = list(_live)
+    for proc in procs:
+        if proc.poll() is None:
+            with contextlib.suppress(OSError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            with contextlib.suppress(OSError):
+                proc.kill()
+    end_background_services()
 
 
 def keep_alive(launched: Launched) -> None:
