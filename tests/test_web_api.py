@@ -270,12 +270,12 @@ JSON_H = {"Content-Type": "application/json"}
 def test_token_header_cookie_visit_and_redirect(workspace: Path) -> None:
     import httpx
 
-    with running_web(workspace, ["ok"], token="s3cret-token") as web:
+    with running_web(workspace, ["ok"], token="s3cret-token-0123456789") as web:
         bare = httpx.Client(base_url=web.url, timeout=10)
         assert bare.get("/api/conversations").status_code == 401
         assert bare.get("/").status_code == 401
         assert bare.get("/?token=wrong").status_code == 401
-        visit = bare.get("/?token=s3cret-token")
+        visit = bare.get("/?token=s3cret-token-0123456789")
         assert visit.status_code == 303 and visit.headers["location"] == "/"
         cookie = visit.headers["set-cookie"]
         assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
