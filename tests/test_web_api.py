@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -298,3 +299,75 @@ def test_missing_web_extra_gives_one_line(tmp_path: Path) -> None:
         "agentkit: the web chat needs the web extra: pip install 'agentkit[web]' "
         "(missing: sse_starlette)"
     ]
+
+
+LONE = '"\\ud800 and \\udfff"'  # JSON escapes of lone surrogates
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body"),
+    [
+        ("POST", "/api/conversations", '{"title": LONE}'),
+        ("PATCH", "/api/conversations/{cid}", '{"title": LONE}'),
+        ("POST", "/api/conversations/{cid}/messages", '{"text": LONE}'),
+        ("POST", "/api/conversations/{cid}/messages", '{"text": "ok", LONE: 1}'),
+        ("POST", "/api/switch", '{"leaving": null, "to": LONE}'),
+    ],
+)
+def test_lone_surrogates_in_any_text_are_refused_and_break_nothing(
+    workspace: Path, method: str, path: str, body: str
+) -> None:
+    with running_web(workspace, ["ok"]) as web:
+        cid = web.new_conversation()
+        web.client.patch(f"/api/conversations/{cid}", content=b'{"title": "kept"}', headers=JSON_H)
+        url, content = path.replace("{cid}", cid), body.replace("LONE", LONE).encode()
+        answer = web.client.request(method, url, content=content, headers=JSON_H)
+        assert answer.status_code == 400 and "lone surrogate" in answer.json()["error"]
+        listed = web.client.get("/api/conversations")
+        assert listed.status_code == 200
+        assert [c["title"] for c in listed.json()["conversations"]] == ["kept"]
+        one = web.client.get(f"/api/conversations/{cid}")
+        assert one.status_code == 200 and one.json()["messages"] == []
+
+
+def test_damaged_conversations_on_disk_are_listed_or_skipped_never_500(workspace: Path) -> None:
+    from agentkit.chat.store import conversations_dir
+
+    with running_web(workspace, ["ok"]) as web:
+        cids = [web.new_conversation() for _ in range(3)]
+        for cid in cids:
+            web.post(f"/api/conversations/{cid}/messages", {"text": f"hello {cid}"})
+        session = web.server.app.state.agentkit.workspace
+        assert wait_until(lambda: all(s.state == "idle" for s in session.sessions()))
+    folder = conversations_dir(workspace)
+    files = {cid: folder / f"{cid}.json" for cid in cids}
+    data = json.loads(files[cids[0]].read_text())
+    data["title"] = "\ud800 bad"
+    data["messages"][-1]["content"] = "answer \udfff"
+    files[cids[0]].write_text(json.dumps(data))  # ASCII escapes: valid JSON on disk
+    data = json.loads(files[cids[1]].read_text())
+    data["stats"] = {"turns": "many"}
+    files[cids[1]].write_text(json.dumps(data))
+    with running_web(workspace, ["ok"]) as web:
+        listed = web.client.get("/api/conversations")
+        assert listed.status_code == 200
+        titles = {c["id"]: c["title"] for c in listed.json()["conversations"]}
+        assert titles[cids[0]] == "\ufffd bad" and cids[2] in titles
+        one = web.client.get(f"/api/conversations/{cids[0]}")
+        assert one.status_code == 200 and one.json()["title"] == "\ufffd bad"
+        assert one.json()["messages"][-1]["content"] == "answer \ufffd"
+
+
+def test_events_with_lone_surrogates_stream_as_replacement_characters(workspace: Path) -> None:
+    from agentkit import events as ev
+
+    with running_web(workspace, ["ok"]) as web:
+        cid = web.new_conversation()
+        session = web.server.app.state.agentkit.workspace.get(cid)
+        reader = SseReader(f"{web.url}/api/conversations/{cid}/events?after=0")
+        assert reader.connected.wait(10)
+        session.publish(ev.TextDelta(text="bad \ud800"))
+        session.publish(ev.TextDelta(text="next"))
+        assert wait_until(lambda: len(reader.events) >= 2)
+        reader.close()
+        assert [e["text"] for e in reader.events] == ["bad \ufffd", "next"]

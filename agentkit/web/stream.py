@@ -24,6 +24,7 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.requests import Request
 
 from agentkit.chat import Session
+from agentkit.web.text import clean_text
 
 __all__ = ["PING_SECONDS", "event_stream", "resume_point"]
 
@@ -42,7 +43,7 @@ def resume_point(request: Request) -> int | None:
 
 def _frame(seq: int, event: dict[str, Any]) -> ServerSentEvent:
     return ServerSentEvent(
-        data=json.dumps({"seq": seq, **event}, ensure_ascii=False, default=str),
+        data=clean_text(json.dumps({"seq": seq, **event}, ensure_ascii=False, default=str)),
         event=str(event.get("type", "message")),
         id=str(seq),
     )
