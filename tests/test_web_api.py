@@ -371,3 +371,32 @@ def test_events_with_lone_surrogates_stream_as_replacement_characters(workspace:
         assert wait_until(lambda: len(reader.events) >= 2)
         reader.close()
         assert [e["text"] for e in reader.events] == ["bad \ufffd", "next"]
+
+
+def test_deliverables_viewer_refuses_hard_linked_files_like_the_file_tools(
+    workspace: Path, tmp_path: Path
+) -> None:
+    from agentkit import Settings
+    from agentkit.web import files
+
+    outside = tmp_path / "outside.txt"
+    outside.write_text("secret outside\n")
+    folder = workspace / "sub_agent_results" / "agent_1"
+    (folder / ".subagent").mkdir(parents=True)
+    (folder / "plain.txt").write_text("fine\n")
+    os.link(outside, folder / "linked.txt")
+    os.link(outside, folder / ".subagent" / "conversations.json")
+    strict = Settings(model="m", api_key="k")
+    where = "sub_agent_results/agent_1"
+    assert files.read_file(workspace, strict, where, "plain.txt")["text"] == "fine\n"
+    for view in (
+        lambda s: files.read_file(workspace, s, where, "linked.txt"),
+        lambda s: files.transcript(workspace, s, where),
+    ):
+        with pytest.raises(files.ViewError) as refused:
+            view(strict)
+        assert refused.value.status == 403 and "hard links" in str(refused.value)
+        assert "secret" not in str(refused.value)
+    lenient = Settings(model="m", api_key="k", allow_hard_links=True)
+    shown = files.read_file(workspace, lenient, where, "linked.txt")
+    assert shown["text"] == "secret outside\n"
