@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from subagent_helpers import Gate, Router, call, calls, finish, wait_until
@@ -400,3 +401,51 @@ def test_deliverables_viewer_refuses_hard_linked_files_like_the_file_tools(
     lenient = Settings(model="m", api_key="k", allow_hard_links=True)
     shown = files.read_file(workspace, lenient, where, "linked.txt")
     assert shown["text"] == "secret outside\n"
+
+
+BAD_IDS = ["9" * 5000, "abc", "-5", "²", "1e3", "12x", "9" * 19]
+
+
+def test_absurd_or_non_numeric_event_ids_mean_unknown_and_reset(workspace: Path) -> None:
+    from agentkit import events as ev
+
+    with running_web(workspace, ["ok"]) as web:
+        cid = web.new_conversation()
+        url = f"{web.url}/api/conversations/{cid}/events"
+        readers = [SseReader(url, headers={"Last-Event-ID": bad.encode()}) for bad in BAD_IDS]
+        readers += [SseReader(f"{url}?after={quote(bad)}") for bad in BAD_IDS]
+        assert wait_until(lambda: all(len(r.events) >= 1 for r in readers))
+        web.server.app.state.agentkit.workspace.get(cid).publish(ev.TextDelta(text="wake"))
+        assert wait_until(lambda: all(len(r.events) >= 2 for r in readers))
+        for reader in readers:
+            reader.close()
+            assert reader.events[0] == {"type": "reset", "last_seq": 0}
+            assert [(e["seq"], e["text"]) for e in reader.events[1:]] == [(1, "wake")]
+
+
+@pytest.mark.parametrize("depth", [100_000, 5_000])
+def test_deeply_nested_json_bodies_get_400(workspace: Path, depth: int) -> None:
+    with running_web(workspace, ["ok"]) as web:
+        for body in ("[" * depth + "]" * depth, '{"a":' * depth + "1" + "}" * depth):
+            answer = web.client.post("/api/conversations", content=body, headers=JSON_H)
+            assert answer.status_code == 400 and "error" in answer.json()
+        assert web.client.get("/api/conversations").status_code == 200
+
+
+def test_an_unexpected_error_in_a_handler_is_a_json_500_and_logged(
+    workspace: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from starlette.routing import Route
+
+    def broken(request: object) -> None:
+        raise RuntimeError(f"boom at {workspace}")
+
+    with running_web(workspace, ["ok"]) as web:
+        web.server.app.router.routes.insert(0, Route("/api/broken", broken))
+        with caplog.at_level("ERROR", logger="agentkit.web"):
+            answer = web.client.get("/api/broken")
+        assert answer.status_code == 500
+        assert answer.json() == {"error": "internal error (logged on the server)"}
+        assert "script-src 'self'" in answer.headers["content-security-policy"]
+        assert any("GET /api/broken failed" in r.getMessage() for r in caplog.records)
+        assert web.client.get("/api/conversations").status_code == 200

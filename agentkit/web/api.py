@@ -52,8 +52,10 @@ def _body(request: Request, raw: bytes) -> dict[str, Any]:
         return {}
     try:
         data = json.loads(raw)
-    except ValueError:
+    except ValueError:  # UnicodeDecodeError included
         raise ApiError(400, "the body is not valid JSON") from None
+    except RecursionError:
+        raise ApiError(400, "the body is nested too deeply") from None
     if not isinstance(data, dict):
         raise ApiError(400, "the body must be a JSON object")
     _refuse_surrogates(data)

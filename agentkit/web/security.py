@@ -16,6 +16,8 @@ One job: an ASGI middleware that every request passes before any route.
   cookie set by a one-time visit to ``/?token=<token>``, which then redirects to the
   clean URL (EventSource cannot send headers, so the page relies on the cookie:
   HttpOnly, SameSite=Strict).
+- An exception no handler caught is logged and answered as a JSON 500 (never a
+  bare one).
 - Every response carries a strict Content-Security-Policy (no inline script, no
   other origin), ``X-Content-Type-Options: nosniff`` and ``Referrer-Policy: no-referrer``.
 """
@@ -58,6 +60,7 @@ SECURITY_HEADERS = [
     (b"cache-control", b"no-store"),
 ]
 SAFE_METHODS = ("GET", "HEAD")
+logger = logging.getLogger("agentkit.web")
 MIN_TOKEN_CHARS = 16
 """Shortest token accepted (a generated one has 32 characters)."""
 _LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
@@ -149,7 +152,21 @@ class Gate:
                 message["headers"] = list(message.get("headers", [])) + SECURITY_HEADERS
             await send(message)
 
-        await self.app(scope, receive, send_with_headers)
+        started = False
+
+        async def send_tracked(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send_with_headers(message)
+
+        try:
+            await self.app(scope, receive, send_tracked)
+        except Exception:
+            # The catch-all: no handler answers a bare 500. Logged with its traceback;
+            # the reply says only that something failed (no paths, no details).
+            logger.exception("agentkit web: %s %s failed", scope["method"], scope["path"])
+            if not started:
+                await _reply(send, 500, {"error": "internal error (logged on the server)"})
 
     def _refusal(self, scope: Scope, headers: dict[str, str]) -> tuple[int, str] | None:
         host = headers.get("host", "")
