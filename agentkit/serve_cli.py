@@ -22,12 +22,23 @@ def add_parsers(sub: Any, workspace_arg: Callable[[argparse.ArgumentParser], Non
         "serve",
         help="a web chat with the main agent and its sub-agents",
         description="Serve the web chat (needs agentkit[web]) on HOST:PORT. Loopback by "
-        "default; any other address needs a token (given, or generated and printed once).",
+        "default; any other address needs a token of at least 16 characters (given, or "
+        "generated and printed once) and answers only to its own names and --allowed-host.",
     )
     workspace_arg(serve)
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8765, help="port (default 8765)")
-    serve.add_argument("--token", help="access token (default: none on loopback, else generated)")
+    serve.add_argument(
+        "--token",
+        help="access token, at least 16 characters (default: none on loopback, else generated)",
+    )
+    serve.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="another name the Host header may carry (repeatable; e.g. the machine's DNS name)",
+    )
     serve.add_argument("--model", help="model name (env AGENTKIT_MODEL)")
     serve.add_argument("--base-url", help="OpenAI-compatible base URL (env OPENAI_BASE_URL)")
     serve.add_argument("--api-key", help="API key (env OPENAI_API_KEY)")
@@ -72,7 +83,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
         require_web_extra()
         from agentkit.web.serve import serve
 
-        return serve(workspace, settings, host=args.host, port=args.port, token=args.token)
+        return serve(
+            workspace,
+            settings,
+            host=args.host,
+            port=args.port,
+            token=args.token,
+            allowed_hosts=args.allowed_host,
+        )
     except ConfigurationError as exc:
         from agentkit.cli import UsageError
 

@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from subagent_helpers import Gate, Router, call, calls, finish, wait_until
@@ -270,12 +272,12 @@ JSON_H = {"Content-Type": "application/json"}
 def test_token_header_cookie_visit_and_redirect(workspace: Path) -> None:
     import httpx
 
-    with running_web(workspace, ["ok"], token="s3cret-token") as web:
+    with running_web(workspace, ["ok"], token="s3cret-token-0123456789") as web:
         bare = httpx.Client(base_url=web.url, timeout=10)
         assert bare.get("/api/conversations").status_code == 401
         assert bare.get("/").status_code == 401
         assert bare.get("/?token=wrong").status_code == 401
-        visit = bare.get("/?token=s3cret-token")
+        visit = bare.get("/?token=s3cret-token-0123456789")
         assert visit.status_code == 303 and visit.headers["location"] == "/"
         cookie = visit.headers["set-cookie"]
         assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
@@ -298,3 +300,152 @@ def test_missing_web_extra_gives_one_line(tmp_path: Path) -> None:
         "agentkit: the web chat needs the web extra: pip install 'agentkit[web]' "
         "(missing: sse_starlette)"
     ]
+
+
+LONE = '"\\ud800 and \\udfff"'  # JSON escapes of lone surrogates
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body"),
+    [
+        ("POST", "/api/conversations", '{"title": LONE}'),
+        ("PATCH", "/api/conversations/{cid}", '{"title": LONE}'),
+        ("POST", "/api/conversations/{cid}/messages", '{"text": LONE}'),
+        ("POST", "/api/conversations/{cid}/messages", '{"text": "ok", LONE: 1}'),
+        ("POST", "/api/switch", '{"leaving": null, "to": LONE}'),
+    ],
+)
+def test_lone_surrogates_in_any_text_are_refused_and_break_nothing(
+    workspace: Path, method: str, path: str, body: str
+) -> None:
+    with running_web(workspace, ["ok"]) as web:
+        cid = web.new_conversation()
+        web.client.patch(f"/api/conversations/{cid}", content=b'{"title": "kept"}', headers=JSON_H)
+        url, content = path.replace("{cid}", cid), body.replace("LONE", LONE).encode()
+        answer = web.client.request(method, url, content=content, headers=JSON_H)
+        assert answer.status_code == 400 and "lone surrogate" in answer.json()["error"]
+        listed = web.client.get("/api/conversations")
+        assert listed.status_code == 200
+        assert [c["title"] for c in listed.json()["conversations"]] == ["kept"]
+        one = web.client.get(f"/api/conversations/{cid}")
+        assert one.status_code == 200 and one.json()["messages"] == []
+
+
+def test_damaged_conversations_on_disk_are_listed_or_skipped_never_500(workspace: Path) -> None:
+    from agentkit.chat.store import conversations_dir
+
+    with running_web(workspace, ["ok"]) as web:
+        cids = [web.new_conversation() for _ in range(3)]
+        for cid in cids:
+            web.post(f"/api/conversations/{cid}/messages", {"text": f"hello {cid}"})
+        session = web.server.app.state.agentkit.workspace
+        assert wait_until(lambda: all(s.state == "idle" for s in session.sessions()))
+    folder = conversations_dir(workspace)
+    files = {cid: folder / f"{cid}.json" for cid in cids}
+    data = json.loads(files[cids[0]].read_text())
+    data["title"] = "\ud800 bad"
+    data["messages"][-1]["content"] = "answer \udfff"
+    files[cids[0]].write_text(json.dumps(data))  # ASCII escapes: valid JSON on disk
+    data = json.loads(files[cids[1]].read_text())
+    data["stats"] = {"turns": "many"}
+    files[cids[1]].write_text(json.dumps(data))
+    with running_web(workspace, ["ok"]) as web:
+        listed = web.client.get("/api/conversations")
+        assert listed.status_code == 200
+        titles = {c["id"]: c["title"] for c in listed.json()["conversations"]}
+        assert titles[cids[0]] == "\ufffd bad" and cids[2] in titles
+        one = web.client.get(f"/api/conversations/{cids[0]}")
+        assert one.status_code == 200 and one.json()["title"] == "\ufffd bad"
+        assert one.json()["messages"][-1]["content"] == "answer \ufffd"
+
+
+def test_events_with_lone_surrogates_stream_as_replacement_characters(workspace: Path) -> None:
+    from agentkit import events as ev
+
+    with running_web(workspace, ["ok"]) as web:
+        cid = web.new_conversation()
+        session = web.server.app.state.agentkit.workspace.get(cid)
+        reader = SseReader(f"{web.url}/api/conversations/{cid}/events?after=0")
+        assert reader.connected.wait(10)
+        session.publish(ev.TextDelta(text="bad \ud800"))
+        session.publish(ev.TextDelta(text="next"))
+        assert wait_until(lambda: len(reader.events) >= 2)
+        reader.close()
+        assert [e["text"] for e in reader.events] == ["bad \ufffd", "next"]
+
+
+def test_deliverables_viewer_refuses_hard_linked_files_like_the_file_tools(
+    workspace: Path, tmp_path: Path
+) -> None:
+    from agentkit import Settings
+    from agentkit.web import files
+
+    outside = tmp_path / "outside.txt"
+    outside.write_text("secret outside\n")
+    folder = workspace / "sub_agent_results" / "agent_1"
+    (folder / ".subagent").mkdir(parents=True)
+    (folder / "plain.txt").write_text("fine\n")
+    os.link(outside, folder / "linked.txt")
+    os.link(outside, folder / ".subagent" / "conversations.json")
+    strict = Settings(model="m", api_key="k")
+    where = "sub_agent_results/agent_1"
+    assert files.read_file(workspace, strict, where, "plain.txt")["text"] == "fine\n"
+    for view in (
+        lambda s: files.read_file(workspace, s, where, "linked.txt"),
+        lambda s: files.transcript(workspace, s, where),
+    ):
+        with pytest.raises(files.ViewError) as refused:
+            view(strict)
+        assert refused.value.status == 403 and "hard links" in str(refused.value)
+        assert "secret" not in str(refused.value)
+    lenient = Settings(model="m", api_key="k", allow_hard_links=True)
+    shown = files.read_file(workspace, lenient, where, "linked.txt")
+    assert shown["text"] == "secret outside\n"
+
+
+BAD_IDS = ["9" * 5000, "abc", "-5", "²", "1e3", "12x", "9" * 19]
+
+
+def test_absurd_or_non_numeric_event_ids_mean_unknown_and_reset(workspace: Path) -> None:
+    from agentkit import events as ev
+
+    with running_web(workspace, ["ok"]) as web:
+        cid = web.new_conversation()
+        url = f"{web.url}/api/conversations/{cid}/events"
+        readers = [SseReader(url, headers={"Last-Event-ID": bad.encode()}) for bad in BAD_IDS]
+        readers += [SseReader(f"{url}?after={quote(bad)}") for bad in BAD_IDS]
+        assert wait_until(lambda: all(len(r.events) >= 1 for r in readers))
+        web.server.app.state.agentkit.workspace.get(cid).publish(ev.TextDelta(text="wake"))
+        assert wait_until(lambda: all(len(r.events) >= 2 for r in readers))
+        for reader in readers:
+            reader.close()
+            assert reader.events[0] == {"type": "reset", "last_seq": 0}
+            assert [(e["seq"], e["text"]) for e in reader.events[1:]] == [(1, "wake")]
+
+
+@pytest.mark.parametrize("depth", [100_000, 5_000])
+def test_deeply_nested_json_bodies_get_400(workspace: Path, depth: int) -> None:
+    with running_web(workspace, ["ok"]) as web:
+        for body in ("[" * depth + "]" * depth, '{"a":' * depth + "1" + "}" * depth):
+            answer = web.client.post("/api/conversations", content=body, headers=JSON_H)
+            assert answer.status_code == 400 and "error" in answer.json()
+        assert web.client.get("/api/conversations").status_code == 200
+
+
+def test_an_unexpected_error_in_a_handler_is_a_json_500_and_logged(
+    workspace: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from starlette.routing import Route
+
+    def broken(request: object) -> None:
+        raise RuntimeError(f"boom at {workspace}")
+
+    with running_web(workspace, ["ok"]) as web:
+        web.server.app.router.routes.insert(0, Route("/api/broken", broken))
+        with caplog.at_level("ERROR", logger="agentkit.web"):
+            answer = web.client.get("/api/broken")
+        assert answer.status_code == 500
+        assert answer.json() == {"error": "internal error (logged on the server)"}
+        assert "script-src 'self'" in answer.headers["content-security-policy"]
+        assert any("GET /api/broken failed" in r.getMessage() for r in caplog.records)
+        assert web.client.get("/api/conversations").status_code == 200

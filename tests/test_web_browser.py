@@ -277,3 +277,146 @@ def test_rename_and_delete_from_the_sidebar(workspace: Path, page: Any) -> None:
         expect(page.get_by_test_id("conversation")).to_have_count(1)
         listed = web.client.get("/api/conversations").json()["conversations"]
         assert all(c["title"] != "Renamed <b>x</b>" for c in listed)
+
+
+RENDER = """async (cases) => {
+    const md = await import("/markdown.js");
+    return cases.map((source) => {
+        const box = document.createElement("div");
+        box.append(md.renderMarkdown(source));
+        const pick = (sel) => [...box.querySelectorAll(sel)];
+        return {
+            text: box.textContent,
+            links: pick("a").map((a) => [a.textContent, a.href, a.parentElement.tagName]),
+            tags: pick("*").map((n) => n.tagName.toLowerCase()),
+            items: pick("li").map((li) => [li.parentElement.tagName, li.firstChild.textContent]),
+            cells: pick("th, td").map((c) => c.textContent),
+            start: pick("ol").map((o) => o.start),
+        };
+    });
+}"""
+
+
+def _render(page: Any, cases: list[str]) -> list[dict[str, Any]]:
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    out: list[dict[str, Any]] = page.evaluate(RENDER, cases)
+    assert errors == [] and page.evaluate("window.agentkitDebug.renderErrors ?? 0") == 0
+    return out
+
+
+def test_markdown_bare_urls_and_autolinks_render_as_links(workspace: Path, page: Any) -> None:
+    many = " ".join(f"https://example.com/{i}" for i in range(300))
+    cases = [
+        "see https://example.com/x and more",
+        "**bold https://x.org**",
+        "*it https://x.org/a_b* and __under http://x.org/u__",
+        "`https://x.org/code` and ```https://x.org/fence```",
+        "<https://example.org> and <mailto:a@example.org>",
+        "[https://x.org/label](https://y.org/target)",
+        "(see https://x.org/a).",
+        many,
+        "**" * 3000 + "https://x.org/deep" + "**" * 3000,
+    ]
+    with running_web(workspace, ["ok"]) as web:
+        page.goto(web.url)
+        expect(page.get_by_test_id("conversation")).to_have_count(1)
+        out = _render(page, cases)
+    assert out[0]["links"] == [["https://example.com/x", "https://example.com/x", "P"]]
+    assert out[0]["text"] == cases[0]
+    assert out[1]["links"] == [["https://x.org", "https://x.org/", "STRONG"]]
+    assert out[2]["links"] == [
+        ["https://x.org/a_b", "https://x.org/a_b", "EM"],
+        ["http://x.org/u", "http://x.org/u", "STRONG"],
+    ]
+    assert out[3]["links"] == [] and out[3]["tags"].count("code") == 2
+    assert out[4]["links"] == [
+        ["https://example.org", "https://example.org/", "P"],
+        ["mailto:a@example.org", "mailto:a@example.org", "P"],
+    ]
+    assert out[4]["text"] == "https://example.org and mailto:a@example.org"
+    assert out[5]["links"] == [["https://x.org/label", "https://y.org/target", "P"]]
+    assert out[6]["links"] == [["https://x.org/a", "https://x.org/a", "P"]]
+    assert len(out[7]["links"]) == 300 and out[7]["text"] == many
+    assert "https://x.org/deep" in out[8]["text"]
+
+
+def test_markdown_lists_tables_and_entities(workspace: Path, page: Any) -> None:
+    cases = [
+        "- a\n- b\n  - c\n  - d\n- e\n\n1. one\n2. two\n   1. two.a\n3. three",
+        "- bullet\n1. number",
+        "3. third\n4. fourth",
+        "Scores:\n| name | score |\n|:-----|------:|\n| <b>ann</b> | 3 |\n| bo \\| b | 4 |\n\nafter",
+        "&lt;b&gt;x&lt;/b&gt; &amp; &#60;i&#x3E; &bogus; `&lt;kept&gt;`",
+    ]
+    with running_web(workspace, ["ok"]) as web:
+        page.goto(web.url)
+        expect(page.get_by_test_id("conversation")).to_have_count(1)
+        out = _render(page, cases)
+    assert out[0]["items"] == [
+        ["UL", "a"], ["UL", "b"], ["UL", "c"], ["UL", "d"], ["UL", "e"],
+        ["OL", "one"], ["OL", "two"], ["OL", "two.a"], ["OL", "three"],
+    ]  # fmt: skip
+    assert out[0]["tags"] == [
+        "ul",
+        "li",
+        "li",
+        "ul",
+        "li",
+        "li",
+        "li",
+        "ol",
+        "li",
+        "li",
+        "ol",
+        "li",
+        "li",
+    ]
+    assert out[1]["tags"] == ["ul", "li", "ol", "li"]
+    assert out[2]["start"] == [3]
+    assert out[3]["cells"] == ["name", "score", "<b>ann</b>", "3", "bo | b", "4"]
+    assert "b" not in out[3]["tags"] and out[3]["tags"][0] == "p" and out[3]["tags"][-1] == "p"
+    assert out[4]["text"] == "<b>x</b> & <i> &bogus; &lt;kept&gt;"
+    assert "b" not in out[4]["tags"] and "i" not in out[4]["tags"]
+
+
+def test_urls_in_answers_render_and_survive_a_reload(workspace: Path, page: Any) -> None:
+    first = (
+        "see https://example.com/x and more\n\n- **bold https://x.org**\n- <https://example.org>"
+    )
+    with running_web(workspace, [first, "second answer"]) as web:
+        page.goto(web.url)
+        expect(page.get_by_test_id("conversation")).to_have_count(1)
+        send(page, "links please")
+        expect(assistant(page).first.locator("a")).to_have_count(3)
+        send(page, "again")
+        expect(assistant(page)).to_have_count(2)
+        page.reload()
+        expect(assistant(page)).to_have_count(2)
+        expect(assistant(page).nth(1)).to_have_text("second answer")
+        expect(assistant(page).first.locator("a")).to_have_count(3)
+        expect(page.locator("[data-testid=message][data-role=error]")).to_have_count(0)
+        style = (
+            assistant(page)
+            .first.locator("li")
+            .first.evaluate("(li) => getComputedStyle(li).listStyleType")
+        )
+        assert style == "disc"
+
+
+def test_a_renderer_failure_shows_that_message_as_plain_text(workspace: Path, page: Any) -> None:
+    with running_web(workspace, ["ok"]) as web:
+        page.goto(web.url)
+        expect(page.get_by_test_id("conversation")).to_have_count(1)
+        shown = page.evaluate(
+            """async () => {
+                const md = await import("/markdown.js");
+                const box = document.createElement("div");
+                const real = Document.prototype.createElement;
+                Document.prototype.createElement = () => { throw new Error("boom"); };
+                try { box.append(md.renderMarkdown("**x** https://x.org")); }
+                finally { Document.prototype.createElement = real; }
+                return [box.textContent, window.agentkitDebug.renderErrors];
+            }"""
+        )
+        assert shown == ["**x** https://x.org", 1]

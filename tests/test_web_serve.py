@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -12,8 +13,11 @@ from pathlib import Path
 import httpx
 import pytest
 
+from agentkit import Settings
+from agentkit.errors import ConfigurationError
 from agentkit.testing import FakeOpenAIServer
-from agentkit.web.serve import access_token, free_port
+from agentkit.web import create_app
+from agentkit.web.serve import BackgroundServer, access_token, free_port, hosts_for
 
 pytestmark = pytest.mark.slow
 
@@ -48,19 +52,22 @@ def test_serve_process_answers_on_loopback_and_stops_on_ctrl_c(workspace: Path) 
             "--api-key",
             "k",
             "--token",
-            "tok-123",
+            "tok-1234567890abcdef",
         ]
         proc = subprocess.Popen(
             argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
         )
         try:
             first = proc.stdout.readline() if proc.stdout else ""
-            assert first.strip() == f"agentkit serve: open http://127.0.0.1:{port}/?token=tok-123"
+            assert (
+                first.strip()
+                == f"agentkit serve: open http://127.0.0.1:{port}/?token=tok-1234567890abcdef"
+            )
             url = f"http://127.0.0.1:{port}"
             deadline = time.monotonic() + 20
             while True:
                 try:
-                    visit = httpx.get(f"{url}/?token=tok-123", timeout=5)
+                    visit = httpx.get(f"{url}/?token=tok-1234567890abcdef", timeout=5)
                     break
                 except httpx.ConnectError:
                     assert time.monotonic() < deadline
@@ -71,7 +78,9 @@ def test_serve_process_answers_on_loopback_and_stops_on_ctrl_c(workspace: Path) 
             proc.send_signal(signal.SIGINT)
             out, err = proc.communicate(timeout=30)
         assert proc.returncode == 130, err  # the CLI's exit code for Ctrl-C
-        assert "tok-123" not in out + err  # printed once (the first line), never logged
+        assert (
+            "tok-1234567890abcdef" not in out + err
+        )  # printed once (the first line), never logged
 
 
 def test_token_redacted_from_access_log_lines() -> None:
@@ -85,3 +94,76 @@ def test_token_redacted_from_access_log_lines() -> None:
     )  # fmt: skip
     assert RedactTokens().filter(record) is True
     assert record.getMessage() == '127.0.0.1:5000 - "GET /?x=1&token=*** HTTP/1.1" 303'
+
+
+STRONG = "0123456789abcdefXYZ"
+
+
+def _settings() -> Settings:
+    return Settings(model="m", base_url="http://127.0.0.1:9/v1", api_key="k", language="en")
+
+
+@pytest.mark.parametrize(
+    ("token", "hosts", "says"),
+    [
+        ("", None, "too short"),
+        ("x", None, "too short"),
+        ("fifteen-chars-x", ["0.0.0.0"], "too short"),
+        (None, ["chat.example.org"], "needs a token"),
+        (None, ["*"], "needs a token"),
+        (None, hosts_for("0.0.0.0"), "needs a token"),
+    ],
+)
+def test_create_app_refuses_weak_or_missing_token(
+    workspace: Path, token: str | None, hosts: list[str] | None, says: str
+) -> None:
+    with pytest.raises(ConfigurationError, match=says):
+        create_app(workspace, _settings(), token=token, allowed_hosts=hosts)
+
+
+def test_create_app_accepts_strong_token_or_loopback_without_one(workspace: Path) -> None:
+    create_app(workspace, _settings(), token=None)  # loopback names only
+    create_app(workspace, _settings(), token=STRONG, allowed_hosts=hosts_for("::"))
+
+
+@pytest.mark.parametrize("token", ["", "short"])
+def test_serve_on_public_address_refuses_empty_or_short_token(workspace: Path, token: str) -> None:
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    argv = [sys.executable, "-m", "agentkit", "serve", "-w", str(workspace), "--host", "0.0.0.0"]
+    argv += ["--port", str(free_port()), "--model", "m", "--api-key", "k", "--token", token]
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and done.stdout == ""
+    [line] = done.stderr.strip().splitlines()
+    assert "token is too short" in line and "16" in line
+
+
+def test_wildcard_bind_still_refuses_foreign_host_names(workspace: Path) -> None:
+    hosts = hosts_for("0.0.0.0", ["Chat.Example.org"])
+    app = create_app(workspace, _settings(), token=STRONG, allowed_hosts=hosts)
+    with BackgroundServer(app) as server:
+        auth = {"Authorization": f"Bearer {STRONG}"}
+        port = server.port
+
+        def status(host: str) -> int:
+            headers = {**auth, "Host": host}
+            return httpx.get(f"{server.url}/api/conversations", headers=headers).status_code
+
+        assert status(f"evil.example:{port}") == 421  # DNS rebinding, token or not
+        assert status("evil.example") == 421
+        assert status(f"{socket.gethostname()}:{port}") == 200
+        assert status(f"chat.example.org:{port}") == 200  # --allowed-host
+        assert status(f"localhost:{port}") == 200
+
+
+def test_host_may_be_the_address_the_connection_arrived_on(workspace: Path) -> None:
+    app = create_app(workspace, _settings(), token=STRONG, allowed_hosts=["chat.example.org"])
+    with BackgroundServer(app) as server:
+        auth = {"Authorization": f"Bearer {STRONG}"}
+
+        def status(host: str) -> int:
+            headers = {**auth, "Host": host}
+            return httpx.get(f"{server.url}/api/conversations", headers=headers).status_code
+
+        assert status(f"127.0.0.1:{server.port}") == 200  # the local address, as a literal
+        assert status(f"127.0.0.2:{server.port}") == 421
+        assert status("localhost") == 421  # a name: only those listed

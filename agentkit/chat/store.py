@@ -128,7 +128,10 @@ def list_conversations(workspace: Path) -> list[ConversationInfo]:
         except (OSError, ValueError):
             continue
         if isinstance(data, dict) and isinstance(data.get("messages"), list):
-            found.append(_info(path, data))
+            try:
+                found.append(_info(path, data))
+            except (TypeError, ValueError):  # e.g. "turns": "many": skip, as promised
+                continue
     found.sort(key=lambda i: (i.updated_at, i.id), reverse=True)
     return found
 

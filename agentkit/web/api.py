@@ -15,7 +15,7 @@ import re
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from agentkit.chat import Session, Workspace
@@ -23,6 +23,7 @@ from agentkit.chat.store import clean_title
 from agentkit.errors import ConfigurationError
 from agentkit.web import files
 from agentkit.web.stream import event_stream
+from agentkit.web.text import SURROGATE, JSONResponse
 
 __all__ = ["api_routes"]
 
@@ -51,11 +52,32 @@ def _body(request: Request, raw: bytes) -> dict[str, Any]:
         return {}
     try:
         data = json.loads(raw)
-    except ValueError:
+    except ValueError:  # UnicodeDecodeError included
         raise ApiError(400, "the body is not valid JSON") from None
+    except RecursionError:
+        raise ApiError(400, "the body is nested too deeply") from None
     if not isinstance(data, dict):
         raise ApiError(400, "the body must be a JSON object")
+    _refuse_surrogates(data)
     return data
+
+
+def _refuse_surrogates(data: Any) -> None:
+    """ApiError 400 when any text in ``data`` (keys included) holds a lone surrogate:
+    it cannot be saved as UTF-8, and would break every later read of the conversation.
+    Walked without recursion (the body may be deeply nested)."""
+    stack = [data]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, str) and SURROGATE.search(item):
+            raise ApiError(
+                400, "the text holds a lone surrogate (e.g. \\ud800), which is not valid Unicode"
+            )
 
 
 async def _json(request: Request) -> dict[str, Any]:

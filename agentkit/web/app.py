@@ -22,7 +22,7 @@ from agentkit.chat import Workspace
 from agentkit.settings import Settings
 from agentkit.web import files
 from agentkit.web.api import ApiError, api_error, api_routes
-from agentkit.web.security import Gate, loopback_names
+from agentkit.web.security import Gate, check_token, loopback_names
 
 __all__ = ["STATIC_DIR", "WebState", "create_app"]
 
@@ -57,14 +57,19 @@ def create_app(
             (the caller then closes it).
         settings: Settings for every conversation (default: the environment).
         token: require this token on every request (``Authorization: Bearer``, or the
-            cookie a ``/?token=`` visit sets); None: no token (loopback use only).
+            cookie a ``/?token=`` visit sets), at least 16 characters; None: no token
+            (loopback use only).
         allowed_hosts: host names the ``Host`` header may carry (default: loopback
             names only; ``["*"]`` skips the check, e.g. behind a proxy that does it).
+            Any name that is not loopback (``"*"`` included) needs a token.
         **session_options: passed to each Session (``model``, ``tools``, ``launcher``...).
 
-    Raises ConfigurationError for a missing workspace folder. The app closes the
-    workspace it created when it shuts down (ASGI lifespan), ending sub-agents.
+    Raises ConfigurationError for a missing workspace folder, a token under 16
+    characters (empty included), or no token with a non-loopback ``allowed_hosts``.
+    The app closes the workspace it created when it shuts down (ASGI lifespan), ending sub-agents.
     """
+    hosts = list(allowed_hosts) if allowed_hosts is not None else loopback_names()
+    check_token(token, hosts)
     if isinstance(workspace, Workspace):
         state = WebState(workspace=workspace, owns_workspace=False)
     else:
@@ -82,7 +87,6 @@ def create_app(
         *api_routes(),
         Mount("/", app=StaticFiles(directory=STATIC_DIR, html=True), name="static"),
     ]
-    hosts = list(allowed_hosts) if allowed_hosts is not None else loopback_names()
     app = Starlette(
         routes=routes,
         middleware=[Middleware(Gate, token=token, allowed_hosts=hosts)],

@@ -19,6 +19,7 @@ from typing import Any
 from agentkit.errors import ToolError
 from agentkit.jsonfile import read_json
 from agentkit.settings import Settings
+from agentkit.tools._fileio import check_links
 from agentkit.tools.base import ToolContext
 from agentkit.tools.workspace import resolve_path
 
@@ -109,14 +110,19 @@ def read_file(
     Returns ``{"path", "size", "type", "binary": bool, "text": str | None,
     "truncated": bool}``: text (UTF-8, undecodable bytes replaced) for text files, cut at
     MAX_TEXT_BYTES; ``text`` None for binary files. Raises ViewError: 400 bad path,
-    403 outside the folder (a symlink out included), 404 missing or not a file.
+    403 outside the folder (a symlink out included) or a file with several hard links
+    (the file tools' rule, agentkit.tools._fileio.check_links), 404 missing or not a file.
     """
     folder = _folder(workspace, settings, deliverables_dir)
     path = _inside(folder, relative, workspace, settings)
     if not path.is_file():
         raise ViewError(404, f"no file {relative}")
-    size = path.stat().st_size
     with path.open("rb") as handle:
+        # The file tools' rule, on what was opened: a file with several hard links may
+        # have its other name outside the workspace (unless allow_hard_links).
+        st = os.fstat(handle.fileno())
+        _check_links(workspace, settings, path, st)
+        size = st.st_size
         data = handle.read(MAX_TEXT_BYTES)
     binary = b"\x00" in data[:8192] or not _decodes(data)
     return {
@@ -136,6 +142,7 @@ def transcript(workspace: Path, settings: Settings, deliverables_dir: str | None
     path = _inside(folder, f"{RECORD_DIR}/conversations.json", workspace, settings)
     if not path.is_file():
         raise ViewError(404, "no transcript yet")
+    _check_links(workspace, settings, path, path.stat())
     try:
         data = read_json(path)
     except (OSError, ValueError) as exc:
@@ -143,6 +150,15 @@ def transcript(workspace: Path, settings: Settings, deliverables_dir: str | None
     if not isinstance(data, dict):
         raise ViewError(500, "the transcript is not a JSON object")
     return data
+
+
+def _check_links(workspace: Path, settings: Settings, path: Path, st: os.stat_result) -> None:
+    """ViewError 403 for a file with several hard links: the file tools' rule (its
+    other names may be outside the workspace), from the one place it lives."""
+    try:
+        check_links(ToolContext(workspace=workspace, settings=settings), path, st)
+    except ToolError as exc:
+        raise ViewError(403, str(exc)) from None
 
 
 def _mime(path: Path) -> str:

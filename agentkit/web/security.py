@@ -3,8 +3,11 @@
 One job: an ASGI middleware that every request passes before any route.
 
 - ``Host`` must name the server (the bound host, or a loopback name when it is bound
-  to loopback): a page on another site whose name was re-pointed at 127.0.0.1 (DNS
-  rebinding) sends its own name and is refused.
+  to loopback; on a wildcard bind the machine's own names and the names the user
+  lists), or be the IP address the connection arrived on: a page on another site whose
+  name was re-pointed at this machine (DNS rebinding) sends its own name and is
+  refused. A token does not relax this: the page's cookie would ride along with a
+  rebound request, so the Host check is what keeps it from other sites.
 - State-changing requests (anything but GET/HEAD) and the event stream must come
   from the page itself: an ``Origin`` other than the server's own, or a
   ``Sec-Fetch-Site`` other than ``same-origin``/``none``, is refused. Requests
@@ -13,6 +16,8 @@ One job: an ASGI middleware that every request passes before any route.
   cookie set by a one-time visit to ``/?token=<token>``, which then redirects to the
   clean URL (EventSource cannot send headers, so the page relies on the cookie:
   HttpOnly, SameSite=Strict).
+- An exception no handler caught is logged and answered as a JSON 500 (never a
+  bare one).
 - Every response carries a strict Content-Security-Policy (no inline script, no
   other origin), ``X-Content-Type-Options: nosniff`` and ``Referrer-Policy: no-referrer``.
 """
@@ -30,7 +35,16 @@ from urllib.parse import parse_qsl, urlencode
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-__all__ = ["COOKIE", "CSP", "Gate", "RedactTokens", "is_loopback", "loopback_names"]
+__all__ = [
+    "COOKIE",
+    "CSP",
+    "MIN_TOKEN_CHARS",
+    "Gate",
+    "RedactTokens",
+    "check_token",
+    "is_loopback",
+    "loopback_names",
+]
 
 COOKIE = "agentkit_token"
 CSP = (
@@ -46,6 +60,9 @@ SECURITY_HEADERS = [
     (b"cache-control", b"no-store"),
 ]
 SAFE_METHODS = ("GET", "HEAD")
+logger = logging.getLogger("agentkit.web")
+MIN_TOKEN_CHARS = 16
+"""Shortest token accepted (a generated one has 32 characters)."""
 _LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
 
 
@@ -57,6 +74,32 @@ def is_loopback(host: str) -> bool:
 def loopback_names() -> list[str]:
     """Host names a loopback-bound server answers to."""
     return ["127.0.0.1", "localhost", "[::1]"]
+
+
+def check_token(token: str | None, hosts: Iterable[str]) -> None:
+    """Refuse a weak access setup with one clear line (ConfigurationError).
+
+    Args:
+        token: the token to require, or None for none.
+        hosts: the host names the server answers to (``"*"``: any).
+
+    A given token must have at least :data:`MIN_TOKEN_CHARS` characters (an empty
+    one is refused, not taken as "no token"); a server answering to any name that is
+    not loopback must have a token, since anyone who reaches it could run commands.
+    """
+    from agentkit.errors import ConfigurationError
+
+    if token is not None and len(token) < MIN_TOKEN_CHARS:
+        raise ConfigurationError(
+            f"the token is too short ({len(token)} characters): give at least "
+            f"{MIN_TOKEN_CHARS}, or leave --token out to have one generated"
+        )
+    public = [h for h in hosts if not is_loopback(h.strip("[]").lower())]
+    if token is None and public:
+        raise ConfigurationError(
+            f"a server reachable as {public[0]} needs a token (of at least "
+            f"{MIN_TOKEN_CHARS} characters)"
+        )
 
 
 def _host_name(host_header: str) -> str:
@@ -109,11 +152,25 @@ class Gate:
                 message["headers"] = list(message.get("headers", [])) + SECURITY_HEADERS
             await send(message)
 
-        await self.app(scope, receive, send_with_headers)
+        started = False
+
+        async def send_tracked(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send_with_headers(message)
+
+        try:
+            await self.app(scope, receive, send_tracked)
+        except Exception:
+            # The catch-all: no handler answers a bare 500. Logged with its traceback;
+            # the reply says only that something failed (no paths, no details).
+            logger.exception("agentkit web: %s %s failed", scope["method"], scope["path"])
+            if not started:
+                await _reply(send, 500, {"error": "internal error (logged on the server)"})
 
     def _refusal(self, scope: Scope, headers: dict[str, str]) -> tuple[int, str] | None:
         host = headers.get("host", "")
-        if "*" not in self.allowed_hosts and _host_name(host).lower() not in self.allowed_hosts:
+        if not self._host_allowed(scope, _host_name(host).lower()):
             return 421, "unknown Host header (DNS rebinding protection)"
         method = scope["method"]
         guarded = method not in SAFE_METHODS or scope["path"].endswith(self.streams)
@@ -134,6 +191,16 @@ class Gate:
                 return 401, "a token is needed: open the URL agentkit serve printed"
             return 401, "a token is needed (Authorization: Bearer, or the page's cookie)"
         return None
+
+    def _host_allowed(self, scope: Scope, name: str) -> bool:
+        if "*" in self.allowed_hosts or name in self.allowed_hosts:
+            return True
+        # The address the connection arrived on, as an IP literal: a browser sends a
+        # literal only when the page's own origin is that address, never after DNS
+        # rebinding (which needs a name).
+        server = scope.get("server")
+        local = str(server[0]).lower() if server else ""
+        return bool(local) and name in (local, f"[{local}]")
 
     def _has_token(self, scope: Scope, headers: dict[str, str]) -> bool:
         assert self.token is not None

@@ -2,7 +2,8 @@
 
 One job: start uvicorn on the app of :func:`agentkit.web.create_app` with the
 security rules of docs/web-api.md: loopback by default; any other address needs a
-token (given, or generated and printed once); the token never reaches the logs.
+token of at least 16 characters (given, or generated and printed once) and answers
+only to its own names; the token never reaches the logs.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +22,7 @@ from agentkit.settings import Settings
 from agentkit.web import create_app, require_web_extra
 from agentkit.web.security import RedactTokens, is_loopback, loopback_names
 
-__all__ = ["BackgroundServer", "access_token", "free_port", "serve"]
+__all__ = ["BackgroundServer", "access_token", "free_port", "hosts_for", "serve"]
 
 
 def access_token(host: str, token: str | None) -> str | None:
@@ -31,13 +33,22 @@ def access_token(host: str, token: str | None) -> str | None:
     return token
 
 
-def _hosts_for(host: str) -> list[str]:
+def hosts_for(host: str, extra: Iterable[str] = ()) -> list[str]:
+    """The names a server bound to ``host`` answers to (the ``Host`` check): loopback
+    names on loopback; on a wildcard address (``0.0.0.0``, ``::``) loopback names and
+    the machine's own names (its host name and fully qualified name); else the bound
+    address. ``extra`` (``--allowed-host``) adds names. The address a connection
+    arrived on is accepted as well (agentkit.web.security.Gate)."""
     if is_loopback(host):
-        return loopback_names()
-    if host in ("0.0.0.0", "::"):
-        # Every interface: the Host header may name any of them; the token guards.
-        return ["*"]
-    return [host if ":" not in host else f"[{host}]"]
+        names = loopback_names()
+    elif host in ("0.0.0.0", "::", ""):
+        # Still strict on every interface: a token does not stop DNS rebinding,
+        # since the page's cookie rides along with a rebound request.
+        names = [*loopback_names(), socket.gethostname(), socket.getfqdn()]
+    else:
+        names = [host if ":" not in host else f"[{host}]"]
+    extras = [h.strip().lower() for h in extra if h.strip()]
+    return list(dict.fromkeys([n.lower() for n in names] + extras))
 
 
 def _quiet_tokens() -> None:
@@ -54,13 +65,16 @@ def serve(
     host: str = "127.0.0.1",
     port: int = 8765,
     token: str | None = None,
+    allowed_hosts: Iterable[str] = (),
     **session_options: Any,
 ) -> int:
     """Serve the web chat until Ctrl-C (KeyboardInterrupt propagates after a clean
     shutdown: the CLI exits 130); returns 0 when uvicorn stops otherwise.
 
     A non-loopback ``host`` without ``token`` gets a generated one, printed once in the
-    URL to open. Raises ConfigurationError (missing extra, bad workspace, no model).
+    URL to open. ``allowed_hosts``: more names the ``Host`` header may carry (see
+    :func:`hosts_for`). Raises ConfigurationError (missing extra, bad workspace, no
+    model, a token under 16 characters).
     """
     require_web_extra()
     import uvicorn
@@ -70,7 +84,11 @@ def serve(
     check_settings(settings)
     token = access_token(host, token)
     app = create_app(
-        workspace, settings, token=token, allowed_hosts=_hosts_for(host), **session_options
+        workspace,
+        settings,
+        token=token,
+        allowed_hosts=hosts_for(host, allowed_hosts),
+        **session_options,
     )
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{port}/" + (f"?token={token}" if token else "")

@@ -17,6 +17,7 @@ the conversation, then follow the live events.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -24,25 +25,34 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.requests import Request
 
 from agentkit.chat import Session
+from agentkit.web.text import clean_text
 
-__all__ = ["PING_SECONDS", "event_stream", "resume_point"]
+__all__ = ["PING_SECONDS", "UNKNOWN", "event_stream", "resume_point"]
 
 PING_SECONDS = 15
 """A comment line this often keeps proxies and idle timers from closing the stream."""
 
 
+UNKNOWN = -1
+"""The resume point of a reader whose id is not one this server could have sent."""
+_SEQ = re.compile(r"[0-9]{1,18}")
+
+
 def resume_point(request: Request) -> int | None:
     """The seq a reader already has: ``Last-Event-ID``, else ``?after=``; None: none given
-    (a new reader, who gets only events from now on)."""
+    (a new reader, who gets only events from now on). An id that is not a plain
+    number of at most 18 digits (text, a sign, ``²``, 5000 digits) is :data:`UNKNOWN`:
+    the stream then starts with a ``reset``, as for an id from another numbering."""
     for value in (request.headers.get("last-event-id"), request.query_params.get("after")):
-        if value is not None and value.strip().isdigit():
-            return int(value.strip())
+        if value is not None:
+            value = value.strip()
+            return int(value) if _SEQ.fullmatch(value) else UNKNOWN
     return None
 
 
 def _frame(seq: int, event: dict[str, Any]) -> ServerSentEvent:
     return ServerSentEvent(
-        data=json.dumps({"seq": seq, **event}, ensure_ascii=False, default=str),
+        data=clean_text(json.dumps({"seq": seq, **event}, ensure_ascii=False, default=str)),
         event=str(event.get("type", "message")),
         id=str(seq),
     )
@@ -52,8 +62,8 @@ async def _events(session: Session, after: int | None) -> AsyncIterator[ServerSe
     bus = session.bus
     start = after
     if after is not None:
-        _, complete = bus.since(after)
-        if not complete or after > bus.last_seq:
+        complete = after >= 0 and after <= bus.last_seq and bus.since(after)[1]
+        if not complete:
             # Events were lost (or the numbering restarted): tell the page, then go
             # on live from here.
             yield ServerSentEvent(

@@ -113,7 +113,13 @@ function showConversation(detail) {
   page.tools.clear();
   page.streaming = null;
   page.lastSeq = detail.last_seq;
-  for (const message of detail.messages) showStored(message);
+  for (const message of detail.messages) {
+    // One message that cannot be shown must not hide the ones after it.
+    try { showStored(message); } catch (e) {
+      console.error("agentkit: a stored message could not be shown", e);
+      addMessage("error", `a message could not be shown: ${e.message}`);
+    }
+  }
   page.agents.clear();
   $("subagents").replaceChildren();
   for (const info of detail.subagent_rows) upsertAgent(page, info, showError);
