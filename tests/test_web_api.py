@@ -449,3 +449,85 @@ def test_an_unexpected_error_in_a_handler_is_a_json_500_and_logged(
         assert "script-src 'self'" in answer.headers["content-security-policy"]
         assert any("GET /api/broken failed" in r.getMessage() for r in caplog.records)
         assert web.client.get("/api/conversations").status_code == 200
+
+
+def test_reads_open_nothing_and_cross_site_reads_are_refused(workspace: Path) -> None:
+    with running_web(workspace, ["first answer"]) as web:
+        cid = web.new_conversation()
+        web.post(f"/api/conversations/{cid}/messages", {"text": "hi"})
+        live = web.server.app.state.agentkit.workspace
+        assert wait_until(lambda: live.get(cid) is not None and live.get(cid).state == "idle")
+        assert wait_until(lambda: len(live.get(cid).conversation.messages) == 3)
+        web.post("/api/switch", {"leaving": cid, "to": None})
+        assert live.get(cid) is None
+        detail = web.client.get(f"/api/conversations/{cid}")
+        assert detail.status_code == 200 and detail.json()["state"] == "idle"
+        assert [m["kind"] for m in detail.json()["messages"]] == ["system", "user", "assistant"]
+        assert web.client.get(f"/api/conversations/{cid}/subagents").json() == {"subagents": []}
+        assert web.client.get(f"/api/conversations/{cid}/subagents/1/files").status_code == 404
+        stream = web.client.get(f"/api/conversations/{cid}/events")
+        assert stream.status_code == 409 and "POST /api/switch" in stream.json()["error"]
+        assert live.get(cid) is None  # no GET opened it
+        for headers in ({"Origin": "http://evil.example"}, {"Sec-Fetch-Site": "cross-site"}):
+            for path in ("/api/conversations", f"/api/conversations/{cid}"):
+                assert web.client.get(path, headers=headers).status_code == 403
+        same = {"Origin": web.url, "Sec-Fetch-Site": "same-origin"}
+        assert web.client.get("/api/conversations", headers=same).status_code == 200
+        assert web.client.get("/", headers={"Sec-Fetch-Site": "cross-site"}).status_code == 200
+
+
+def test_errors_show_no_absolute_server_paths(workspace: Path, tmp_path: Path) -> None:
+    from agentkit import Settings
+    from agentkit.chat.store import conversations_dir
+    from agentkit.web import files
+
+    with running_web(workspace, ["ok"]) as web:
+        folder = conversations_dir(workspace)
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "conv_0123456789ab.json").write_text("{not json")
+        for path in ("/api/conversations/conv_0123456789ab", "/api/switch"):
+            if path == "/api/switch":
+                answer = web.post(path, {"leaving": None, "to": "conv_0123456789ab"})
+            else:
+                answer = web.client.get(path)
+            assert answer.status_code == 400, answer.text
+            assert str(tmp_path) not in answer.text and "conv_0123456789ab" in answer.text
+    (tmp_path / "secret.txt").write_text("x")
+    where = workspace / "sub_agent_results" / "agent_1"
+    where.mkdir(parents=True)
+    os.symlink(tmp_path / "secret.txt", where / "out.txt")
+    settings = Settings(model="m", api_key="k")
+    with pytest.raises(files.ViewError) as refused:
+        files.read_file(workspace, settings, "sub_agent_results/agent_1", "out.txt")
+    assert refused.value.status == 403 and str(tmp_path) not in str(refused.value)
+    with pytest.raises(files.ViewError) as refused:
+        files.list_files(workspace, settings, "../outside")
+    assert refused.value.status == 403 and str(tmp_path) not in str(refused.value)
+
+
+def test_symlinks_in_deliverables_are_listed_with_their_targets_size(
+    workspace: Path, tmp_path: Path
+) -> None:
+    from agentkit import Settings
+    from agentkit.web import files
+
+    where = "sub_agent_results/agent_1"
+    folder = workspace / where
+    (folder / "sub").mkdir(parents=True)
+    (folder / "sub" / "a.txt").write_text("12345")
+    (tmp_path / "outside").mkdir()
+    os.symlink(folder / "sub", folder / "linkdir")
+    os.symlink(folder / "sub" / "a.txt", folder / "linkfile.txt")
+    os.symlink(tmp_path / "outside", folder / "outdir")
+    settings = Settings(model="m", api_key="k")
+    listed = {f["path"]: f for f in files.list_files(workspace, settings, where)["files"]}
+    assert sorted(listed) == ["linkdir", "linkfile.txt", "outdir", "sub/a.txt"]
+    assert listed["linkdir"]["symlink"] and listed["linkdir"]["dir"]
+    assert listed["linkfile.txt"]["symlink"] and listed["linkfile.txt"]["size"] == 5
+    assert listed["outdir"]["symlink"] and listed["outdir"]["size"] is None
+    assert listed["sub/a.txt"] == {
+        "path": "sub/a.txt", "size": 5, "type": "text/plain", "symlink": False, "dir": False,
+    }  # fmt: skip
+    assert files.read_file(workspace, settings, where, "linkdir/a.txt")["text"] == "12345"
+    with pytest.raises(files.ViewError):
+        files.read_file(workspace, settings, where, "outdir/x.txt")

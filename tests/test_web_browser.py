@@ -160,6 +160,10 @@ def test_stop_a_running_subagent_from_its_button(workspace: Path, page: Any) -> 
         send(page, "go")
         row = page.locator('[data-testid=subagent][data-agent-id="1"]')
         expect(row).to_have_attribute("data-status", "running")
+        boxes = [row.locator(sel).bounding_box() for sel in (".line", ".last", ".counters")]
+        stop = row.get_by_test_id("subagent-stop").bounding_box()
+        for box in boxes:  # the Stop button covers none of the row's text
+            assert box["x"] + box["width"] <= stop["x"] or box["y"] >= stop["y"] + stop["height"]
         row.get_by_test_id("subagent-stop").click()
         expect(row).to_have_attribute("data-status", "terminated")
         expect(row.get_by_test_id("subagent-stop")).to_be_hidden()
@@ -391,8 +395,10 @@ def test_urls_in_answers_render_and_survive_a_reload(workspace: Path, page: Any)
         expect(assistant(page).first.locator("a")).to_have_count(3)
         send(page, "again")
         expect(assistant(page)).to_have_count(2)
+        expect(page.get_by_test_id("work")).to_have_text("all done")
         page.reload()
         expect(assistant(page)).to_have_count(2)
+        expect(page.get_by_test_id("work")).to_have_text("all done")  # as live
         expect(assistant(page).nth(1)).to_have_text("second answer")
         expect(assistant(page).first.locator("a")).to_have_count(3)
         expect(page.locator("[data-testid=message][data-role=error]")).to_have_count(0)
@@ -420,3 +426,21 @@ def test_a_renderer_failure_shows_that_message_as_plain_text(workspace: Path, pa
             }"""
         )
         assert shown == ["**x** https://x.org", 1]
+
+
+def test_page_reopens_its_conversation_when_the_stream_is_refused(
+    workspace: Path, page: Any
+) -> None:
+    with running_web(workspace, lambda request: "ok: " + request["messages"][-1]["content"]) as web:
+        page.goto(web.url)
+        expect(page.get_by_test_id("conversation")).to_have_count(1)
+        send(page, "first")
+        expect(assistant(page)).to_have_text("ok: first")
+        cid = page.get_by_test_id("conversation").get_attribute("data-id")
+        # Another client leaves it: the stream ends, and a GET of it opens nothing (409).
+        other = web.post("/api/switch", {"leaving": cid, "to": None}).json()["id"]
+        assert web.client.get(f"/api/conversations/{cid}/events").status_code == 409
+        assert wait_until(lambda: web.server.app.state.agentkit.workspace.get(cid) is not None)
+        send(page, "still here")
+        expect(assistant(page).nth(1)).to_have_text("ok: still here")
+        assert other != cid

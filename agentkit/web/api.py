@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import re
+from pathlib import Path
 from typing import Any
 
 from starlette.requests import Request
@@ -19,8 +21,10 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from agentkit.chat import Session, Workspace
-from agentkit.chat.store import clean_title
+from agentkit.chat.store import clean_title, default_title, load_conversation
+from agentkit.conversation import Conversation
 from agentkit.errors import ConfigurationError
+from agentkit.settings import Settings
 from agentkit.web import files
 from agentkit.web.stream import event_stream
 from agentkit.web.text import SURROGATE, JSONResponse
@@ -95,27 +99,59 @@ def _session(request: Request, cid: str | None = None) -> Session:
         raise ApiError(400, str(exc)) from None
 
 
-def _info(session: Session) -> dict[str, Any]:
-    rows = session.subagents()
-    conv = session.conversation
+@dataclasses.dataclass
+class _View:
+    """What the read-only (GET) routes show: the live session when the conversation
+    is open, else its saved file, read without opening it (opening claims the
+    conversation and may note what was stopped: a GET must change nothing)."""
+
+    last_seq: int
+    id: str
+    title: str
+    state: str
+    conversation: Conversation
+    rows: list[dict[str, Any]]
+    workspace: Path
+    settings: Settings
+
+
+def _view(request: Request) -> _View:
+    cid = request.path_params["cid"]
+    workspace = _ws(request)
+    session = workspace.get(cid)
+    if session is not None:
+        return _live(session)
+    try:
+        conv = load_conversation(workspace.path, cid)
+    except FileNotFoundError:
+        raise ApiError(404, f"no conversation {cid}") from None
+    except ConfigurationError as exc:
+        raise ApiError(400, str(exc)) from None
+    title = conv.title or default_title(conv.messages) or conv.id
+    rows = [dict(r) for r in conv.subagents]
+    return _View(0, conv.id, title, "idle", conv, rows, workspace.path, workspace.settings)
+
+
+def _info(view: _View) -> dict[str, Any]:
+    conv = view.conversation
     return {
-        "id": session.id,
-        "title": session.title or session.id,
-        "state": session.state,
+        "id": view.id,
+        "title": view.title or view.id,
+        "state": view.state,
         "created_at": conv.created_at,
         "updated_at": conv.updated_at,
-        "subagents": len(rows),
-        "subagents_running": sum(1 for r in rows if r.get("status") == "running"),
+        "subagents": len(view.rows),
+        "subagents_running": sum(1 for r in view.rows if r.get("status") == "running"),
         "turns": conv.stats.turns,
     }
 
 
-def _messages(session: Session) -> list[dict[str, Any]]:
+def _messages(conv: Conversation) -> list[dict[str, Any]]:
     """The conversation's messages, each with ``kind``: system (the prompt and notes),
     user, assistant, tool or notification (a sub-agent's completion announced to the
     model with the spec §3 templates, as a user or a system message)."""
     out = []
-    for message in session.conversation.messages:
+    for message in conv.messages:
         role = message.get("role")
         content = message.get("content")
         text = content if isinstance(content, str) else ""
@@ -126,15 +162,22 @@ def _messages(session: Session) -> list[dict[str, Any]]:
     return out
 
 
-def _detail(session: Session) -> dict[str, Any]:
-    last_seq = session.bus.last_seq  # taken first: the stream resumes after it
+def _detail(view: _View) -> dict[str, Any]:
     return {
-        **_info(session),
-        "last_seq": last_seq,
-        "messages": _messages(session),
-        "subagent_rows": session.subagents(),
-        "stats": session.conversation.stats.to_dict(),
+        **_info(view),
+        "last_seq": view.last_seq,
+        "messages": _messages(view.conversation),
+        "subagent_rows": view.rows,
+        "stats": view.conversation.stats.to_dict(),
     }
+
+
+def _live(session: Session) -> _View:
+    """The view of an open session (last_seq taken first: the stream resumes after it)."""
+    return _View(
+        session.bus.last_seq, session.id, session.title, session.state,
+        session.conversation, session.subagents(), session.workspace, session.settings,
+    )  # fmt: skip
 
 
 # ------------------------------------------------------------------ handlers
@@ -148,11 +191,11 @@ async def create_conversation(request: Request) -> Response:
     if title is not None and not isinstance(title, str):
         raise ApiError(400, "title must be a string")
     session = await _threaded(lambda: _ws(request).create(title or None))
-    return JSONResponse(_detail(session), status_code=201)
+    return JSONResponse(_detail(_live(session)), status_code=201)
 
 
 def get_conversation(request: Request) -> Response:
-    return JSONResponse(_detail(_session(request)))
+    return JSONResponse(_detail(_view(request)))
 
 
 async def rename_conversation(request: Request) -> Response:
@@ -193,7 +236,7 @@ async def switch(request: Request) -> Response:
         raise ApiError(404, f"no conversation {to}") from None
     except ConfigurationError as exc:
         raise ApiError(400, str(exc)) from None
-    return JSONResponse(_detail(session))
+    return JSONResponse(_detail(_live(session)))
 
 
 async def post_message(request: Request) -> Response:
@@ -220,48 +263,57 @@ def cancel(request: Request) -> Response:
 
 
 def list_subagents(request: Request) -> Response:
-    return JSONResponse({"subagents": _session(request).subagents()})
+    return JSONResponse({"subagents": _view(request).rows})
 
 
-def _row(request: Request) -> tuple[Session, dict[str, Any]]:
-    session = _session(request)
-    raw = request.path_params["aid"]
-    for row in session.subagents():
+def _find_row(rows: list[dict[str, Any]], raw: str) -> dict[str, Any]:
+    for row in rows:
         if str(row.get("agent_id")) == raw:
-            return session, row
+            return row
     raise ApiError(404, f"no sub-agent {raw} in this conversation")
 
 
+def _row(request: Request) -> tuple[_View, dict[str, Any]]:
+    view = _view(request)
+    return view, _find_row(view.rows, request.path_params["aid"])
+
+
 def terminate(request: Request) -> Response:
-    session, row = _row(request)
+    session = _session(request)
+    row = _find_row(session.subagents(), request.path_params["aid"])
     result = session.terminate_subagent(int(row["agent_id"]))
     return JSONResponse(result, status_code=200 if result.get("success") else 409)
 
 
 def subagent_transcript(request: Request) -> Response:
-    session, row = _row(request)
+    view, row = _row(request)
     return JSONResponse(
-        files.transcript(session.workspace, session.settings, row.get("deliverables_dir"))
+        files.transcript(view.workspace, view.settings, row.get("deliverables_dir"))
     )
 
 
 def subagent_files(request: Request) -> Response:
-    session, row = _row(request)
+    view, row = _row(request)
     return JSONResponse(
-        files.list_files(session.workspace, session.settings, row.get("deliverables_dir"))
+        files.list_files(view.workspace, view.settings, row.get("deliverables_dir"))
     )
 
 
 def subagent_file(request: Request) -> Response:
-    session, row = _row(request)
+    view, row = _row(request)
     path = request.path_params["path"]
     return JSONResponse(
-        files.read_file(session.workspace, session.settings, row.get("deliverables_dir"), path)
+        files.read_file(view.workspace, view.settings, row.get("deliverables_dir"), path)
     )
 
 
-async def events(request: Request) -> Response:
-    session = await _threaded(lambda: _session(request))
+def events(request: Request) -> Response:
+    """The event stream of an open conversation (a GET opens nothing: the page opens
+    it with POST /api/switch); 409 when it is not open, 404 when there is none."""
+    session = _ws(request).get(request.path_params["cid"])
+    if session is None:
+        _view(request)  # 404 / 400 for a missing or bad one
+        raise ApiError(409, "the conversation is not open: open it with POST /api/switch")
     return event_stream(session, request)
 
 
@@ -294,6 +346,10 @@ def api_routes() -> list[BaseRoute]:
 
 
 async def api_error(request: Request, exc: Exception) -> Response:
-    """Exception handler: ApiError and files.ViewError as ``{"error": ...}``."""
+    """Exception handler: ApiError and files.ViewError as ``{"error": ...}``, with
+    the workspace's absolute path shown relative (``.agentkit/...``, ``.``): the
+    server's folders are none of a client's business."""
     status = getattr(exc, "status", 500)
-    return JSONResponse({"error": str(exc)}, status_code=status)
+    root = str(_ws(request).path)
+    message = str(exc).replace(root + os.sep, "").replace(root, ".")
+    return JSONResponse({"error": message}, status_code=status)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import mimetypes
 import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -46,8 +47,8 @@ def _folder(workspace: Path, settings: Settings, deliverables_dir: str | None) -
     ctx = ToolContext(workspace=workspace, settings=settings)
     try:
         folder = resolve_path(ctx, deliverables_dir)
-    except ToolError as exc:
-        raise ViewError(403, str(exc)) from None
+    except ToolError:  # its message names absolute paths: say it without them
+        raise ViewError(403, "the deliverables folder is outside the workspace") from None
     if not folder.is_relative_to(Path(os.path.realpath(workspace))):
         raise ViewError(403, "the deliverables folder is outside the workspace")
     return folder
@@ -60,46 +61,62 @@ def _inside(folder: Path, relative: str, workspace: Path, settings: Settings) ->
     ctx = ToolContext(workspace=workspace, settings=settings)
     try:
         path = resolve_path(ctx, str(folder / relative))
-    except ToolError as exc:
-        raise ViewError(403, str(exc)) from None
+    except ToolError:  # its message names absolute paths: say it without them
+        raise ViewError(403, f"{relative} leads outside the workspace") from None
     if not path.is_relative_to(folder):
         raise ViewError(403, "that path leaves the deliverables folder")
     return path
 
 
 def list_files(workspace: Path, settings: Settings, deliverables_dir: str | None) -> dict[str, Any]:
-    """List the regular files of a deliverables folder (its ``.subagent`` record folder
-    left out; symlinks shown but never followed).
+    """List the files of a deliverables folder (its ``.subagent`` record folder left
+    out). Symlinks are listed, files and folders alike, marked ``symlink``, and never
+    walked into; following one to read a file still must stay inside the folder.
 
-    Returns ``{"dir": str, "files": [{"path", "size", "type", "symlink"}], "truncated": bool}``
-    with paths relative to the folder, sorted. Raises ViewError (403 outside, 404 missing).
+    Returns ``{"dir": str, "files": [{"path", "size", "type", "symlink", "dir"}],
+    "truncated": bool}`` with paths relative to the folder, sorted; ``size`` in bytes
+    (a symlink's target's size when the target is a file inside the folder, else None).
+    Raises ViewError (403 outside, 404 missing).
     """
     folder = _folder(workspace, settings, deliverables_dir)
     if not folder.is_dir():
         raise ViewError(404, f"no folder {deliverables_dir}")
     files: list[dict[str, Any]] = []
-    truncated = False
     for root, dirs, names in os.walk(folder, followlinks=False):
-        dirs[:] = sorted(d for d in dirs if not (Path(root) == folder and d == RECORD_DIR))
-        for name in sorted(names):
+        here = Path(root)
+        dirs[:] = sorted(d for d in dirs if not (here == folder and d == RECORD_DIR))
+        # os.walk puts a symlink to a folder among ``dirs`` (and does not follow it).
+        linked = [d for d in dirs if (here / d).is_symlink()]
+        dirs[:] = [d for d in dirs if d not in linked]
+        for name in sorted([*names, *linked]):
             if len(files) >= MAX_FILES:
-                truncated = True
-                break
-            full = Path(root) / name
-            try:
-                info = full.lstat()
-            except OSError:
-                continue
-            link = full.is_symlink()
-            files.append(
-                {
-                    "path": full.relative_to(folder).as_posix(),
-                    "size": 0 if link else info.st_size,
-                    "type": _mime(full),
-                    "symlink": link,
-                }
-            )
-    return {"dir": deliverables_dir, "files": files, "truncated": truncated}
+                return {"dir": deliverables_dir, "files": files, "truncated": True}
+            entry = _entry(folder, here / name)
+            if entry is not None:
+                files.append(entry)
+    return {"dir": deliverables_dir, "files": files, "truncated": False}
+
+
+def _entry(folder: Path, full: Path) -> dict[str, Any] | None:
+    try:
+        info = full.lstat()
+    except OSError:
+        return None
+    link = stat.S_ISLNK(info.st_mode)
+    size: int | None = info.st_size
+    is_dir = False
+    if link:
+        target = Path(os.path.realpath(full))
+        inside = target.is_relative_to(folder)
+        is_dir = inside and target.is_dir()
+        size = target.stat().st_size if inside and target.is_file() else None
+    return {
+        "path": full.relative_to(folder).as_posix(),
+        "size": None if is_dir else size,
+        "type": "inode/directory" if is_dir else _mime(full),
+        "symlink": link,
+        "dir": is_dir,
+    }
 
 
 def read_file(

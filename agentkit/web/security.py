@@ -8,8 +8,8 @@ One job: an ASGI middleware that every request passes before any route.
   name was re-pointed at this machine (DNS rebinding) sends its own name and is
   refused. A token does not relax this: the page's cookie would ride along with a
   rebound request, so the Host check is what keeps it from other sites.
-- State-changing requests (anything but GET/HEAD) and the event stream must come
-  from the page itself: an ``Origin`` other than the server's own, or a
+- Every API request (reads and the event stream included) and every state change
+  must come from the page itself: an ``Origin`` other than the server's own, or a
   ``Sec-Fetch-Site`` other than ``same-origin``/``none``, is refused. Requests
   with a body must be JSON, which a plain HTML form cannot send.
 - With a token, every request needs it: ``Authorization: Bearer <token>``, or the
@@ -117,7 +117,6 @@ class Gate:
         token: the access token, or None (no token needed: loopback use only).
         allowed_hosts: host names (no port) the ``Host`` header may carry; ``"*"``
             allows any (a server behind a trusted proxy that checks it).
-        streams: path suffixes that are event streams (checked like state changes).
     """
 
     def __init__(
@@ -126,12 +125,10 @@ class Gate:
         *,
         token: str | None,
         allowed_hosts: Iterable[str],
-        streams: tuple[str, ...] = ("/events",),
     ) -> None:
         self.app = app
         self.token = token
         self.allowed_hosts = {h.lower() for h in allowed_hosts}
-        self.streams = streams
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -173,7 +170,10 @@ class Gate:
         if not self._host_allowed(scope, _host_name(host).lower()):
             return 421, "unknown Host header (DNS rebinding protection)"
         method = scope["method"]
-        guarded = method not in SAFE_METHODS or scope["path"].endswith(self.streams)
+        # Every API route, reads included (a page on another site must not read
+        # conversations either), and every state change; the page itself (a
+        # navigation: Sec-Fetch-Site none) stays open to links.
+        guarded = method not in SAFE_METHODS or scope["path"].startswith("/api/")
         if guarded:
             origin = headers.get("origin")
             scheme = scope.get("scheme", "http")

@@ -76,7 +76,7 @@ export async function openAgentDetail(page, agentId) {
     const listing = await api(`${base}/files`);
     files.replaceChildren(...listing.files.map((f) => {
       const item = el("li");
-      const open = el("button", { type: "button", "data-testid": "deliverable" }, `${f.path} (${f.size} B)`);
+      const open = el("button", { type: "button", "data-testid": "deliverable" }, `${f.path}${f.dir ? "/" : ""}${f.symlink ? " → link" : ""} (${f.size == null ? "link" : `${f.size} B`})`);
       open.addEventListener("click", () => showFile(base, f.path));
       item.append(open);
       return item;

@@ -125,7 +125,10 @@ function showConversation(detail) {
   for (const info of detail.subagent_rows) upsertAgent(page, info, showError);
   closeAgentDetail(page);
   setState(detail.state);
-  setWork(detail.state === "waiting_for_subagents" ? "background work still running" : "");
+  // The same words as live: "all done" once an idle conversation has been answered.
+  const answered = detail.messages.some((m) => m.kind === "assistant");
+  setWork(detail.state === "waiting_for_subagents" ? "background work still running"
+    : detail.state === "idle" && answered ? "all done" : "");
 }
 
 function showStored(message) {
@@ -225,6 +228,15 @@ function openStream() {
   page.source = source;
   source.onopen = () => { window.agentkitDebug.connections++; };
   source.onmessage = () => {};
+  source.onerror = () => {
+    // Refused for good (e.g. 409: the server restarted and the conversation is no
+    // longer open): open it again once, with a POST, and follow its new stream.
+    if (source.readyState !== EventSource.CLOSED || page.source !== source) return;
+    page.source = null;
+    api("/api/switch", { method: "POST", body: { leaving: null, to: id } })
+      .then((detail) => { if (page.current === id) { showConversation(detail); openStream(); } })
+      .catch((e) => showError(e.message));
+  };
   source.addEventListener("reset", () => {
     window.agentkitDebug.resets++;
     reloadConversation().catch((e) => showError(e.message));
