@@ -92,3 +92,22 @@ class Gate:
             return reply
 
         return handler
+
+
+def scripted_settings(server: Any, language: str = "zh", **overrides: Any) -> Any:
+    """Settings for a main agent and sub-agents played by ``server`` (a
+    FakeOpenAIServer): no retries, a 1 s minimum sub-agent timeout for short tests."""
+    from agentkit.settings import Settings
+
+    values: dict[str, Any] = {
+        "model": "fake-model",
+        "base_url": server.base_url,
+        "api_key": "k",
+        "language": language,
+        "retry_base_delay": 0.01,
+        "max_retries": 0,
+        "retry_total_seconds": 0,
+        "subagent_timeout_min": 1,
+    }
+    values.update(overrides)
+    return Settings(**values)

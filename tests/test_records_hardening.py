@@ -17,7 +17,7 @@ from typing import Any
 
 import psutil
 import pytest
-from subagent_helpers import Router, call, calls, finish, wait_until, who
+from subagent_helpers import Router, call, calls, finish, scripted_settings, wait_until, who
 
 from agentkit import Agent, Settings
 from agentkit.proctree import processes_with_mark
@@ -32,17 +32,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def settings_for(server: FakeOpenAIServer, **overrides: Any) -> Settings:
-    values: dict[str, Any] = {
-        "model": "fake-model",
-        "base_url": server.base_url,
-        "api_key": "k",
-        "language": "en",
-        "retry_base_delay": 0.01,
-        "max_retries": 0,
-        "subagent_timeout_min": 1,
-    }
-    values.update(overrides)
-    return Settings(**values)
+    """Settings for a model played by ``server`` (see subagent_helpers.scripted_settings)."""
+    return scripted_settings(server, "en", **overrides)
 
 
 def alive(pid: int) -> bool:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from subagent_helpers import Gate, Router, call, calls, finish, wait_until, who
+from subagent_helpers import Gate, Router, call, calls, finish, scripted_settings, wait_until, who
 
 from agentkit import events as ev
 from agentkit.chat import Session, Workspace
@@ -26,17 +26,8 @@ USER_TEMPLATE = "子智能体{id} ({summary}) 已完成任务。\n\n{result}\n\n
 
 
 def settings_for(server: FakeOpenAIServer, **overrides: Any) -> Settings:
-    values: dict[str, Any] = {
-        "model": "fake-model",
-        "base_url": server.base_url,
-        "api_key": "k",
-        "language": "zh",
-        "max_retries": 0,
-        "retry_total_seconds": 0,
-        "subagent_timeout_min": 1,
-    }
-    values.update(overrides)
-    return Settings(**values)
+    """Settings for a model played by ``server`` (see subagent_helpers.scripted_settings)."""
+    return scripted_settings(server, "zh", **overrides)
 
 
 def background(agent_id: int, summary: str, **extra: Any) -> dict[str, Any]:

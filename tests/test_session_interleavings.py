@@ -14,10 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from subagent_helpers import call, calls, finish, who
+from subagent_helpers import call, calls, finish, scripted_settings, who
 
 from agentkit.chat import Session
-from agentkit.settings import Settings
 from agentkit.testing import FakeOpenAIServer
 
 pytestmark = pytest.mark.slow
@@ -70,15 +69,7 @@ class Plan:
 
 
 def run_one(seed: int, workspace: Path, server: FakeOpenAIServer, plan: Plan) -> None:
-    settings = Settings(
-        model="m",
-        base_url=server.base_url,
-        api_key="k",
-        language="zh",
-        max_retries=0,
-        retry_total_seconds=0,
-        subagent_timeout_min=1,
-    )
+    settings = scripted_settings(server)
     with Session(workspace, settings, prewarm=False) as session:
         futures = []
         for text, gap in zip(plan.messages, plan.gaps, strict=True):

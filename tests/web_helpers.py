@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from subagent_helpers import scripted_settings
 
 from agentkit import Settings
 from agentkit.testing import FakeOpenAIServer
@@ -22,17 +23,8 @@ JSON = {"Content-Type": "application/json"}
 
 
 def settings_for(model: FakeOpenAIServer, **overrides: Any) -> Settings:
-    values: dict[str, Any] = {
-        "model": "fake-model",
-        "base_url": model.base_url,
-        "api_key": "k",
-        "language": "en",
-        "retry_base_delay": 0.01,
-        "max_retries": 0,
-        "subagent_timeout_min": 1,
-    }
-    values.update(overrides)
-    return Settings(**values)
+    """Settings for a model played by ``model`` (see subagent_helpers.scripted_settings)."""
+    return scripted_settings(model, "en", **overrides)
 
 
 @dataclass
