@@ -308,29 +308,8 @@ class SubAgentManager:
         with self._lock:
             return any(a.finishing and a.status == "running" for a in self.agents.values())
 
-    def has_pending(self) -> bool:
-        """True while a background agent runs or ended unannounced."""
-        with self._lock:
-            return any(
-                a.background and (a.status == "running" or not a.announced)
-                for a in self.agents.values()
-            )
-
-    def wait_finished(self, cancel: threading.Event) -> list[SubAgent]:
-        """Block until a background agent ends (or ``cancel`` is set); return the
-        unannounced ones (possibly several that ended together)."""
-        with self._changed:
-            while not cancel.is_set():
-                done = self.take_finished()
-                if done:
-                    return done
-                if not any(a.background and a.status == "running" for a in self.agents.values()):
-                    return []
-                self._changed.wait(0.5)
-        return []
-
     def wake(self) -> None:
-        """Wake threads blocked in wait_finished (after a cancel)."""
+        """Wake threads waiting on the manager's changes (after a cancel)."""
         with self._changed:
             self._changed.notify_all()
 
