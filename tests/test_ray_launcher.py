@@ -172,7 +172,12 @@ def test_a_node_dying_mid_task_fails_the_sub_agent_and_the_conversation_goes_on(
     record = json.loads(
         (workspace / "sub_agent_results/agent_1/.subagent/conversations.json").read_text()
     )
-    assert record["status"] == "failed"
+    # The main agent was told "failed" with the reason (above). On disk the first final
+    # record wins: the parent's "failed", or, when the worker outlived its relay actor
+    # for a moment, the worker's own "terminated" account of losing its parent.
+    assert record["status"] in ("failed", "terminated"), record["status"]
+    if record["status"] == "terminated":
+        assert "main process ended or stopped this worker" in (record.get("error") or "")
 
 
 def test_progress_and_result_survive_pickling() -> None:
