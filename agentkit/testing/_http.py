@@ -128,7 +128,6 @@ class _Handler(socketserver.StreamRequestHandler):
         server = self.server
         with server.lock:
             server.connections.add(self.connection)
-            server.threads.add(threading.current_thread())
         try:
             while not server.stopping.is_set():
                 exchange = self._read_request()
@@ -142,7 +141,6 @@ class _Handler(socketserver.StreamRequestHandler):
         finally:
             with server.lock:
                 server.connections.discard(self.connection)
-                server.threads.discard(threading.current_thread())
 
     def _read_request(self) -> Exchange | None:
         line = self.rfile.readline(MAX_LINE)
@@ -219,6 +217,17 @@ class LoopbackServer(socketserver.ThreadingTCPServer):
         super().server_close()
         self._wake_r.close()
         self._wake_w.close()
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        # Registered before it starts and kept until stop joins it: a thread that had
+        # not run yet, or was still finishing, could otherwise outlive close_connections.
+        thread = threading.Thread(
+            target=self.process_request_thread, args=(request, client_address), daemon=True
+        )
+        with self.lock:
+            self.threads = {t for t in self.threads if t.is_alive()}
+            self.threads.add(thread)
+        thread.start()
 
     def get_request(self) -> tuple[socket.socket, Any]:
         sock, addr = super().get_request()
