@@ -25,12 +25,12 @@ from typing import TYPE_CHECKING, Any
 from agentkit import events as ev
 from agentkit import prompts
 from agentkit.chat.session import Session
-from agentkit.chat.setup import build_registry, check_settings
+from agentkit.chat.setup import build_registry, check_settings, offer_tool
 from agentkit.conversation import Conversation
 from agentkit.engine import Model
 from agentkit.errors import ConfigurationError
 from agentkit.settings import Settings
-from agentkit.tools.base import Tool
+from agentkit.tools.base import Tool, tool_from_function
 
 if TYPE_CHECKING:
     from agentkit.subagent.manager import SubAgentManager
@@ -161,8 +161,28 @@ class Agent:
         return self.session.transcript_path
 
     def tool(self, func: Any = None, **kwargs: Any) -> Any:
-        """Decorator registering a user tool; see ToolRegistry.tool."""
-        return self.registry.tool(func, **kwargs)
+        """Decorator registering a user tool ``func(params: Model[, ctx])``.
+
+        Keyword arguments are :func:`agentkit.tools.base.tool_from_function`'s
+        (``name``, ``description``, ``counter``, ``agents``: "main", "subagents" or
+        "both"). Raises TypeError for a function without a pydantic parameter model,
+        ToolNotImportable for a tool meant for sub-agents that a worker could not
+        import (see :meth:`add_tool`).
+        """
+
+        def wrap(fn: Any) -> Any:
+            self.add_tool(tool_from_function(fn, **kwargs))
+            return fn
+
+        return wrap(func) if func is not None else wrap
+
+    def add_tool(self, tool: Tool) -> None:
+        """Offer ``tool`` from now on to the agents its ``agents`` field names: the
+        main agent's next request, and sub-agents created from now on (they import it
+        by reference). Raises ToolNotImportable, registering nothing, when it is for
+        sub-agents and defined in ``__main__``, in a closure or as a lambda."""
+        self.settings = offer_tool(tool, self.registry, self.settings)
+        self.session.use_settings(self.settings)
 
     def _replace_session(self, conversation_id: str | None) -> None:
         self.session.close()  # its sub-agents end first (§8.5)

@@ -134,6 +134,40 @@ def run_agent(workspace: Path, settings: Settings, task: str) -> dict[str, Any]:
     return saved
 
 
+def test_the_grammar_keeps_bounded_arguments_within_their_schema(
+    server: LocalModelServer,
+) -> None:
+    # The request asks for values out of bounds: only the grammar keeps them in.
+    tool = {
+        "type": "function",
+        "function": {
+            "name": "record",
+            "description": "Record a label and a number.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "label": {"type": "string", "minLength": 2, "maxLength": 4},
+                    "number": {"type": "integer", "minimum": 5, "maximum": 7},
+                },
+                "required": ["label", "number"],
+            },
+        },
+    }
+    task = [
+        {
+            "role": "user",
+            "content": "Call record with the label 'a very long label about pelicans "
+            "and their habits' and the number 4242.",
+        }
+    ]
+    with LLMClient(local_settings(server, tool_choice="record")) as client:
+        turn = client.complete(task, [tool])
+    assert [c.name for c in turn.tool_calls] == ["record"], turn
+    arguments = turn.tool_calls[0].arguments
+    assert isinstance(arguments, dict), turn
+    assert 2 <= len(arguments["label"]) <= 4 and arguments["number"] in (5, 6, 7), arguments
+
+
 def test_read_task_calls_the_tool_and_its_result_reaches_the_model(
     server: LocalModelServer, workspace: Path
 ) -> None:

@@ -124,3 +124,38 @@ def test_subagent_calls_custom_tools_by_reference(workspace: Path) -> None:
     )
     assert record["status"] == "completed"
     assert stats.status == "completed"
+
+
+def test_agent_tool_decorator_reaches_the_agents_it_names(workspace: Path) -> None:
+    router = Router(
+        main=[
+            calls(call("create_sub_agent", agent_id=1, summary="late tools", task="use them")),
+            "done",
+        ],
+        subs={
+            1: [
+                calls(call("count_words", text="one two three"), call("whisper", text="HI")),
+                finish("Counted the words and whispered, with the tools added after start."),
+            ]
+        },
+    )
+    with FakeOpenAIServer(router) as server:
+        settings = Settings(model="m", base_url=server.base_url, api_key="k", language="en")
+        with Agent(workspace=workspace, settings=settings) as agent:
+            agent.tool(sample.count_words, agents="subagents")
+            agent.tool(agents="both")(sample.whisper)
+
+            def local(p: P) -> str:
+                return p.text
+
+            with pytest.raises(ToolNotImportable):  # a closure cannot reach a worker
+                agent.tool(local, agents="both")
+            result = agent.run("go")
+        main = [r for r in server.requests if who(r) is None]
+        sub = [r for r in server.requests if who(r) == 1]
+    assert result.status == "done"
+    assert "whisper" in _tool_names(main[0])
+    assert not {"count_words", "local"} & set(_tool_names(main[0]))
+    assert {"count_words", "whisper"} <= set(_tool_names(sub[0]))
+    results = [m["content"] for m in sub[1]["messages"] if m["role"] == "tool"]
+    assert results == ["3 words", "hi"]

@@ -34,3 +34,8 @@ def whisper(p: TextParams) -> str:
 
 
 TOOLS = [SHOUT, EXPLODE, MAIN_ONLY]
+
+
+def count_words(p: TextParams) -> str:
+    """Count the words of a text (registered later with Agent.tool, for sub-agents)."""
+    return f"{len(p.text.split())} words"

@@ -32,7 +32,7 @@ from agentkit.chat.inbox import Inbox, RoundResult
 from agentkit.chat.lock import claim_conversation
 from agentkit.chat.notes import owed_notes, recovery_notes
 from agentkit.chat.rounds import RoundPlan, plan_round, round_result, run_round
-from agentkit.chat.setup import build_registry, check_settings
+from agentkit.chat.setup import build_registry, check_settings, offer_tool
 from agentkit.chat.store import ConversationFile, clean_title, default_title, load_conversation
 from agentkit.conversation import Conversation, conversations_dir
 from agentkit.engine import Model
@@ -188,6 +188,20 @@ class Session:
 
             self._model = LLMClient(self.settings)
         return self._model
+
+    def add_tool(self, tool: Tool) -> None:
+        """Offer ``tool`` from now on to the agents its ``agents`` field names (see
+        agentkit.chat.setup.offer_tool; raises ToolNotImportable, registering
+        nothing, for a tool meant for sub-agents that a worker could not import)."""
+        self.use_settings(offer_tool(tool, self.registry, self.settings))
+
+    def use_settings(self, settings: Settings) -> None:
+        """Use ``settings`` for what starts from now on (sub-agents created later get
+        them; running ones keep theirs)."""
+        self.settings = settings
+        with self._manager_lock:
+            if self._manager is not None:
+                self._manager.settings = settings
 
     @property
     def manager(self) -> SubAgentManager:

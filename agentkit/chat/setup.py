@@ -18,7 +18,7 @@ from agentkit.tools.base import Tool, ToolRegistry
 if TYPE_CHECKING:
     from agentkit.subagent.manager import SubAgentManager
 
-__all__ = ["build_registry", "check_settings"]
+__all__ = ["build_registry", "check_settings", "offer_tool"]
 
 
 def check_settings(settings: Settings) -> None:
@@ -65,3 +65,21 @@ def build_registry(
 
         add_main_extensions(registry, workspace, settings)
     return registry
+
+
+def offer_tool(tool: Tool, registry: ToolRegistry, settings: Settings) -> Settings:
+    """Offer a tool added after start (``Agent.tool``, ``Session.tool``) to the agents
+    its ``agents`` names: registered in the main agent's ``registry`` unless it is for
+    sub-agents only; for sub-agents, its import reference is added to
+    ``Settings.tools`` (workers import it at start).
+
+    Returns the Settings to use from now on (``settings`` itself when unchanged).
+    Raises ToolNotImportable, before anything is registered, when a worker could not
+    import it (defined in ``__main__``, a closure, a lambda).
+    """
+    from agentkit.tools.imported import worker_settings
+
+    updated = worker_settings(settings, [tool])
+    if tool.agents != "subagents":
+        registry.register(tool)
+    return updated

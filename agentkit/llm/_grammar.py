@@ -5,10 +5,14 @@ one of the offered tools (or the final-answer pseudo tool) and A matches that
 tool's JSON schema, so every call a model writes parses, even on a tiny model.
 The schema support is what tool schemas use: objects, strings, enums, integers,
 numbers, booleans, null, arrays, ``anyOf``/``oneOf``/type lists; anything else
-becomes any JSON value. Objects get their required properties, in order, and no
-optional ones: these keep their defaults, because a tiny model fills every slot
-it is offered with noise (``"offset": 0``, ``"limit": 1``... measured on Gemma 3
-270M, which then looped on the refused call).
+becomes any JSON value. A string's ``minLength``/``maxLength`` and a small
+integer range (``minimum``/``maximum``, at most :data:`_RANGE_LIMIT` values) are
+kept, so a bounded argument cannot come out of bounds: unbounded, a tiny model
+wrote a 280-character create_sub_agent summary, refused past 200, twice in a row.
+Objects get their required properties, in order, and no optional ones: these
+keep their defaults, because a tiny model fills every slot it is offered with
+noise (``"offset": 0``, ``"limit": 1``... measured on Gemma 3 270M, which then
+looped on the refused call).
 """
 
 from __future__ import annotations
@@ -17,7 +21,8 @@ import json
 from typing import Any
 
 _BASE = r"""ws ::= ([ \t\n] ([ \t\n])?)?
-string ::= "\"" ([^"\\\x7F\x00-\x1F] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F]))* "\""
+char ::= [^"\\\x7F\x00-\x1F] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F])
+string ::= "\"" char* "\""
 integer ::= "-"? ([0-9] | [1-9] [0-9]{0,15})
 number ::= integer ("." [0-9]{1,15})? ([eE] [-+]? [0-9]{1,3})?
 boolean ::= "true" | "false"
@@ -26,6 +31,10 @@ value ::= object | array | string | number | boolean | null
 object ::= "{" ws (string ws ":" ws value (ws "," ws string ws ":" ws value)*)? ws "}"
 array ::= "[" ws (value (ws "," ws value)*)? ws "]"
 """
+_RANGE_LIMIT = 1000
+"""An integer range with at most this many values is spelt out; a wider one is not."""
+_LENGTH_LIMIT = 4000
+"""A string bound past this many characters is left out (llama.cpp expands repeats)."""
 _PRIMITIVES = {
     "string": "string",
     "integer": "integer",
@@ -72,7 +81,24 @@ class _Builder:
             item = self.schema(schema.get("items"))
             body = f'"[" ws ({item} (ws "," ws {item})*)? ws "]"'
             return self.rule(body, "array")
+        if kind == "string":
+            return self.string(schema)
+        if kind == "integer":
+            return self.integer(schema)
         return _PRIMITIVES.get(str(kind), "value")
+
+    def string(self, schema: dict[str, Any]) -> str:
+        low, high = _whole(schema.get("minLength")), _whole(schema.get("maxLength"))
+        low = low if low is not None and low <= _LENGTH_LIMIT else 0
+        if high is None or high > _LENGTH_LIMIT or high < low:
+            return "string" if not low else self.rule(f'"\\"" char{{{low},}} "\\""', "str")
+        return self.rule(f'"\\"" char{{{low},{high}}} "\\""', "str")
+
+    def integer(self, schema: dict[str, Any]) -> str:
+        low, high = _whole(schema.get("minimum")), _whole(schema.get("maximum"))
+        if low is None or high is None or not 0 <= high - low < _RANGE_LIMIT:
+            return "integer"
+        return self.rule(" | ".join(f'"{n}"' for n in range(low, high + 1)), "int")
 
     def object(self, schema: dict[str, Any]) -> str:
         properties = schema.get("properties")
@@ -84,6 +110,15 @@ class _Builder:
         pairs = [f'{_literal(k)} ws ":" ws {self.schema(properties[k])}' for k in required]
         body = ' ws "," ws '.join(pairs)
         return self.rule(f'"{{" ws {body} ws "}}"', "obj")
+
+
+def _whole(value: Any) -> int | None:
+    """``value`` when it is a whole number (not a bool), else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value if isinstance(value, int) else None
 
 
 def tool_call_grammar(tools: list[dict[str, Any]], answer_name: str | None) -> str:

@@ -25,6 +25,7 @@ from typing import Any
 
 from agentkit import prompts
 from agentkit.settings import Settings
+from agentkit.subagent import inputs
 from agentkit.subagent.claims import Claims
 from agentkit.subagent.record import RECORD_DIR, folder_in_use
 from agentkit.subagent.state import SubAgent
@@ -96,7 +97,7 @@ def admit(
     def phrase(key: str, **values: Any) -> str:
         return prompts.phrase(s.language, key, **values)
 
-    if not 1 <= agent_id <= 99:
+    if not inputs.AGENT_ID_MIN <= agent_id <= inputs.AGENT_ID_MAX:
         return phrase("bad_id", agent_id=agent_id)
     if agent_id in used_ids:
         return phrase("duplicate_id", agent_id=agent_id, summary=used_ids[agent_id])

@@ -45,13 +45,15 @@ import re
 from collections.abc import Callable
 from typing import Annotated, Any
 
-from pydantic import BeforeValidator, ValidationError
+from pydantic import BeforeValidator, Field, ValidationError
 from pydantic_core import PydanticCustomError
 
 from agentkit import prompts
 
 SUMMARY_MAX = 200
 """create_sub_agent's summary is refused past this many characters (seed: 10-30)."""
+AGENT_ID_MIN, AGENT_ID_MAX = 1, 99
+"""The range of a sub-agent id (seed §1: 1-99); admission refuses any other."""
 
 _WHOLE = re.compile(r"[+-]?\d{1,18}")
 
@@ -136,9 +138,18 @@ def or_default(rule: Callable[[Any], Any], default: Any) -> BeforeValidator:
 
 
 WholeNumber = Annotated[int, BeforeValidator(whole_number)]
+# The bounds also go into the JSON schema (minimum/maximum, maxLength): a model
+# shown them, or a grammar built from them (agentkit.llm._grammar), stays within.
+AgentId = Annotated[
+    int,
+    BeforeValidator(whole_number),
+    Field(json_schema_extra={"minimum": AGENT_ID_MIN, "maximum": AGENT_ID_MAX}),
+]
 IdList = Annotated[list[int], BeforeValidator(_id_list)]
 Flag = Annotated[bool, BeforeValidator(flag)]
-CreateSummary = Annotated[str, BeforeValidator(_create_summary)]
+CreateSummary = Annotated[
+    str, BeforeValidator(_create_summary), Field(json_schema_extra={"maxLength": SUMMARY_MAX})
+]
 Task = Annotated[str, BeforeValidator(lambda v: _text(v, "task_empty"))]
 FinishSummary = Annotated[str, BeforeValidator(lambda v: _text(v, "finish_summary_empty"))]
 OptionalText = Annotated[str | None, BeforeValidator(_optional_text)]

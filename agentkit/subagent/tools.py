@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 class CreateSubAgentParams(BaseModel):
     """Parameters of create_sub_agent (docs/specification.md §1)."""
 
-    agent_id: inputs.WholeNumber
+    agent_id: inputs.AgentId
     summary: inputs.CreateSummary
     task: inputs.Task
     deliverables_dir: inputs.OptionalText = None
@@ -50,7 +50,7 @@ class CreateWithProfileParams(CreateSubAgentParams):
 class TerminateSubAgentParams(BaseModel):
     """Parameters of terminate_sub_agent (docs/specification.md §1)."""
 
-    agent_id: inputs.WholeNumber
+    agent_id: inputs.AgentId
 
 
 class GetSubAgentStatusParams(BaseModel):
