@@ -4,7 +4,9 @@ Measured in this process as a sub-agent worker does it (agentkit.mcp.tools.MCPTo
 the time from nothing to the first tool list (the server started under pid-namespace
 ownership, the MCP handshake, tools/list), then the median of one ``tools/call``
 round trip through the tool registry, and the median of a built-in read_file call
-through the same registry. Servers: the tests' server (tests/mcp_test_server.py,
+through the same registry, and the time a sub-agent worker takes to build its MCP
+tools from the parent's listing (what it does now: the server starts at the first
+call instead). Servers: the tests' server (tests/mcp_test_server.py,
 the mcp package's MCPServer) and the reference server mcp-server-time when installed.
 
 Run: python benchmarks/mcp_cost.py (not mcp.py: a script of that name would shadow the
@@ -50,6 +52,14 @@ def measure(label: str, entry: dict[str, Any], tool: str, args: dict[str, Any]) 
         started = time.perf_counter()
         tools = mcp.tools()
         opened = (time.perf_counter() - started) * 1000
+        listed = mcp.listing()
+        worker = MCPTools(
+            workspace, settings, "subagents", servers={"s": parse_server("s", entry)}, listed=listed
+        )
+        started = time.perf_counter()
+        worker.tools()
+        from_listing = (time.perf_counter() - started) * 1000
+        worker.close()
         registry = ToolRegistry([*base_tools(), *tools])
         try:
             call = median_ms(registry, ctx, f"mcp__s__{tool}", args)
@@ -58,7 +68,8 @@ def measure(label: str, entry: dict[str, Any], tool: str, args: dict[str, Any]) 
             mcp.close()
     print(
         f"{label:<28} first tool list {opened:7.0f} ms | MCP call {call:6.2f} ms | "
-        f"read_file {builtin:5.2f} ms (medians of {CALLS})"
+        f"read_file {builtin:5.2f} ms (medians of {CALLS}) | "
+        f"worker tools from the listing {from_listing:5.2f} ms"
     )
 
 

@@ -232,3 +232,42 @@ def test_cli_profiles_lists_and_checks(workspace: Path) -> None:
     assert done.returncode == 1
     assert "problem: 'raed_file' names no known tool" in done.stdout
     assert "bad: refused: " in done.stdout and "must start with a --- line" in done.stdout
+
+
+def test_a_worker_starts_its_mcp_server_only_at_the_first_call(workspace: Path) -> None:
+    token = f"tok-{uuid.uuid4().hex}"
+    servers = {
+        "t": {"command": sys.executable, "args": [SERVER, "stdio", token], "agents": "subagents"}
+    }
+    router = Router(
+        main=[
+            calls(
+                call("create_sub_agent", agent_id=1, summary="s", task="t", run_in_background=True)
+            ),
+            "started",
+            "done",
+        ],
+        subs={
+            1: [
+                calls(call("run_command", command="sleep 3")),
+                calls(call("mcp__t__echo", text="late")),
+                finish("Echoed through MCP after a while."),
+            ]
+        },
+    )
+    with (
+        FakeOpenAIServer(router) as server,
+        Agent(workspace=workspace, settings=make_settings(server, mcp_servers=servers)) as agent,
+    ):
+        agent.session.send("go")
+        assert wait_until(lambda: any(who(r) == 1 for r in server.requests), timeout=30)
+        first = next(r for r in server.requests if who(r) == 1)
+        assert "mcp__t__echo" in names(first)  # offered from the parent's listing...
+        # ...while no server runs: the parent's listing session is closed, and the
+        # worker (in its 3-second command) has not called an MCP tool yet.
+        assert wait_until(lambda: alive_with(token) == [], timeout=2.5), alive_with(token)
+        assert agent.session.wait_idle(timeout=60)
+        sub = [r for r in server.requests if who(r) == 1]
+    assert tool_results(sub[-1])[-1] == "echo: late"
+    assert agent.manager.agents[1].status == "completed"
+    assert wait_until(lambda: alive_with(token) == [], timeout=10), alive_with(token)

@@ -10,6 +10,11 @@ mentioned by path in a short note, resource links as their URI; capped at
 ``Settings.mcp_max_output_chars``. An error result, a server that cannot start, a
 crash or a timeout give an ``Error:`` tool result; the loop goes on, and the user
 gets one log line per server that cannot start.
+
+Sub-agent workers open their sessions lazily: the parent lists each server's tools
+once per conversation (:func:`listing_for_subagents`, sent in the worker spec), and
+a worker builds its tools from that listing, starting a server only at the first
+call of one of its tools. A sub-agent that never calls an MCP tool starts no server.
 """
 
 from __future__ import annotations
@@ -33,9 +38,20 @@ from agentkit.tools.base import Tool, ToolContext, ToolResult
 
 log = logging.getLogger("agentkit")
 
-__all__ = ["MCPTools", "portable_schema", "render_result", "tool_name"]
+__all__ = [
+    "MCPTools",
+    "Listing",
+    "listing_for_subagents",
+    "portable_schema",
+    "render_result",
+    "tool_name",
+]
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+
+Listing = dict[str, list[dict[str, Any]] | None]
+"""Server name → its tools as ``{"name", "description", "input_schema"}`` dicts (JSON,
+to travel in a WorkerSpec), or None for a server that could not start."""
 
 
 class MCPArguments(BaseModel):
@@ -152,6 +168,8 @@ class MCPTools:
         agent: ``main`` or ``subagents``: servers configured for the other only are skipped.
         mark: the agent's process mark (sub-agent workers).
         servers: use these servers instead of :func:`agentkit.mcp.config.load_servers`.
+        listed: tools already listed (:data:`Listing`): a server found there is not
+            started until one of its tools is called; one listed as None offers none.
     """
 
     def __init__(
@@ -161,8 +179,10 @@ class MCPTools:
         agent: Literal["main", "subagents"],
         mark: str | None = None,
         servers: dict[str, MCPServer] | None = None,
+        listed: Listing | None = None,
     ) -> None:
         self.workspace = workspace
+        self.listed = dict(listed or {})
         self.settings = settings
         if servers is None:
             servers, problems = load_servers(workspace, settings)
@@ -174,25 +194,29 @@ class MCPTools:
     def tools(self) -> list[Tool]:
         """Start every server (in parallel) and return their tools; a server that
         cannot start is logged in one line and offers none."""
-        if not self.connections:
-            return []
-        with ThreadPoolExecutor(max_workers=min(8, len(self.connections))) as pool:
-            listed = list(pool.map(self._list, self.connections.values()))
-        return [tool for tools in listed for tool in tools]
+        listing = self.listing()
+        return [
+            self._tool(self.connections[name], entry)
+            for name, entries in listing.items()
+            for entry in entries or []
+        ]
 
-    def _list(self, connection: Connection) -> list[Tool]:
-        try:
-            found = connection.list_tools()
-        except MCPFailure as exc:
-            log.warning("agentkit: %s; its tools are not offered", exc)
-            return []
-        return [self._tool(connection, t) for t in found]
+    def listing(self) -> Listing:
+        """Each server's tools (:data:`Listing`): taken from ``listed`` when given
+        there, else listed by starting the server (in parallel); a server that cannot
+        start is logged in one line and listed as None."""
+        unknown = [c for name, c in self.connections.items() if name not in self.listed]
+        if unknown:
+            with ThreadPoolExecutor(max_workers=min(8, len(unknown))) as pool:
+                found = list(pool.map(_list, unknown))
+            self.listed.update({c.server.name: f for c, f in zip(unknown, found, strict=True)})
+        return {name: self.listed[name] for name in self.connections}
 
-    def _tool(self, connection: Connection, spec: Any) -> Tool:
+    def _tool(self, connection: Connection, entry: dict[str, Any]) -> Tool:
         server = connection.server.name
-        remote = str(spec.name)
-        schema = getattr(spec, "input_schema", None) or getattr(spec, "inputSchema", None)
-        description = str(getattr(spec, "description", None) or "").strip()
+        remote = str(entry["name"])
+        schema = entry.get("input_schema")
+        description = str(entry.get("description") or "").strip()
 
         def call(params: MCPArguments, ctx: ToolContext) -> ToolResult:
             arguments = params.model_dump()
@@ -216,3 +240,37 @@ class MCPTools:
         """Close every session (stdio servers end); idempotent."""
         for connection in self.connections.values():
             connection.close()
+
+
+def _list(connection: Connection) -> list[dict[str, Any]] | None:
+    try:
+        found = connection.list_tools()
+    except MCPFailure as exc:
+        log.warning("agentkit: %s; its tools are not offered", exc)
+        return None
+    return [
+        {
+            "name": str(t.name),
+            "description": str(getattr(t, "description", None) or ""),
+            "input_schema": getattr(t, "input_schema", None) or getattr(t, "inputSchema", None),
+        }
+        for t in found
+    ]
+
+
+def listing_for_subagents(workspace: Path, settings: Settings) -> Listing:
+    """List, in this process, the tools of every MCP server offered to sub-agents, and
+    close those sessions again (a server for both agents is started once more here:
+    the main agent's sessions stay its own). Returns {} when none is configured or
+    the ``mcp`` package is missing; never raises for a server that cannot start."""
+    from agentkit.mcp import available
+
+    servers, _ = load_servers(workspace, settings)  # problems: logged by the agents
+    servers = {n: s for n, s in servers.items() if s.agents in ("subagents", "both")}
+    if not servers or not available():
+        return {}
+    mcp = MCPTools(workspace, settings, "subagents", servers=servers)
+    try:
+        return mcp.listing()
+    finally:
+        mcp.close()

@@ -85,7 +85,21 @@ class SubAgentManager:
         # Sub-agents of earlier runs of this conversation (loaded from its file): their
         # ids stay taken, and status and records still show them.
         self._previous = earlier_rows(conversation.subagents if conversation else [])
+        self._mcp_listing: dict[str, Any] | None = None
+        self._mcp_lock = threading.Lock()
         self._used_ids.update({i: str(r.get("summary", "")) for i, r in self._previous.items()})
+
+    def _mcp_tools(self) -> dict[str, Any]:
+        """The tools of the MCP servers for sub-agents, listed once per conversation
+        (workers then start a server only when one of its tools is called)."""
+        if not (self.settings.mcp_servers or self.settings.mcp_config_files):
+            return {}
+        with self._mcp_lock:  # parallel create calls list once
+            if self._mcp_listing is None:
+                from agentkit.mcp.tools import listing_for_subagents
+
+                self._mcp_listing = listing_for_subagents(self.workspace, self.settings)
+            return self._mcp_listing
 
     def _phrase(self, key: str, **values: Any) -> str:
         return prompts.phrase(self.language, key, **values)
@@ -113,6 +127,9 @@ class SubAgentManager:
         Background: returns at once with ``status: running``. ``cancel`` (the main
         run's) ends a blocking wait and terminates the agent. ``profile``: an
         AgentProfile's dict, given to the worker (WorkerSpec.extra)."""
+        extra: dict[str, Any] = {"profile": profile} if profile else {}
+        if listing := self._mcp_tools():
+            extra["mcp_tools"] = listing
         with self._lock:
             admitted = (
                 "the agent is closing; no new sub-agents"
@@ -142,7 +159,7 @@ class SubAgentManager:
                 settings=self.settings.model_dump(),
                 process_mark=f"agentkit-{uuid.uuid4().hex}",
                 created_at=utc_now(),
-                extra={"profile": profile} if profile else {},
+                extra=extra,
             )
             agent = SubAgent(spec=spec, background=run_in_background, started=time.monotonic())
             self.claims.claim_folder(agent_id, path)

@@ -2,9 +2,10 @@
 
 One job: build the worker's registry from the built-in tools, the user's tools given
 by import reference (``Settings.tools``, those offered to sub-agents), the MCP
-servers' tools (servers for sub-agents; sessions owned by this worker process and
-closed with it) and finish_task, filtered by the agent profile's allow-list when the
-sub-agent was created with one (``WorkerSpec.extra["profile"]``).
+servers' tools (servers for sub-agents, listed by the parent; sessions opened at the
+first call, owned by this worker process and closed with it) and finish_task,
+filtered by the agent profile's allow-list when the sub-agent was created with one
+(``WorkerSpec.extra["profile"]``).
 """
 
 from __future__ import annotations
@@ -94,5 +95,14 @@ def _mcp_tools(spec: WorkerSpec, settings: Settings) -> tuple[list[Tool], Any] |
 
     for problem in problems:
         log.warning("agentkit: MCP configuration: %s", problem)
-    mcp = MCPTools(workspace, settings, "subagents", spec.process_mark, servers=servers)
+    # The parent's listing (SubAgentManager): servers start at their first call.
+    listed = spec.extra.get("mcp_tools")
+    mcp = MCPTools(
+        workspace,
+        settings,
+        "subagents",
+        spec.process_mark,
+        servers=servers,
+        listed=listed if isinstance(listed, dict) else None,
+    )
     return mcp.tools(), mcp.close
