@@ -5,6 +5,7 @@ descriptors, and records a killed process group left running are swept."""
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import json
 import os
@@ -94,6 +95,36 @@ def test_a_final_record_refuses_to_be_replaced(tmp_path: Path) -> None:
     assert read_record(folder) == done
     # Another sub-conversation in the folder (a new agent) may replace it.
     assert write_record(folder, {**done, "sub_conversation_id": "s2", "status": "running"})
+
+
+def test_the_living_parent_replaces_a_workers_account_of_losing_it(tmp_path: Path) -> None:
+    from agentkit.subagent.contract import WorkerSpec
+    from agentkit.subagent.record import (
+        ORPHANED_ERROR,
+        Ending,
+        finalise_record,
+        read_record,
+        write_record,
+    )
+
+    folder = tmp_path / "d"
+    spec = WorkerSpec(1, "s", "t", 60, "d", str(folder), str(tmp_path), "s1", {}, "m", "now")
+    said = [{"role": "user", "content": "t"}]
+    orphan = {"sub_conversation_id": "s1", "status": "terminated", "error": ORPHANED_ERROR}
+    assert write_record(folder, {**orphan, "messages": said})  # the worker, relay gone
+    # The parent lived after all (its relay died under the worker): its verdict wins,
+    # and the worker's messages stay.
+    record, where = finalise_record(spec, "failed", {}, {}, Ending("node died", "node died"))
+    assert where is not None and read_record(folder) == record
+    assert record["status"] == "failed" and record["messages"] == said
+    # Any other final record, and the parent's own, stay as they are.
+    assert write_record(folder, {**orphan, "messages": []}) is False
+    for sub_id, status, error in (("s2", "completed", None), ("s3", "terminated", "by user")):
+        done = {"sub_conversation_id": sub_id, "status": status, "error": error, "messages": []}
+        assert write_record(folder, done)
+        later = dataclasses.replace(spec, sub_conversation_id=sub_id)
+        finalise_record(later, "failed", {}, {}, Ending("late", "late"))
+        assert read_record(folder) == done
 
 
 # ------------------------------------------------------------------- item 9

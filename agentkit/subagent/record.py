@@ -11,8 +11,11 @@ kills a worker.
 A final record (any status but running) is final: every write goes through
 :func:`may_replace` under a lock on the record folder, which refuses to replace
 a final record of the same sub-conversation, whoever writes (the worker's
-parent-gone handler, the parent's finalise). A record left ``running`` by a
-process group killed at once is swept at the next start (:func:`sweep_record`).
+parent-gone handler, the parent's finalise), with one exception: the worker's
+account of losing its parent (:data:`ORPHANED_ERROR`) is a guess, and the parent,
+when it is alive after all (a Ray node died under the relay, say), replaces it
+with what happened. A record left ``running`` by a process group killed at once is
+swept at the next start (:func:`sweep_record`).
 """
 
 from __future__ import annotations
@@ -139,7 +142,7 @@ def finalise_record(
     deliverables = Path(spec.deliverables_path)
     clean_temp_files(deliverables)
     stored = read_record(deliverables)
-    if stored is not None and not may_replace(stored, spec.sub_conversation_id):
+    if stored is not None and not may_replace(stored, spec.sub_conversation_id, by_parent=True):
         return stored, record_path(deliverables)
     record = worker_record or stored or build_record(spec, status, messages=[], stats={})
     stats = dict(record.get("stats") or {})
@@ -153,7 +156,7 @@ def finalise_record(
         stats=stats,
     )
     try:
-        if write_record(deliverables, record):
+        if write_record(deliverables, record, by_parent=True):
             return record, record_path(deliverables)
         return read_record(deliverables) or record, record_path(deliverables)
     except OSError:
@@ -176,13 +179,28 @@ def record_relpath(deliverables_dir: str) -> str:
     return f"{deliverables_dir}/{RECORD_DIR}/{RECORD_FILE}"
 
 
-def may_replace(stored: dict[str, Any] | None, sub_conversation_id: object) -> bool:
+ORPHANED_ERROR = "stopped: the main process ended or stopped this worker"
+"""The error of the record a worker writes when it finds its parent gone."""
+
+
+def may_replace(
+    stored: dict[str, Any] | None, sub_conversation_id: object, by_parent: bool = False
+) -> bool:
     """The one rule for replacing a record: anything may replace a running record,
     a missing one or another sub-conversation's; nothing replaces a final record
-    (status in FINAL_STATUSES) of the same sub-conversation."""
+    (status in FINAL_STATUSES) of the same sub-conversation, except that the parent
+    (``by_parent``) replaces the worker's own parent-gone account (status
+    terminated, error :data:`ORPHANED_ERROR`): the parent lived, and knows better."""
     if not stored or stored.get("sub_conversation_id") != sub_conversation_id:
         return True
-    return stored.get("status") not in FINAL_STATUSES
+    if stored.get("status") not in FINAL_STATUSES:
+        return True
+    return by_parent and orphaned_account(stored)
+
+
+def orphaned_account(stored: dict[str, Any]) -> bool:
+    """Whether ``stored`` is a worker's record of losing its parent."""
+    return stored.get("status") == "terminated" and stored.get("error") == ORPHANED_ERROR
 
 
 @contextlib.contextmanager
@@ -220,24 +238,30 @@ def _stored_head(deliverables: Path) -> dict[str, Any] | None:
     return read_record(deliverables)
 
 
-def guarded(deliverables: Path, record: Any, write: Callable[[], None]) -> bool:
+def guarded(
+    deliverables: Path, record: Any, write: Callable[[], None], by_parent: bool = False
+) -> bool:
     """Run ``write()`` (which replaces the record file with ``record``) unless
     may_replace refuses it, under the folder lock. Returns whether it wrote;
     raises OSError from the write."""
     with _folder_lock(deliverables):
         sub_id = record.get("sub_conversation_id") if isinstance(record, dict) else None
-        if not may_replace(_stored_head(deliverables), sub_id):
+        stored = _stored_head(deliverables)
+        if by_parent and stored is not None and stored.get("status") == "terminated":
+            stored = read_record(deliverables)  # the head has no error: read it all
+        if not may_replace(stored, sub_id, by_parent):
             return False
         write()
         return True
 
 
-def write_record(deliverables: Path, record: dict[str, Any]) -> bool:
+def write_record(deliverables: Path, record: dict[str, Any], by_parent: bool = False) -> bool:
     """Atomically (temp file + rename) write ``record`` as the agent's
     conversations.json, unless a final record of the same sub-conversation is
-    there (see may_replace). Returns whether it wrote; raises OSError."""
+    there (see may_replace; ``by_parent``: the parent writes). Returns whether it
+    wrote; raises OSError."""
     path = record_path(deliverables)
-    return guarded(deliverables, record, lambda: write_json_atomic(path, record))
+    return guarded(deliverables, record, lambda: write_json_atomic(path, record), by_parent)
 
 
 def record_writer(deliverables: Path) -> JsonFileWriter:

@@ -53,6 +53,7 @@ from agentkit.subagent.contract import (
     WrapUp,
 )
 from agentkit.subagent.record import (
+    ORPHANED_ERROR,
     Ending,
     build_record,
     record_relpath,
@@ -347,7 +348,7 @@ def worker_main(spec: WorkerSpec, conn: Endpoint) -> None:
                 writer.flush(1.0)
             except OSError:
                 pass
-            why = "stopped: the main process ended or stopped this worker"
+            why = ORPHANED_ERROR
             record = _record(spec, conv, "terminated", started, Ending(why, why))
             write_record(deliverables, record)
 
