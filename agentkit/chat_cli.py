@@ -29,6 +29,8 @@ import sys
 import threading
 from typing import TYPE_CHECKING, Any
 
+from agentkit.chat_commands import message_text
+
 if TYPE_CHECKING:
     from agentkit.chat import Session, Workspace
     from agentkit.chat_commands import ChatCommands
@@ -216,7 +218,8 @@ class JsonLinesChat:
         from agentkit.chat_commands import CommandError
         from agentkit.errors import AgentkitError
 
-        if line.startswith("/"):
+        text = message_text(line)
+        if text is None:
             try:
                 result = self.commands.execute(line)
             except CommandError as exc:
@@ -225,7 +228,7 @@ class JsonLinesChat:
             self.write(result.to_dict())
             return not result.quit
         try:
-            self.commands.session.post(line)
+            self.commands.session.post(text)
         except AgentkitError as exc:
             self.write({"type": "Error", "message": str(exc), "input": line})
         return True
@@ -273,4 +276,5 @@ class JsonLinesChat:
     def _put(self, raw: bytes) -> None:
         line = raw.decode("utf-8", errors="replace").rstrip("\r")
         if line.strip():
-            self._lines.put(line.strip() if line.lstrip().startswith("/") else line)
+            command = message_text(line.lstrip()) is None  # "//..." is a message: kept
+            self._lines.put(line.strip() if command else line)

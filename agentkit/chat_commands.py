@@ -18,7 +18,14 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from agentkit.chat import Session, Workspace
 
-__all__ = ["HELP", "ChatCommands", "CommandError", "CommandResult", "status_rows_text"]
+__all__ = [
+    "HELP",
+    "ChatCommands",
+    "CommandError",
+    "CommandResult",
+    "message_text",
+    "status_rows_text",
+]
 
 HELP = """\
 /new            start a new conversation (the current one's sub-agents end)
@@ -30,8 +37,18 @@ HELP = """\
 /rename TITLE   rename the conversation
 /help           this list
 /quit           leave (sub-agents end, the conversation is saved); Ctrl-D too
+//TEXT          send the message /TEXT (a message that starts with a slash)
 Anything else is a message to the main agent; typed while it works, it is queued
 and reaches the model after the current tool results."""
+
+
+def message_text(line: str) -> str | None:
+    """The message an input line sends, or None when it is a command: a line that
+    starts with ``/`` is a command, except ``//`` which sends the rest with one
+    slash (``//etc/hosts?`` sends ``/etc/hosts?``)."""
+    if line.startswith("//"):
+        return line[1:]
+    return None if line.startswith("/") else line
 
 
 class CommandError(Exception):

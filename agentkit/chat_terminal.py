@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentkit import events as ev
 from agentkit.chat_cli import Signals
-from agentkit.chat_commands import ChatCommands, CommandError
+from agentkit.chat_commands import ChatCommands, CommandError, message_text
 from agentkit.display import event_line, shorten
 
 if TYPE_CHECKING:
@@ -101,7 +101,8 @@ class TerminalChat:
         """Act on one input line; False to leave."""
         if not line:
             return True
-        if line.startswith("/"):
+        text = message_text(line)
+        if text is None:
             try:
                 result = self.commands.execute(line)
             except CommandError as exc:
@@ -109,7 +110,7 @@ class TerminalChat:
                 return True
             _say(result.text if result.ok else _style(result.text, "31"))
             return not result.quit
-        self.commands.session.post(line)
+        self.commands.session.post(text)
         return True
 
     def _leave(self) -> str:

@@ -247,6 +247,24 @@ def test_message_sent_during_a_round_is_queued_after_the_tool_results(workspace:
     assert len(of_type(chat.seen, "RoundStarted")) == 1  # one round answered both
 
 
+def test_a_double_slash_sends_a_message_that_starts_with_a_slash(workspace: Path) -> None:
+    with FakeOpenAIServer(["a path", "no command"]) as server:
+        chat = JsonlChat(workspace, cli_env(server.base_url))
+        try:
+            chat.send("//etc/hosts: what is it?")
+            chat.round_end()
+            error = chat.command("/etc/hosts: what is it?")
+            chat.send("/ /")
+            code, err = chat.finish()
+        finally:
+            chat.kill()
+    assert code == 0, err
+    assert error["type"] == "Error" and "unknown command /etc/hosts" in error["message"]
+    sent = main_requests(server)[0]["messages"][-1]
+    assert sent == {"role": "user", "content": "/etc/hosts: what is it?"}
+    assert len(main_requests(server)) == 1  # "/..." lines never reached the model
+
+
 def test_commands_new_switch_stop_list_and_errors(workspace: Path) -> None:
     router = Router(
         main=[background(1, "Sleeper one"), "started", background(2, "Sleeper two"), "again"],
