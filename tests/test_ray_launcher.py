@@ -184,3 +184,17 @@ def test_progress_and_result_survive_pickling() -> None:
     message = Result("completed", "ok", None, empty_progress(), 1)
     assert pickle.loads(pickle.dumps(message)) == message
     assert isinstance(pickle.loads(pickle.dumps(empty_progress())), Progress)
+
+
+def test_an_address_nobody_answers_at_fails_at_once_with_the_reason() -> None:
+    import subprocess
+    import sys
+
+    pytest.importorskip("ray")
+    code = (
+        "from agentkit.subagent.ray_launcher import connect\n"
+        "try:\n    connect('127.0.0.1:9')\nexcept ConnectionError as exc:\n    print(exc)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert "no Ray cluster answers at 127.0.0.1:9" in done.stdout, done
+    assert "ray_address" in done.stdout

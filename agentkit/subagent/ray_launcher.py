@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import secrets
+import socket
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,12 +63,31 @@ def connect(address: str) -> None:
             return
         if not address:
             raise ValueError("ray_address is empty; give the cluster's address or 'auto'")
+        _check_reachable(address)
         ray.init(
             address=address,
             namespace=NAMESPACE,
             log_to_driver=False,
             logging_level=logging.WARNING,
         )
+
+
+def _check_reachable(address: str, timeout: float = 5.0) -> None:
+    """Raise ConnectionError when nothing accepts TCP connections at a ``host:port``
+    or ``ray://host:port`` address (``auto`` is left to Ray). Without this check
+    ``ray.init`` retries an unreachable address for minutes."""
+    rest = address.removeprefix("ray://")
+    host, sep, port = rest.rpartition(":")
+    if address == "auto" or not sep or not port.isdigit():
+        return
+    host = host.strip("[]") or "127.0.0.1"
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout).close()
+    except OSError as exc:
+        raise ConnectionError(
+            f"no Ray cluster answers at {address} ({exc.strerror or exc}); "
+            "check ray_address (the head's host:port, or ray://host:10001 for Ray Client)"
+        ) from None
 
 
 def marker_path(spec: WorkerSpec) -> Path:
