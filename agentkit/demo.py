@@ -217,7 +217,7 @@ def main(
 
     ``latency`` defaults to env ``AGENTKIT_DEMO_LATENCY`` or 0.6 s per reply.
     """
-    from agentkit import cli
+    from agentkit import cli, run_cli
     from agentkit.testing import FakeOpenAIServer
 
     lang = language or os.environ.get("AGENTKIT_LANGUAGE") or "en"
@@ -243,7 +243,7 @@ def main(
                 "language": lang,
             }
         )
-        code = cli.run_task(TASK.get(lang, TASK["en"]), str(root), settings)
+        code = run_cli.run_task(TASK.get(lang, TASK["en"]), str(root), settings)
     results = root / "sub_agent_results"
     print(
         f"\ndeliverables: {results}/agent_1, agent_2, agent_3 and {root / REPORT_FILE}\n"

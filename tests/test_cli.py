@@ -643,7 +643,8 @@ def test_task_from_standard_input(workspace: Path) -> None:
 def test_run_task_is_the_run_command_as_a_function(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from agentkit.cli import UsageError, make_settings, run_task
+    from agentkit.cli import UsageError, make_settings
+    from agentkit.run_cli import run_task
 
     for name in list(os.environ):
         if name.startswith(("AGENTKIT_", "OPENAI_")):

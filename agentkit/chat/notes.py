@@ -6,19 +6,24 @@ without the main agent hearing of it. Their records are swept
 (agentkit.subagent.sweep: a worker that is gone is recorded as terminated and
 its leftover processes killed), and the model is told at the next round: those
 that finished, with the result summary their records hold; those that were
-killed, with the reason.
+killed, with the reason. When a conversation closes (:func:`closing_notes`), the
+sub-agents it stops are owed the same way, in the file, for its next opening.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from agentkit import prompts
 from agentkit.conversation import Conversation
 from agentkit.settings import Settings
 from agentkit.subagent.sweep import sweep_rows
 
-__all__ = ["owed_notes", "recovery_notes"]
+if TYPE_CHECKING:
+    from agentkit.subagent.manager import SubAgentManager
+
+__all__ = ["closing_notes", "owed_notes", "recovery_notes"]
 
 
 def recovery_notes(workspace: Path, conversation: Conversation, settings: Settings) -> list[str]:
@@ -67,3 +72,29 @@ def owed_notes(conversation: Conversation, language: str) -> list[str]:
     if conversation.error in ("cancelled", "interrupted") and last and last[0]["role"] == "user":
         return [prompts.phrase(language, "interrupted_request")]
     return []
+
+
+def closing_notes(manager: SubAgentManager | None, language: str) -> list[str]:
+    """Stop every sub-agent of a closing conversation (docs/specification.md §8.5) and
+    return the notes the model is owed about them: those that were running, and
+    finished ones not announced yet (empty without a manager)."""
+    if manager is None:
+        return []
+    blocking = [a for a in manager.running() if not a.background]
+    manager.shutdown()
+    notes = [
+        prompts.phrase(
+            language,
+            "ended_unseen",
+            agent_id=a.spec.agent_id,
+            summary=a.spec.summary,
+            status=a.status,
+            result_summary=a.result_summary or "",
+            deliverables_dir=a.spec.deliverables_dir,
+        )
+        for a in manager.take_finished()
+    ]
+    if blocking:
+        names = ", ".join(f"{a.spec.agent_id} ({a.spec.summary})" for a in blocking)
+        notes.append(prompts.phrase(language, "left_subagents", agents=names))
+    return notes

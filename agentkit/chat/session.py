@@ -10,8 +10,8 @@ model at the next turn boundary; every event goes out on one ordered stream.
 Threads: one *driver* thread per session runs the rounds, one after another.
 ``post``/``send`` only queue and wake it, so they never block on a round;
 ``cancel`` stops the current round only. Sub-agent monitor threads wake the
-driver when a sub-agent ends. Lock order: the driver never holds its own lock
-while calling the manager, and events are never published under it.
+driver when a sub-agent ends. The driver and its rounds live in
+agentkit.chat.driver; this module holds the conversation's life and its API.
 """
 
 from __future__ import annotations
@@ -27,19 +27,18 @@ from typing import TYPE_CHECKING, Any
 
 from agentkit import events as ev
 from agentkit import prompts
+from agentkit.chat.driver import RoundDriver
 from agentkit.chat.eventbus import EventBus, Numbered
-from agentkit.chat.inbox import Inbox, RoundResult
+from agentkit.chat.inbox import RoundResult
 from agentkit.chat.lock import claim_conversation
-from agentkit.chat.notes import owed_notes, recovery_notes
-from agentkit.chat.rounds import RoundPlan, plan_round, round_result, run_round
-from agentkit.chat.setup import build_registry, check_settings, offer_tool
+from agentkit.chat.notes import closing_notes, recovery_notes
+from agentkit.chat.setup import build_registry, check_settings, main_system_prompt, offer_tool
 from agentkit.chat.store import ConversationFile, clean_title, default_title, load_conversation
 from agentkit.conversation import Conversation, conversations_dir
 from agentkit.engine import Model
-from agentkit.environment import prompt_values
 from agentkit.errors import ConfigurationError
 from agentkit.settings import Settings
-from agentkit.tools.base import Tool, ToolContext, ToolRegistry
+from agentkit.tools.base import Tool, ToolRegistry
 
 if TYPE_CHECKING:
     from agentkit.subagent.contract import Launcher
@@ -107,22 +106,11 @@ class Session:
             subagents, tools or [], lambda: self.manager, self.workspace, self.settings
         )
         self.bus = EventBus()
-        self._wake = threading.Condition(threading.Lock())
-        self._poked = False
         self._closed = False
-        self._running = False
-        self._hold_notifications = False
-        self._round_no = 0
-        self._round_cancel = threading.Event()
-        self._idle = threading.Event()
-        self._idle.set()
         self._manager: SubAgentManager | None = None
         self._manager_lock = threading.Lock()
-        self._file_state: dict[str, Any] = {}
         self._file = ConversationFile(self.workspace)
         self.last_result: RoundResult | None = None
-        self.inbox = Inbox(self._poke)
-        self._notes: list[str] = []
         if conversation_id:
             self.conversation = load_conversation(self.workspace, conversation_id)
         else:
@@ -130,15 +118,33 @@ class Session:
         self._release = claim_conversation(
             self.transcript_path.with_suffix(".lock"), self.id, lambda: not self._closed
         )
+        notes: list[str] = []
         if conversation_id:
             conv = self.conversation
-            self._notes = conv.pending_notes + recovery_notes(self.workspace, conv, self.settings)
+            notes = conv.pending_notes + recovery_notes(self.workspace, conv, self.settings)
             conv.pending_notes = []
             conv.state = "idle"
-        self._thread = threading.Thread(
-            target=self._drive, name=f"agentkit-session-{self.conversation.id}", daemon=True
+        self._driver = RoundDriver(
+            conversation=self.conversation,
+            file=self._file,
+            transcript_path=self.transcript_path,
+            workspace=self.workspace,
+            registry=self.registry,
+            notes=notes,
+            settings=lambda: self.settings,
+            model=lambda: self.model,
+            manager=lambda: self._manager,
+            system_prompt=lambda: main_system_prompt(
+                self.workspace, self.settings, self._subagents
+            ),
+            state=lambda: self.state,
+            closed=lambda: self._closed,
+            emit=self._emit,
+            save=self._save,
+            on_result=self._set_last_result,
         )
-        self._thread.start()
+        self.inbox = self._driver.inbox
+        self._driver.start()
         if prewarm and subagents and launcher is None:
             from agentkit.subagent.local_launcher import prewarm_in_background
 
@@ -161,7 +167,7 @@ class Session:
         (no round; background sub-agents work) or ``idle`` (also once closed)."""
         if self._closed:
             return "idle"
-        if self._running or self._work_waiting():
+        if self._driver.running or self._work_waiting():
             return "running"
         manager = self._manager
         if manager is not None and manager.running():
@@ -173,7 +179,8 @@ class Session:
         if len(self.inbox):
             return True
         manager = self._manager
-        return manager is not None and not self._hold_notifications and manager.has_unannounced()
+        hold = self._driver.hold_notifications
+        return manager is not None and not hold and manager.has_unannounced()
 
     @property
     def closed(self) -> bool:
@@ -244,8 +251,8 @@ class Session:
         """
         if not isinstance(text, str) or not text.strip():
             raise ConfigurationError("the message is empty")
-        self._idle.clear()
-        busy = self._running
+        self._driver.idle.clear()
+        busy = self._driver.running
         pending, position = self.inbox.put(text)
         if busy:
             self._emit(ev.MessageQueued(text=text, position=position))
@@ -267,16 +274,16 @@ class Session:
     def wait_idle(self, timeout: float | None = None) -> bool:
         """Block until no round runs, nothing is queued and no sub-agent works;
         returns False after ``timeout`` seconds."""
-        return self._idle.wait(timeout)
+        return self._driver.idle.wait(timeout)
 
     # ---------------------------------------------------------------- control
     def cancel(self) -> bool:
         """Stop the current round (safe from any thread or a signal handler): its
         model request and tools are interrupted, a blocking sub-agent it waits for is
         terminated; background sub-agents go on. Returns False when no round ran."""
-        if not self._running:
+        if not self._driver.running:
             return False
-        self._round_cancel.set()
+        self._driver.round_cancel.set()
         if self._manager is not None:
             self._manager.wake()
         return True
@@ -284,12 +291,12 @@ class Session:
     def stop_all(self) -> None:
         """Cancel the current round and terminate every running sub-agent; their ends
         are told to the model with the next user message (no round starts for them)."""
-        self._hold_notifications = True
-        self._round_cancel.set()
+        self._driver.hold_notifications = True
+        self._driver.round_cancel.set()
         if self._manager is not None:
             self._manager.wake()
             self._manager.terminate_all(interrupted=True)
-        self._poke()
+        self._driver.poke()
 
     def terminate_subagent(self, agent_id: int) -> dict[str, Any]:
         """Terminate a sub-agent at the user's request; returns the seed's
@@ -299,7 +306,7 @@ class Session:
             return {"success": False, "agent_id": agent_id, "error": "no sub-agent runs"}
         result = self._manager.terminate(agent_id, by_user=True)
         if result.get("success"):
-            self._notes.append(
+            self._driver.notes.append(
                 prompts.phrase(self.settings.language, "user_terminated", agent_id=agent_id)
             )
         return result
@@ -319,24 +326,25 @@ class Session:
         """End the conversation's life in this process (docs/specification.md §8.5):
         cancel the round, terminate every sub-agent, save, stop the driver. Queued
         messages never answered fail with Cancelled. Idempotent."""
-        with self._wake:
+        with self._driver.wake:
             if self._closed:
                 return
             self._closed = True
-            self._wake.notify_all()
-        self._round_cancel.set()
+            self._driver.wake.notify_all()
+        self._driver.round_cancel.set()
         self.inbox.close("the conversation was closed before this message was answered")
-        self._notes += self._end_subagents()
-        self._thread.join(30)
+        # Stop every sub-agent (§8.5); the model is owed word of them.
+        self._driver.notes += closing_notes(self._manager, self.settings.language)
+        self._driver.join(30)
         # What the model has not heard yet waits in the file for the next opening.
-        self.conversation.pending_notes = self._notes
+        self.conversation.pending_notes = self._driver.notes
         self.conversation.state = "idle"
         self._save(self.conversation)
         try:
             self._flush()
         except OSError as exc:
             log.info("conversation %s could not be saved: %s", self.id, exc)
-        self._idle.set()
+        self._driver.idle.set()
         self._release()
         self.bus.close()
         if self._owns_registry:
@@ -344,32 +352,6 @@ class Session:
         close = getattr(self._model, "close", None)
         if self._owns_model and callable(close):
             close()
-
-    def _end_subagents(self) -> list[str]:
-        """Stop every sub-agent (§8.5) and return the notes the model is owed about
-        them: those that were running, and finished ones not announced yet."""
-        manager = self._manager
-        if manager is None:
-            return []
-        blocking = [a for a in manager.running() if not a.background]
-        manager.shutdown()
-        language = self.settings.language
-        notes = [
-            prompts.phrase(
-                language,
-                "ended_unseen",
-                agent_id=a.spec.agent_id,
-                summary=a.spec.summary,
-                status=a.status,
-                result_summary=a.result_summary or "",
-                deliverables_dir=a.spec.deliverables_dir,
-            )
-            for a in manager.take_finished()
-        ]
-        if blocking:
-            names = ", ".join(f"{a.spec.agent_id} ({a.spec.summary})" for a in blocking)
-            notes.append(prompts.phrase(language, "left_subagents", agents=names))
-        return notes
 
     def __enter__(self) -> Session:
         return self
@@ -402,141 +384,14 @@ class Session:
             # row, so the next opening can sweep its record and tell the model.
             self._save(self.conversation)
         if isinstance(event, ev.SubAgentFinished):
-            self._poke()
-
-    # ------------------------------------------------------------ the driver
-    def _poke(self) -> None:
-        with self._wake:
-            self._poked = True
-            self._wake.notify_all()
-
-    def _drive(self) -> None:
-        while True:
-            with self._wake:
-                while not self._closed and not self._poked:
-                    self._wake.wait()
-                if self._closed:
-                    return
-                self._poked = False
-            try:
-                while not self._closed:  # round after round while work waits
-                    plan = self._plan()
-                    if plan.is_empty():
-                        self._settle()
-                        break
-                    self._round(plan)
-            except Exception:  # the driver must survive anything a round throws
-                log.exception("conversation %s: a round failed unexpectedly", self.id)
-                self._running = False
-                self._settle()
-
-    def _plan(self) -> RoundPlan:
-        messages = self.inbox.take_all()
-        if messages:
-            self._hold_notifications = False
-        plan = plan_round(self._manager, self.inbox, messages, hold=self._hold_notifications)
-        if not plan.is_empty():
-            plan.notes = self._take_notes()
-        return plan
-
-    def _take_notes(self) -> list[str]:
-        notes, self._notes = self._notes, []
-        return owed_notes(self.conversation, self.settings.language) + notes
-
-    def _round(self, plan: RoundPlan) -> None:
-        self._round_no += 1
-        number = self._round_no
-        self._running = True
-        self._idle.clear()
-        self._round_cancel.clear()
-        if self._closed:  # closed between the plan and now: cancel at once
-            self._round_cancel.set()
-        self._set_state("running")
-        self._emit(ev.RoundStarted(round=number, trigger=plan.trigger))
-        ctx = ToolContext(
-            workspace=self.workspace,
-            settings=self.settings,
-            cancel=self._round_cancel,
-            claim_write=self._claim_write,
-            file_state=self._file_state,
-        )
-        outcome, taken = run_round(
-            plan,
-            conversation=self.conversation,
-            system_prompt=self._system_prompt,
-            model=self.model,
-            registry=self.registry,
-            ctx=ctx,
-            manager=lambda: self._manager,
-            inbox=self.inbox,
-            emit=self._emit,
-            save=self._save,
-        )
-        result = round_result(
-            outcome, number, self.conversation, self._manager, self._file, self.transcript_path
-        )
-        self.last_result = result
-        self._running = False
-        # The state is settled before anyone hears the round ended; AllWorkDone follows
-        # the round's RoundFinished.
-        self._settle(
-            lambda: self._emit(
-                ev.RoundFinished(
-                    round=number,
-                    status=result.status,
-                    final_text=result.final_text,
-                    error=result.error,
-                    background=result.background,
-                )
-            )
-        )
-        for pending in taken:
-            if not pending.future.done():
-                pending.future.set_result(result)
-
-    def _settle(self, before_done: Callable[[], None] | None = None) -> None:
-        """Set the state after a round or a completion (saved at once). ``before_done``
-        (the round's own RoundFinished) goes out next; then, when the conversation
-        just became idle, ``AllWorkDone``, and waiters of :meth:`wait_idle` wake."""
-        state = self.state
-        changed = state != "running" and self.conversation.state != state
-        if state != "running":
-            self._set_state(state)
-            try:
-                self._flush()  # the file says the state a caller is about to hear of
-            except OSError as exc:
-                log.info("conversation %s could not be saved: %s", self.id, exc)
-        if before_done is not None:
-            before_done()
-        if state == "idle":
-            if changed:
-                self._emit(ev.AllWorkDone())
-            self._idle.set()
-
-    def _set_state(self, state: str) -> None:
-        if self.conversation.state != state:
-            self.conversation.state = state
-            self._emit(ev.StateChanged(state=state))
-            self._save(self.conversation)
+            self._driver.poke()
 
     # --------------------------------------------------------------- storage
-    def _system_prompt(self) -> str:
-        from agentkit.profiles import load_profiles, profiles_section
-
-        profiles = load_profiles(self.workspace, self.settings)[0] if self._subagents else {}
-        return prompts.render(
-            self.settings.language,
-            "main_system.txt",
-            max_concurrent=self.settings.max_concurrent_subagents,
-            **prompt_values(self.workspace),
-        ) + profiles_section(profiles, self.settings.language)
+    def _set_last_result(self, result: RoundResult) -> None:
+        self.last_result = result
 
     def _save(self, conversation: Conversation) -> None:
         self._file.save(conversation, self._manager.records() if self._manager else None)
 
     def _flush(self) -> None:
         self._file.flush()
-
-    def _claim_write(self, path: Path) -> None:
-        if self._manager is not None:
-            self._manager.check_main_write(path)

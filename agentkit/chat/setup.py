@@ -1,8 +1,9 @@
 """What a main agent is made of: its settings checked, its tools gathered.
 
-One job: the two steps every main agent (a chat Session, an Agent) takes before
-its first round: :func:`check_settings` (a model and a key or local URL) and
-:func:`build_registry` (built-in tools, the sub-agent tools, the user's tools).
+One job: the steps every main agent (a chat Session, an Agent) takes before
+its first round: :func:`check_settings` (a model and a key or local URL),
+:func:`build_registry` (built-in tools, the sub-agent tools, the user's tools) and
+:func:`main_system_prompt` (what its conversation opens with).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from agentkit.tools.base import Tool, ToolRegistry
 if TYPE_CHECKING:
     from agentkit.subagent.manager import SubAgentManager
 
-__all__ = ["build_registry", "check_settings", "offer_tool"]
+__all__ = ["build_registry", "check_settings", "main_system_prompt", "offer_tool"]
 
 
 def check_settings(settings: Settings) -> None:
@@ -83,3 +84,19 @@ def offer_tool(tool: Tool, registry: ToolRegistry, settings: Settings) -> Settin
     if tool.agents != "subagents":
         registry.register(tool)
     return updated
+
+
+def main_system_prompt(workspace: Path, settings: Settings, subagents: bool) -> str:
+    """Return the main agent's system prompt: ``main_system.txt`` in the settings'
+    language, then the workspace's agent profiles when ``subagents`` are offered."""
+    from agentkit import prompts
+    from agentkit.environment import prompt_values
+    from agentkit.profiles import load_profiles, profiles_section
+
+    profiles = load_profiles(workspace, settings)[0] if subagents else {}
+    return prompts.render(
+        settings.language,
+        "main_system.txt",
+        max_concurrent=settings.max_concurrent_subagents,
+        **prompt_values(workspace),
+    ) + profiles_section(profiles, settings.language)
