@@ -148,9 +148,15 @@ AgentId = Annotated[
 IdList = Annotated[list[int], BeforeValidator(_id_list)]
 Flag = Annotated[bool, BeforeValidator(flag)]
 CreateSummary = Annotated[
-    str, BeforeValidator(_create_summary), Field(json_schema_extra={"maxLength": SUMMARY_MAX})
+    str,
+    BeforeValidator(_create_summary),
+    Field(json_schema_extra={"minLength": 1, "maxLength": SUMMARY_MAX}),
 ]
-Task = Annotated[str, BeforeValidator(lambda v: _text(v, "task_empty"))]
+Task = Annotated[
+    str,
+    BeforeValidator(lambda v: _text(v, "task_empty")),
+    Field(json_schema_extra={"minLength": 1}),
+]
 FinishSummary = Annotated[str, BeforeValidator(lambda v: _text(v, "finish_summary_empty"))]
 OptionalText = Annotated[str | None, BeforeValidator(_optional_text)]
 
