@@ -55,12 +55,13 @@ import shutil
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agentkit.errors import ToolError
+from agentkit.tools import _loopback_relay as _relay
 
 if TYPE_CHECKING:
     from agentkit.tools.base import ToolContext
@@ -72,6 +73,7 @@ __all__ = [
     "bwrap_works",
     "clear_write_scope",
     "confine",
+    "is_bridge",
     "narrow_mode",
     "refusal_notes",
     "set_write_scope",
@@ -82,6 +84,7 @@ log = logging.getLogger(__name__)
 MODES = ("read-only", "workspace-write", "full")
 """Sandbox modes, narrowest first."""
 
+_BRIDGE_FOLDER = "agentkit-loopback"
 _HIDDEN = ("/tmp", "/var/tmp", "/run", "/home", "/root")
 _BLANKED = ("/etc/shadow", "/etc/gshadow")
 # Roots of toolchain managers whose bin/shims folder is on PATH (bin alone does not run).
@@ -137,7 +140,7 @@ class Confinement:
     Attributes:
         argv: bubblewrap's argv up to and including ``--``; the command follows.
         mode: the sandbox mode applied.
-        network: ``none`` or ``all``.
+        network: ``none``, ``loopback`` or ``all``.
         writable: where writes are allowed, in words for the model.
     """
 
@@ -226,6 +229,8 @@ def bwrap_argv(
     read_only: Iterable[str | Path] = (),
     writable: Iterable[str | Path] = (),
     scope: WriteScope | None = None,
+    relay: Path | None = None,
+    ports: Sequence[int] = (),
 ) -> list[str]:
     """Return the bubblewrap argv (up to ``--``) for the policy in the module docstring.
 
@@ -234,10 +239,14 @@ def bwrap_argv(
         workspace: absolute, resolved workspace root.
         cwd: the command's folder (inside the workspace).
         mode: ``read-only`` or ``workspace-write``.
-        network: ``none`` or ``all``.
+        network: ``none``, ``loopback`` or ``all``.
         read_only: extra folders shown read-only (``read_only_roots``).
         writable: extra writable folders (``command_writable_paths``; workspace-write).
         scope: a sub-agent's write scope; None: the whole workspace is writable.
+        relay: with ``loopback``, the relay's folder
+            (:func:`agentkit.tools._loopback_relay.relay_folder`); the argv then ends with
+            the bridge, ``python -I -S BRIDGE SOCKET PORT... --``, which execs what follows.
+        ports: with ``relay``, the host's loopback ports the bridge offers inside.
     """
     # setpriv ties bwrap itself to the spawner thread (as for unshare); --die-with-parent
     # then ties the sandbox to bwrap. bwrap's own parent-death signal was seen to miss.
@@ -268,10 +277,31 @@ def bwrap_argv(
         )
         for path in protected:
             argv += ["--ro-bind-try", str(path), str(path)]
+    bridge: list[str] = []
+    if network == "loopback" and relay is not None:
+        inside = _relay_mount(hidden)
+        argv += ["--ro-bind", str(relay), inside]
+        bridge = [sys.executable, "-I", "-S", f"{inside}/{_relay.BRIDGE_NAME}",
+                  f"{inside}/{_relay.SOCKET_NAME}", *map(str, ports), "--"]  # fmt: skip
     argv += _base_flags()
     if network != "all":
         argv.append("--unshare-net")
-    return [*argv, "--setenv", "TMPDIR", "/tmp", "--chdir", str(cwd), "--"]
+    return [*argv, "--setenv", "TMPDIR", "/tmp", "--chdir", str(cwd), "--", *bridge]
+
+
+def _relay_mount(hidden: list[Path]) -> str:
+    """Where the relay's folder appears inside: under a hidden tmpfs (mounted before it),
+    so nothing of the host is covered."""
+    base = next((b for b in ("/run", "/tmp") if Path(b) in hidden), "/tmp")
+    return f"{base}/{_BRIDGE_FOLDER}"
+
+
+def is_bridge(cmdline: Sequence[str]) -> bool:
+    """True when ``cmdline`` is the loopback bridge of a sandbox (part of the sandbox,
+    not of the command: never listed as a leftover; it dies with the namespace)."""
+    return len(cmdline) > 3 and list(cmdline[1:3]) == ["-I", "-S"] and (
+        cmdline[3].endswith(f"/{_BRIDGE_FOLDER}/{_relay.BRIDGE_NAME}")
+    )  # fmt: skip
 
 
 def confine(ctx: ToolContext, cwd: Path) -> Confinement | None:
@@ -309,6 +339,12 @@ def confine(ctx: ToolContext, cwd: Path) -> Confinement | None:
         return None
     root = ctx.workspace
     scope = _scopes.get(ctx.process_mark or "")
+    relay: Path | None = None
+    if s.command_network == "loopback":
+        try:
+            relay = _relay.relay_folder()
+        except OSError as exc:  # the command still runs, with its own loopback only
+            log.warning("agentkit: the loopback relay cannot start (%s)", exc)
     argv = bwrap_argv(
         bwrap,
         workspace=root,
@@ -318,6 +354,8 @@ def confine(ctx: ToolContext, cwd: Path) -> Confinement | None:
         read_only=s.read_only_roots,
         writable=s.command_writable_paths,
         scope=scope,
+        relay=relay,
+        ports=_relay.listening_ports() if relay is not None else (),
     )
     if mode == "read-only":
         where = "nothing (read-only mode)"
