@@ -399,6 +399,16 @@ def refusal_notes(output: str, confinement: Confinement | None) -> list[str]:
             "sandbox: commands have no network (command_network = none): the internet "
             "and the host's services, even on 127.0.0.1, are unreachable; only the "
             "command's own loopback works. Use web_search / extract_webpage for the web, "
-            "or ask the user to set command_network = all"
+            "or ask the user to set command_network = loopback (the host's local "
+            "services) or all"
+        )
+    elif confinement.network == "loopback" and _NET_REFUSED.search(output):
+        notes.append(
+            "sandbox: commands reach only the host's loopback (command_network = "
+            "loopback): TCP services on 127.0.0.1 that were listening when the command "
+            "started (not one started later), and the command's own servers; other "
+            "hosts, the internet and DNS are unreachable. "
+            "Use web_search / extract_webpage for the web, or ask the user to set "
+            "command_network = all"
         )
     return notes
