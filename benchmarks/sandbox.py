@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from agentkit.settings import Settings  # noqa: E402
-from agentkit.tools._loopback_relay import listening_ports  # noqa: E402
+from agentkit.tools._loopback_ports import listening_ports  # noqa: E402
 from agentkit.tools._sandbox import bwrap_works  # noqa: E402
 from agentkit.tools.base import ToolContext, ToolRegistry  # noqa: E402
 from agentkit.tools.shell import SHELL_TOOLS  # noqa: E402

@@ -17,7 +17,7 @@ import psutil
 import pytest
 
 from agentkit import Settings
-from agentkit.tools import _loopback_relay, _sandbox
+from agentkit.tools import _loopback_ports, _loopback_relay, _sandbox
 from agentkit.tools._command_launch import end_background_services
 from agentkit.tools.base import ToolContext, ToolRegistry, ToolResult
 from agentkit.tools.shell import SHELL_TOOLS
@@ -183,14 +183,21 @@ def test_relay_refuses_bad_headers_and_relays_a_good_one() -> None:
         server.close()
 
 
-def test_listening_ports_lists_loopback_listeners_only_while_they_listen() -> None:
+@pytest.mark.parametrize("source", ["netlink", "proc"])
+def test_listening_ports_lists_loopback_listeners_only_while_they_listen(
+    source: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if source == "proc":  # the fallback where sock_diag is unavailable
+        monkeypatch.setattr(_loopback_ports, "_netlink_listeners", lambda: None)
+    elif _loopback_ports._netlink_listeners() is None:
+        pytest.skip("no sock_diag netlink here")
     server = socket.create_server(("127.0.0.1", 0))
     port = server.getsockname()[1]
     client = socket.create_connection(("127.0.0.1", port))  # an established row too
     try:
-        assert port in _loopback_relay.listening_ports()
-        assert client.getsockname()[1] not in _loopback_relay.listening_ports()
+        assert port in _loopback_ports.listening_ports()
+        assert client.getsockname()[1] not in _loopback_ports.listening_ports()
     finally:
         client.close()
         server.close()
-    assert port not in _loopback_relay.listening_ports()
+    assert port not in _loopback_ports.listening_ports()

@@ -11,15 +11,13 @@ ever connects to those two loopback addresses.
 The folder also holds ``bridge.py``, a copy of :mod:`agentkit.tools._loopback_bridge`:
 the sandbox sees this folder only, so the bridge runs from there whatever the install.
 
-Public API: :func:`relay_folder`, :func:`listening_ports`, :data:`SOCKET_NAME`,
-:data:`BRIDGE_NAME`.
+Public API: :func:`relay_folder`, :data:`SOCKET_NAME`, :data:`BRIDGE_NAME`.
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
-import ipaddress
 import os
 import shutil
 import socket
@@ -30,13 +28,12 @@ from pathlib import Path
 from agentkit.tools import _loopback_bridge
 from agentkit.tools._loopback_bridge import splice
 
-__all__ = ["BRIDGE_NAME", "SOCKET_NAME", "listening_ports", "relay_folder"]
+__all__ = ["BRIDGE_NAME", "SOCKET_NAME", "relay_folder"]
 
 SOCKET_NAME = "relay.sock"
 BRIDGE_NAME = "bridge.py"
 _HEADER_SECONDS = 10.0
 _CONNECT_SECONDS = 5.0
-_LISTEN_STATE = "0A"  # TCP_LISTEN in /proc/net/tcp
 
 _lock = threading.Lock()
 _running: tuple[int, Path, socket.socket] | None = None  # (pid, folder, server)
@@ -115,37 +112,3 @@ def _handle(conn: socket.socket) -> None:
         splice(conn, target)
         return
     conn.close()  # nothing listens there now: the command sees the connection end
-
-
-def _address(hex_text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
-    # /proc/net/tcp{,6} print each 32-bit word of the address in host (little-endian) order.
-    raw = bytes.fromhex(hex_text)
-    return ipaddress.ip_address(b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4)))
-
-
-def _reachable(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
-    return address.is_loopback or address.is_unspecified
-
-
-def listening_ports(limit: int = 1024) -> list[int]:
-    """Return the TCP ports (sorted, at most ``limit``) listening on this network
-    namespace's loopback or wildcard addresses, read from ``/proc/net/tcp`` and
-    ``/proc/net/tcp6`` (about 1 ms); [] where they cannot be read (not Linux)."""
-    ports: set[int] = set()
-    for name in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            with open(name, encoding="ascii") as table:
-                rows = table.read().splitlines()[1:]
-        except OSError:
-            continue
-        for row in rows:
-            fields = row.split()
-            if len(fields) < 4 or fields[3] != _LISTEN_STATE:
-                continue
-            host, _, port = fields[1].partition(":")
-            with contextlib.suppress(ValueError):
-                if _reachable(_address(host)):
-                    ports.add(int(port, 16))
-    return sorted(ports)[:limit]

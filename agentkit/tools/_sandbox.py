@@ -2,7 +2,7 @@
 
 Settings: ``command_sandbox`` (``auto``/``bwrap``/``none``), ``command_sandbox_mode``
 (``read-only``/``workspace-write``/``full``), ``subagent_command_sandbox_mode``,
-``command_network`` (``none``/``all``), ``command_writable_paths``,
+``command_network`` (``none``/``loopback``/``all``), ``command_writable_paths``,
 ``command_bwrap_path``, and the existing ``read_only_roots``.
 
 Why bubblewrap rather than Landlock: the lifetime guarantees of
@@ -37,6 +37,27 @@ agent's death SIGKILLs the whole namespace. Policy, in mount order (later wins):
   (a private loopback works: a test suite may start its own servers); capabilities
   dropped when run as root; ``TMPDIR=/tmp``.
 
+``command_network = loopback`` (the host's local services, a dev database on
+``127.0.0.1:5432`` or a local model, and nothing else): bubblewrap alone cannot filter
+by address, so, as mature sandboxes do (a proxy bridged into the network namespace
+through a Unix socket), the namespace stays private (``--unshare-net``: only its own
+``lo``, no route out, so any other address fails at once with "Network is
+unreachable") and a Unix socket is the one way out. In the agent,
+:mod:`agentkit.tools._loopback_relay` serves that socket from a private 0700 folder
+(one relay per process, started on first need): a header line names a port, and it
+connects only to ``127.0.0.1`` (or ``::1``) at that port. The folder is bind-mounted
+read-only at ``/run/agentkit-loopback`` (under the hidden ``/run``), and the sandbox
+starts with :mod:`agentkit.tools._loopback_bridge` (the agent's Python, ``-I -S``, from
+a copy in that folder) as pid 1: it binds ``127.0.0.1:P`` (and ``[::1]:P``) inside for
+every port ``P`` listening on the host's loopback or wildcard addresses when the command
+is launched (``/proc/net/tcp{,6}``, at most 1024), forks its server and execs the usual
+init, so the ports are bound before the command runs and the server dies with the
+namespace. Limits: TCP only (no UDP, no Unix sockets of the host); a service started
+after the command began is not bridged; the command can reach *every* TCP service on
+the host's loopback, including ones without authentication, whoever runs them.
+Cost: +12 ms per command (``python benchmarks/sandbox.py``, median; the bridge's
+Python start is most of it).
+
 ``auto`` falls back to running unconfined (one log warning per process) when bubblewrap
 is missing or cannot start (no user namespaces); ``bwrap`` refuses commands instead; a
 ``read-only`` mode is never run unconfined.
@@ -62,6 +83,7 @@ from typing import TYPE_CHECKING
 
 from agentkit.errors import ToolError
 from agentkit.tools import _loopback_relay as _relay
+from agentkit.tools._loopback_ports import listening_ports
 
 if TYPE_CHECKING:
     from agentkit.tools.base import ToolContext
@@ -355,7 +377,7 @@ def confine(ctx: ToolContext, cwd: Path) -> Confinement | None:
         writable=s.command_writable_paths,
         scope=scope,
         relay=relay,
-        ports=_relay.listening_ports() if relay is not None else (),
+        ports=listening_ports() if relay is not None else (),
     )
     if mode == "read-only":
         where = "nothing (read-only mode)"
