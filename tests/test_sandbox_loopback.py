@@ -6,6 +6,7 @@ the bridge is never a leftover and ends with the command, the relay refuses bad 
 from __future__ import annotations
 
 import hashlib
+import multiprocessing
 import socket
 import sys
 import threading
@@ -201,3 +202,19 @@ def test_listening_ports_lists_loopback_listeners_only_while_they_listen(
         client.close()
         server.close()
     assert port not in _loopback_ports.listening_ports()
+
+
+def _start_relay(folders: Any) -> None:
+    folders.put(str(_loopback_relay.relay_folder()))
+
+
+@pytest.mark.parametrize("method", ["spawn", "forkserver"])
+def test_a_worker_process_removes_its_relay_folder(method: str) -> None:
+    context = multiprocessing.get_context(method)
+    folders = context.Queue()
+    worker = context.Process(target=_start_relay, args=(folders,))
+    worker.start()
+    folder = Path(folders.get(timeout=60))
+    worker.join(60)
+    assert worker.exitcode == 0
+    assert not folder.exists()

@@ -2,7 +2,8 @@
 
 One relay per agent process, started on first need: a Unix socket server
 (``relay.sock``) in a private folder (``mkdtemp``: mode 0700, so only this user reaches
-it), served by a daemon thread, closed and removed at exit. Each connection starts with
+it), served by a daemon thread, closed and removed at exit (a multiprocessing worker's
+too). Each connection starts with
 a header line, a TCP port in decimal (1-65535; anything else, or nothing within 10 s:
 the connection is closed); the relay connects to ``127.0.0.1:PORT`` (else ``[::1]:PORT``)
 and relays bytes both ways, half-closes included, until both sides are done. It only
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import multiprocessing.util
 import os
 import shutil
 import socket
@@ -60,6 +62,8 @@ def relay_folder() -> Path:
             target=_accept, args=(server,), name="agentkit-loopback-relay", daemon=True
         ).start()
         atexit.register(_close, server, folder)
+        # A multiprocessing worker (a sub-agent) ends with os._exit: no atexit there.
+        multiprocessing.util.Finalize(None, _close, args=(server, folder), exitpriority=0)
         _running = (os.getpid(), folder, server)
         return folder
 
