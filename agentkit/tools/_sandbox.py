@@ -50,11 +50,13 @@ read-only at ``/run/agentkit-loopback`` (under the hidden ``/run``), and the san
 starts with :mod:`agentkit.tools._loopback_bridge` (the agent's Python, ``-I -S``, from
 a copy in that folder) as pid 1: it binds ``127.0.0.1:P`` (and ``[::1]:P``) inside for
 every port ``P`` listening on the host's loopback or wildcard addresses when the command
-is launched (``/proc/net/tcp{,6}``, at most 1024), forks its server and execs the usual
-init, so the ports are bound before the command runs and the server dies with the
+is launched (:mod:`agentkit.tools._loopback_ports`; at most 1024), forks its server and
+execs the usual init, so the ports are bound before the command runs and the server dies with the
 namespace. Limits: TCP only (no UDP, no Unix sockets of the host); a service started
 after the command began is not bridged; the command can reach *every* TCP service on
-the host's loopback, including ones without authentication, whoever runs them.
+the host's loopback, including ones without authentication, whoever runs them (the
+port list only decides what the bridge binds: a command writing to the relay's socket
+itself may name any port, still only on loopback).
 Cost: a ``true`` command takes 24.8 ms against 14.2 ms with ``none`` (+11 ms, median
 of 20, ``python benchmarks/sandbox.py``, a shared 2-core machine): the bridge's Python
 start, ~9 ms even with ``-S`` and C modules only, is most of it; the ports are listed
@@ -66,7 +68,7 @@ is missing or cannot start (no user namespaces); ``bwrap`` refuses commands inst
 
 Public API: :func:`confine`, :class:`Confinement`, :func:`bwrap_argv`,
 :func:`bwrap_works`, :func:`narrow_mode`, :func:`set_write_scope`,
-:func:`clear_write_scope`, :func:`refusal_notes`, :data:`MODES`.
+:func:`clear_write_scope`, :func:`refusal_notes`, :func:`is_bridge`, :data:`MODES`.
 """
 
 from __future__ import annotations
