@@ -53,7 +53,8 @@ every port ``P`` listening on the host's loopback or wildcard addresses when the
 is launched (:mod:`agentkit.tools._loopback_ports`; at most 1024), forks its server and
 execs the usual init, so the ports are bound before the command runs and the server dies with the
 namespace. Limits: TCP only (no UDP, no Unix sockets of the host); a service started
-after the command began is not bridged; the command can reach *every* TCP service on
+after the command began is not bridged; a bridged port is taken inside (the command's
+own server cannot bind it there); the command can reach *every* TCP service on
 the host's loopback, including ones without authentication, whoever runs them (the
 port list only decides what the bridge binds: a command writing to the relay's socket
 itself may name any port, still only on loopback).
