@@ -326,9 +326,9 @@ class Settings(BaseSettings):
         default=None,
         description="A narrower command_sandbox_mode for sub-agents (e.g. read-only for review agents); a wider one is ignored: a sub-agent never gets more than the main agent.",
     )
-    command_network: Literal["none", "all"] = Field(
+    command_network: Literal["none", "loopback", "all"] = Field(
         default="none",
-        description="Network of sandboxed commands: none (a private loopback only: the host, its 127.0.0.1 services and the internet are unreachable) or all. web_search and extract_webpage run in the agent and are not affected.",
+        description="Network of sandboxed commands: none (a private loopback only: the host, its 127.0.0.1 services and the internet are unreachable), loopback (also the TCP services listening on the host's loopback when the command starts, e.g. a dev database; no other host, no internet) or all. web_search and extract_webpage run in the agent and are not affected.",
     )
     command_writable_paths: CommaList = Field(
         default_factory=list,

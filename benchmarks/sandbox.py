@@ -5,6 +5,9 @@ Usage: ``python benchmarks/sandbox.py [--reps N]``
 * ``true``: a whole run_command call of ``true`` with ``command_sandbox = bwrap`` and
   ``none`` (the pid-namespace launch without bubblewrap), repetitions interleaved;
   medians and the difference (goal: under 10 ms added, median).
+* ``true`` with ``command_network = loopback`` against ``none`` (both sandboxed): what
+  the loopback bridge adds per command (its Python start and port binds; 20 repetitions
+  by default, interleaved), with the number of host loopback ports it bound.
 * A small test suite: ``python -m pytest -q`` of 20 tiny tests in the workspace, in and
   out of the sandbox (medians of fewer repetitions).
 """
@@ -22,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from agentkit.settings import Settings  # noqa: E402
+from agentkit.tools._loopback_ports import listening_ports  # noqa: E402
 from agentkit.tools._sandbox import bwrap_works  # noqa: E402
 from agentkit.tools.base import ToolContext, ToolRegistry  # noqa: E402
 from agentkit.tools.shell import SHELL_TOOLS  # noqa: E402
@@ -39,13 +43,21 @@ def timed(ctx: ToolContext, command: str) -> float:
     return elapsed
 
 
-def compare(workspace: Path, command: str, reps: int) -> dict[str, float]:
-    """Median seconds per call of ``command`` for each sandbox choice (interleaved)."""
+SANDBOX = {"bwrap": {"command_sandbox": "bwrap"}, "none": {"command_sandbox": "none"}}
+NETWORK = {
+    "loopback": {"command_sandbox": "bwrap", "command_network": "loopback"},
+    "none": {"command_sandbox": "bwrap", "command_network": "none"},
+}
+
+
+def compare(
+    workspace: Path, command: str, reps: int, variants: dict[str, dict[str, str]] = SANDBOX
+) -> dict[str, float]:
+    """Median seconds per call of ``command`` for each variant (Settings overrides by
+    name), repetitions interleaved."""
     ctxs = {
-        name: ToolContext(
-            workspace=workspace, settings=Settings(model="m", api_key="k", command_sandbox=name)
-        )
-        for name in ("bwrap", "none")
+        name: ToolContext(workspace=workspace, settings=Settings(model="m", api_key="k", **extra))
+        for name, extra in variants.items()
     }
     for ctx in ctxs.values():
         timed(ctx, command)  # warm up: probes, imports, page cache
@@ -60,12 +72,14 @@ def main() -> None:
     """Print the two tables (milliseconds)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--reps", type=int, default=200)
+    parser.add_argument("--loopback-reps", type=int, default=20)
     args = parser.parse_args()
     if bwrap_works("bwrap") is None:
         sys.exit("bubblewrap cannot run here")
     with tempfile.TemporaryDirectory() as tmp:
         workspace = Path(tmp).resolve()
         small = compare(workspace, "true", args.reps)
+        loop = compare(workspace, "true", args.loopback_reps, NETWORK)
         for i in range(20):
             (workspace / f"test_t{i}.py").write_text(f"def test_{i}():\n    assert {i} == {i}\n")
         suite = compare(workspace, f"{sys.executable} -m pytest -q -p no:cacheprovider", 10)
@@ -75,6 +89,12 @@ def main() -> None:
             f"{label:18} sandbox {figures['bwrap'] * 1000:8.1f} ms   "
             f"none {figures['none'] * 1000:8.1f} ms   added {added:+.1f} ms (median)"
         )
+    added = (loop["loopback"] - loop["none"]) * 1000
+    print(
+        f"{'true, network':18} loopback {loop['loopback'] * 1000:7.1f} ms   "
+        f"none {loop['none'] * 1000:8.1f} ms   added {added:+.1f} ms (median, "
+        f"{len(listening_ports())} host ports bridged)"
+    )
 
 
 if __name__ == "__main__":

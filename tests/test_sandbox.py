@@ -158,7 +158,7 @@ CLIENT = "{py} -c \"import socket; print('got', socket.create_connection(('127.0
 
 
 @needs_bwrap
-@pytest.mark.parametrize("network", ["none", "all"])
+@pytest.mark.parametrize("network", ["none", "loopback", "all"])
 def test_network_to_a_host_loopback_server(workspace: Path, network: str) -> None:
     server = _Server()
     try:

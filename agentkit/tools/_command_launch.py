@@ -44,7 +44,10 @@ scan and a SIGKILL of the agent orphans its commands. A log line says so once.
 (``bwrap … --unshare-pid --as-pid-1 --die-with-parent … --``) replaces ``setpriv … unshare
 … --``; the same init, control socket and lifetime chain follow (``--die-with-parent``
 plays ``--pdeathsig``: the agent dies → bwrap and the init get SIGKILL → the kernel kills
-the namespace), whatever :func:`launch_mode` says.
+the namespace), whatever :func:`launch_mode` says. With ``command_network = loopback``
+the sandbox argv ends with the loopback bridge, which binds its ports, forks its server
+and execs the init as pid 1 (the command's shell is then pid 3); the server is the
+sandbox's, not the command's (``_sandbox.is_bridge``), and dies with the namespace.
 
 Public API: :func:`launch_mode`, :func:`launch_argv`, :func:`spawn`, :class:`Launched`,
 :func:`keep_alive`, :func:`end_background_services`.

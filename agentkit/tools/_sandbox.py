@@ -2,7 +2,7 @@
 
 Settings: ``command_sandbox`` (``auto``/``bwrap``/``none``), ``command_sandbox_mode``
 (``read-only``/``workspace-write``/``full``), ``subagent_command_sandbox_mode``,
-``command_network`` (``none``/``all``), ``command_writable_paths``,
+``command_network`` (``none``/``loopback``/``all``), ``command_writable_paths``,
 ``command_bwrap_path``, and the existing ``read_only_roots``.
 
 Why bubblewrap rather than Landlock: the lifetime guarantees of
@@ -37,30 +37,58 @@ agent's death SIGKILLs the whole namespace. Policy, in mount order (later wins):
   (a private loopback works: a test suite may start its own servers); capabilities
   dropped when run as root; ``TMPDIR=/tmp``.
 
+``command_network = loopback`` (the host's local services, a dev database on
+``127.0.0.1:5432`` or a local model, and nothing else): bubblewrap alone cannot filter
+by address, so, as mature sandboxes do (a proxy bridged into the network namespace
+through a Unix socket), the namespace stays private (``--unshare-net``: only its own
+``lo``, no route out, so any other address fails at once with "Network is
+unreachable") and a Unix socket is the one way out. In the agent,
+:mod:`agentkit.tools._loopback_relay` serves that socket from a private 0700 folder
+(one relay per process, started on first need): a header line names a port, and it
+connects only to ``127.0.0.1`` (or ``::1``) at that port. The folder is bind-mounted
+read-only at ``/run/agentkit-loopback`` (under the hidden ``/run``), and the sandbox
+starts with :mod:`agentkit.tools._loopback_bridge` (the agent's Python, ``-I -S``, from
+a copy in that folder) as pid 1: it binds ``127.0.0.1:P`` (and ``[::1]:P``) inside for
+every port ``P`` listening on the host's loopback or wildcard addresses when the command
+is launched (:mod:`agentkit.tools._loopback_ports`; at most 1024), forks its server and
+execs the usual init, so the ports are bound before the command runs and the server dies with the
+namespace. Limits: TCP only (no UDP, no Unix sockets of the host); a service started
+after the command began is not bridged; a bridged port is taken inside (the command's
+own server cannot bind it there); the command can reach *every* TCP service on
+the host's loopback, including ones without authentication, whoever runs them (the
+port list only decides what the bridge binds: a command writing to the relay's socket
+itself may name any port, still only on loopback).
+Cost: a ``true`` command takes 24.8 ms against 14.2 ms with ``none`` (+11 ms, median
+of 20, ``python benchmarks/sandbox.py``, a shared 2-core machine): the bridge's Python
+start, ~9 ms even with ``-S`` and C modules only, is most of it; the ports are listed
+by a netlink dump (0.1 ms; ``/proc/net/tcp`` took 5 ms per file here).
+
 ``auto`` falls back to running unconfined (one log warning per process) when bubblewrap
 is missing or cannot start (no user namespaces); ``bwrap`` refuses commands instead; a
 ``read-only`` mode is never run unconfined.
 
 Public API: :func:`confine`, :class:`Confinement`, :func:`bwrap_argv`,
 :func:`bwrap_works`, :func:`narrow_mode`, :func:`set_write_scope`,
-:func:`clear_write_scope`, :func:`refusal_notes`, :data:`MODES`.
+:func:`clear_write_scope`, :func:`refusal_notes`, :func:`is_bridge`, :data:`MODES`.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import re
 import shutil
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agentkit.errors import ToolError
+from agentkit.tools import _loopback_relay as _relay
+from agentkit.tools._loopback_ports import listening_ports
+from agentkit.tools._sandbox_notes import refusal_notes
 
 if TYPE_CHECKING:
     from agentkit.tools.base import ToolContext
@@ -72,6 +100,7 @@ __all__ = [
     "bwrap_works",
     "clear_write_scope",
     "confine",
+    "is_bridge",
     "narrow_mode",
     "refusal_notes",
     "set_write_scope",
@@ -82,6 +111,7 @@ log = logging.getLogger(__name__)
 MODES = ("read-only", "workspace-write", "full")
 """Sandbox modes, narrowest first."""
 
+_BRIDGE_FOLDER = "agentkit-loopback"
 _HIDDEN = ("/tmp", "/var/tmp", "/run", "/home", "/root")
 _BLANKED = ("/etc/shadow", "/etc/gshadow")
 # Roots of toolchain managers whose bin/shims folder is on PATH (bin alone does not run).
@@ -137,7 +167,7 @@ class Confinement:
     Attributes:
         argv: bubblewrap's argv up to and including ``--``; the command follows.
         mode: the sandbox mode applied.
-        network: ``none`` or ``all``.
+        network: ``none``, ``loopback`` or ``all``.
         writable: where writes are allowed, in words for the model.
     """
 
@@ -226,6 +256,8 @@ def bwrap_argv(
     read_only: Iterable[str | Path] = (),
     writable: Iterable[str | Path] = (),
     scope: WriteScope | None = None,
+    relay: Path | None = None,
+    ports: Sequence[int] = (),
 ) -> list[str]:
     """Return the bubblewrap argv (up to ``--``) for the policy in the module docstring.
 
@@ -234,10 +266,14 @@ def bwrap_argv(
         workspace: absolute, resolved workspace root.
         cwd: the command's folder (inside the workspace).
         mode: ``read-only`` or ``workspace-write``.
-        network: ``none`` or ``all``.
+        network: ``none``, ``loopback`` or ``all``.
         read_only: extra folders shown read-only (``read_only_roots``).
         writable: extra writable folders (``command_writable_paths``; workspace-write).
         scope: a sub-agent's write scope; None: the whole workspace is writable.
+        relay: with ``loopback``, the relay's folder
+            (:func:`agentkit.tools._loopback_relay.relay_folder`); the argv then ends with
+            the bridge, ``python -I -S BRIDGE SOCKET PORT... --``, which execs what follows.
+        ports: with ``relay``, the host's loopback ports the bridge offers inside.
     """
     # setpriv ties bwrap itself to the spawner thread (as for unshare); --die-with-parent
     # then ties the sandbox to bwrap. bwrap's own parent-death signal was seen to miss.
@@ -268,10 +304,31 @@ def bwrap_argv(
         )
         for path in protected:
             argv += ["--ro-bind-try", str(path), str(path)]
+    bridge: list[str] = []
+    if network == "loopback" and relay is not None:
+        inside = _relay_mount(hidden)
+        argv += ["--ro-bind", str(relay), inside]
+        bridge = [sys.executable, "-I", "-S", f"{inside}/{_relay.BRIDGE_NAME}",
+                  f"{inside}/{_relay.SOCKET_NAME}", *map(str, ports), "--"]  # fmt: skip
     argv += _base_flags()
     if network != "all":
         argv.append("--unshare-net")
-    return [*argv, "--setenv", "TMPDIR", "/tmp", "--chdir", str(cwd), "--"]
+    return [*argv, "--setenv", "TMPDIR", "/tmp", "--chdir", str(cwd), "--", *bridge]
+
+
+def _relay_mount(hidden: list[Path]) -> str:
+    """Where the relay's folder appears inside: under a hidden tmpfs (mounted before it),
+    so nothing of the host is covered."""
+    base = next((b for b in ("/run", "/tmp") if Path(b) in hidden), "/tmp")
+    return f"{base}/{_BRIDGE_FOLDER}"
+
+
+def is_bridge(cmdline: Sequence[str]) -> bool:
+    """True when ``cmdline`` is the loopback bridge of a sandbox (part of the sandbox,
+    not of the command: never listed as a leftover; it dies with the namespace)."""
+    return len(cmdline) > 3 and list(cmdline[1:3]) == ["-I", "-S"] and (
+        cmdline[3].endswith(f"/{_BRIDGE_FOLDER}/{_relay.BRIDGE_NAME}")
+    )  # fmt: skip
 
 
 def confine(ctx: ToolContext, cwd: Path) -> Confinement | None:
@@ -309,6 +366,12 @@ def confine(ctx: ToolContext, cwd: Path) -> Confinement | None:
         return None
     root = ctx.workspace
     scope = _scopes.get(ctx.process_mark or "")
+    relay: Path | None = None
+    if s.command_network == "loopback":
+        try:
+            relay = _relay.relay_folder()
+        except OSError as exc:  # the command still runs, with its own loopback only
+            log.warning("agentkit: the loopback relay cannot start (%s)", exc)
     argv = bwrap_argv(
         bwrap,
         workspace=root,
@@ -318,6 +381,8 @@ def confine(ctx: ToolContext, cwd: Path) -> Confinement | None:
         read_only=s.read_only_roots,
         writable=s.command_writable_paths,
         scope=scope,
+        relay=relay,
+        ports=listening_ports() if relay is not None else (),
     )
     if mode == "read-only":
         where = "nothing (read-only mode)"
@@ -326,41 +391,3 @@ def confine(ctx: ToolContext, cwd: Path) -> Confinement | None:
         if s.command_writable_paths:
             where += " and " + ", ".join(s.command_writable_paths)
     return Confinement(argv, mode, s.command_network, where)
-
-
-_WRITE_REFUSED = re.compile(r"Read-only file system|\bEROFS\b|\bEACCES\b")
-_NET_REFUSED = re.compile(
-    r"Network is unreachable|\bENETUNREACH\b|Temporary failure in name resolution"
-    r"|Name or service not known|Could not resolve host|No address associated with hostname"
-    r"|getaddrinfo (?:ENOTFOUND|EAI_AGAIN)|Failed to resolve|Connection refused"
-)
-
-
-def refusal_notes(output: str, confinement: Confinement | None) -> list[str]:
-    """Return short notes for the tool result when ``output`` shows the sandbox refusing
-    a write or a network call (by the usual error texts), in words the model can act on;
-    [] when unconfined or nothing matched."""
-    if confinement is None:
-        return []
-    notes: list[str] = []
-    if _WRITE_REFUSED.search(output):
-        if confinement.mode == "read-only":
-            notes.append(
-                "sandbox: writes are refused (read-only mode: commands cannot change files; "
-                "/tmp and HOME are private and emptied when the command ends)"
-            )
-        else:
-            notes.append(
-                f"sandbox: a write was refused: commands may write {confinement.writable} "
-                "(and /tmp and HOME, private scratch emptied afterwards); everything else "
-                "is read-only. Write there instead, or ask the user to allow the folder "
-                "(command_writable_paths)"
-            )
-    if confinement.network == "none" and _NET_REFUSED.search(output):
-        notes.append(
-            "sandbox: commands have no network (command_network = none): the internet "
-            "and the host's services, even on 127.0.0.1, are unreachable; only the "
-            "command's own loopback works. Use web_search / extract_webpage for the web, "
-            "or ask the user to set command_network = all"
-        )
-    return notes

@@ -190,7 +190,15 @@ def _namespace(run: _Run) -> tuple[psutil.Process | None, list[psutil.Process]]:
         return None, []
     init = inits[0] if inits else None
     members = proctree.descendants(inits)
-    return init, [p for p in members if not proctree.is_gone(p)]
+    return init, [p for p in members if not proctree.is_gone(p) and not _is_bridge(p)]
+
+
+def _is_bridge(proc: psutil.Process) -> bool:
+    """The loopback bridge is the sandbox's, not the command's: it ends with the namespace."""
+    try:
+        return sandbox.is_bridge(proc.cmdline())
+    except psutil.Error:
+        return False
 
 
 def _leftovers(run: _Run) -> list[psutil.Process]:
