@@ -169,12 +169,15 @@ class Confinement:
         mode: the sandbox mode applied.
         network: ``none``, ``loopback`` or ``all``.
         writable: where writes are allowed, in words for the model.
+        relay: with ``loopback``, the command's own relay; whoever runs the command
+            calls its ``watch(pid)`` once started and ``close()`` when it ends.
     """
 
     argv: list[str]
     mode: str
     network: str
     writable: str = ""
+    relay: _relay.Relay | None = None
 
 
 _probe_lock = threading.Lock()
@@ -271,7 +274,7 @@ def bwrap_argv(
         writable: extra writable folders (``command_writable_paths``; workspace-write).
         scope: a sub-agent's write scope; None: the whole workspace is writable.
         relay: with ``loopback``, the relay's folder
-            (:func:`agentkit.tools._loopback_relay.relay_folder`); the argv then ends with
+            (:attr:`agentkit.tools._loopback_relay.Relay.folder`); the argv then ends with
             the bridge, ``python -I -S BRIDGE SOCKET PORT... --``, which execs what follows.
         ports: with ``relay``, the host's loopback ports the bridge offers inside.
     """
@@ -366,28 +369,35 @@ def confine(ctx: ToolContext, cwd: Path) -> Confinement | None:
         return None
     root = ctx.workspace
     scope = _scopes.get(ctx.process_mark or "")
-    relay: Path | None = None
+    relay: _relay.Relay | None = None
+    ports: list[int] = []
     if s.command_network == "loopback":
+        ports = listening_ports()
         try:
-            relay = _relay.relay_folder()
+            relay = _relay.start_relay(ports)
         except OSError as exc:  # the command still runs, with its own loopback only
             log.warning("agentkit: the loopback relay cannot start (%s)", exc)
-    argv = bwrap_argv(
-        bwrap,
-        workspace=root,
-        cwd=cwd,
-        mode=mode,
-        network=s.command_network,
-        read_only=s.read_only_roots,
-        writable=s.command_writable_paths,
-        scope=scope,
-        relay=relay,
-        ports=listening_ports() if relay is not None else (),
-    )
+    try:
+        argv = bwrap_argv(
+            bwrap,
+            workspace=root,
+            cwd=cwd,
+            mode=mode,
+            network=s.command_network,
+            read_only=s.read_only_roots,
+            writable=s.command_writable_paths,
+            scope=scope,
+            relay=relay.folder if relay is not None else None,
+            ports=ports,
+        )
+    except BaseException:
+        if relay is not None:
+            relay.close()
+        raise
     if mode == "read-only":
         where = "nothing (read-only mode)"
     else:
         where = scope.label if scope is not None else "the workspace"
         if s.command_writable_paths:
             where += " and " + ", ".join(s.command_writable_paths)
-    return Confinement(argv, mode, s.command_network, where)
+    return Confinement(argv, mode, s.command_network, where, relay)

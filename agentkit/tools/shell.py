@@ -117,6 +117,7 @@ class _Run:
     captured: dict[int, psutil.Process] = field(default_factory=dict)
     eof: bool = False
     code: int | None = None  # the shell's exit status, once known
+    kept: bool = False  # the namespace lives on (command_background_services)
 
     @property
     def proc(self) -> subprocess.Popen[bytes]:
@@ -269,6 +270,26 @@ def run_command(params: RunCommandParams, ctx: ToolContext) -> ToolResult:
     check_interactive(command)
     cwd = _resolve_cwd(ctx, params.cwd)
     confinement = sandbox.confine(ctx, cwd)
+    relay = confinement.relay if confinement is not None else None
+    kept = False
+    try:
+        result, kept = _launch_and_finish(command, cwd, params, ctx, confinement)
+    finally:
+        if relay is not None and not kept:  # nothing of the command's outlives it
+            relay.close()
+    return result
+
+
+def _launch_and_finish(
+    command: str,
+    cwd: Path,
+    params: RunCommandParams,
+    ctx: ToolContext,
+    confinement: sandbox.Confinement | None,
+) -> tuple[ToolResult, bool]:
+    """Launch the command and return its result, and whether its namespace was kept
+    (``command_background_services``): its relay must then live on."""
+    settings = ctx.settings
     timeout = min(float(params.timeout_seconds), settings.command_timeout_max)
     command_id = uuid.uuid4().hex
     stamp = time.strftime("%Y%m%d-%H%M%S")
@@ -287,12 +308,14 @@ def run_command(params: RunCommandParams, ctx: ToolContext) -> ToolResult:
         raise ToolError("not_found", f"could not start {shell}: {exc}") from None
     proc = launched.proc
     run = _Run(launched, capture, command_id, started, confinement)
+    if confinement is not None and confinement.relay is not None:
+        confinement.relay.watch(proc.pid)  # a kept namespace: the relay ends with it
     done = False
     try:
         outcome = _pump(run, started + timeout, ctx)
         result = _finish(run, outcome, timeout, ctx)
         done = True
-        return result
+        return result, run.kept
     finally:
         if not done:  # an exception escaped: never leave the tree behind
             root = proc.pid if proc.poll() is None else None
@@ -346,6 +369,7 @@ def _finish(run: _Run, outcome: str, timeout: float, ctx: ToolContext) -> ToolRe
                     "they end with this agent"
                 )
             launch.keep_alive(run.launched)
+            run.kept = True
         else:
             killed, names = _kill(run, grace, include_shell=False)
         run.launched.release()
