@@ -80,6 +80,18 @@ def test_relay_relays_only_the_canonical_header_of_a_listed_port() -> None:
         other.close()
 
 
+@pytest.mark.parametrize(
+    "line",
+    [b"80", b"080", b"0080", b"+80", b"-80", b" 80", b"80 ", b"80\r", b"8_0", b"80.0", b"0x50",
+     "\uff18\uff10".encode(), "\u0668\u0660".encode(), b"", b"81", b"65616", b"0", b"00000"],
+)  # fmt: skip
+def test_only_the_canonical_decimal_of_a_listed_port_is_a_header(line: bytes) -> None:
+    assert _loopback_relay.header_port(line, frozenset({80, 443})) == (
+        80 if line == b"80" else None
+    )
+    assert _loopback_relay.header_port(b"443", frozenset({80, 443})) == 443
+
+
 def test_relay_caps_connections_and_close_ends_both_sides() -> None:
     hold = Hold()  # answers "hi" and keeps every connection open: splices never end alone
     relay = _loopback_relay.start_relay([hold.port])
@@ -94,8 +106,8 @@ def test_relay_caps_connections_and_close_ends_both_sides() -> None:
         for _ in range(300):  # idle: no header
             clients.append(_client(relay))
         time.sleep(1)
-        assert relay.connections() <= _loopback_relay.MAX_CONNECTIONS
-        assert hold.open_count() <= _loopback_relay.MAX_CONNECTIONS
+        assert relay.connections() <= 64  # MAX_CONNECTIONS, as documented
+        assert hold.open_count() <= 64
         assert _threads() == threads  # no thread per connection
         relay.close()
         assert relay.closed and not relay.folder.exists()

@@ -6,19 +6,20 @@ the bridge is never a leftover and ends with the command, the relay refuses bad 
 from __future__ import annotations
 
 import hashlib
-import multiprocessing
 import socket
 import sys
 import threading
+import time
 import uuid
 from pathlib import Path
 from typing import Any
 
 import psutil
 import pytest
+from loopback_servers import Digest, Hold
 
 from agentkit import Settings
-from agentkit.tools import _loopback_ports, _loopback_relay, _sandbox
+from agentkit.tools import _loopback_ports, _sandbox
 from agentkit.tools._command_launch import end_background_services
 from agentkit.tools.base import ToolContext, ToolRegistry, ToolResult
 from agentkit.tools.shell import SHELL_TOOLS
@@ -36,32 +37,6 @@ def make_ctx(workspace: Path, **overrides: Any) -> ToolContext:
 
 def run(ctx: ToolContext, command: str) -> ToolResult:
     return REGISTRY.execute("run_command", {"command": command, "timeout_seconds": 60}, ctx)
-
-
-class _Digest:
-    """A TCP server on the host's ``host``: reads a request until the client half-closes,
-    then answers with the request's length and sha256 (needs the half-close to answer)."""
-
-    def __init__(self, host: str) -> None:
-        family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        self.sock = socket.create_server((host, 0), family=family)
-        self.port = self.sock.getsockname()[1]
-        threading.Thread(target=self._serve, daemon=True).start()
-
-    def _serve(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            with conn:
-                data = b""
-                while chunk := conn.recv(1 << 16):
-                    data += chunk
-                conn.sendall(f"{len(data)} {hashlib.sha256(data).hexdigest()}".encode())
-
-    def close(self) -> None:
-        self.sock.close()
 
 
 CLIENT = (
@@ -88,7 +63,7 @@ def _has_ipv6_loopback() -> bool:
 def test_loopback_reaches_a_host_service_with_half_close(workspace: Path, host: str) -> None:
     if host == "::1" and not _has_ipv6_loopback():
         pytest.skip("no IPv6 loopback here")
-    server = _Digest(host)
+    server = Digest(host)
     (workspace / "client.py").write_text(CLIENT)
     try:
         result = run(
@@ -139,7 +114,7 @@ def _bridges(port: int) -> list[psutil.Process]:
 @needs_bwrap
 @pytest.mark.parametrize("services", [False, True])
 def test_bridge_is_no_leftover_and_ends_with_the_command(workspace: Path, services: bool) -> None:
-    server = _Digest("127.0.0.1")  # its port is in this test's bridge argv only
+    server = Digest("127.0.0.1")  # its port is in this test's bridge argv only
     try:
         ctx = make_ctx(workspace, command_network="loopback", command_background_services=services)
         result = run(ctx, "ps -eo args")
@@ -151,35 +126,6 @@ def test_bridge_is_no_leftover_and_ends_with_the_command(workspace: Path, servic
             end_background_services()
         _, alive = psutil.wait_procs(_bridges(server.port), timeout=10)
         assert not alive, alive  # ended with the namespace
-    finally:
-        server.close()
-
-
-def _closed(sock: socket.socket) -> bool:
-    try:
-        return sock.recv(10) == b""
-    except ConnectionResetError:  # closed with the rest of a long header unread
-        return True
-
-
-def test_relay_refuses_bad_headers_and_relays_a_good_one() -> None:
-    server = _Digest("127.0.0.1")
-    path = str(_loopback_relay.relay_folder() / _loopback_relay.SOCKET_NAME)
-    try:
-        for header in (b"0\n", b"65536\n", b"abc\n", b"-1\n", b"99999999\n", b"\n", b"80"):
-            with socket.socket(socket.AF_UNIX) as sock:
-                sock.settimeout(20)
-                sock.connect(path)
-                sock.sendall(header)
-                if not header.endswith(b"\n"):
-                    sock.shutdown(socket.SHUT_WR)
-                assert _closed(sock), header  # nothing connected, nothing relayed
-        with socket.socket(socket.AF_UNIX) as sock:
-            sock.settimeout(20)
-            sock.connect(path)
-            sock.sendall(b"%d\nhello" % server.port)
-            sock.shutdown(socket.SHUT_WR)
-            assert sock.recv(200).decode() == f"5 {hashlib.sha256(b'hello').hexdigest()}"
     finally:
         server.close()
 
@@ -204,17 +150,125 @@ def test_listening_ports_lists_loopback_listeners_only_while_they_listen(
     assert port not in _loopback_ports.listening_ports()
 
 
-def _start_relay(folders: Any) -> None:
-    folders.put(str(_loopback_relay.relay_folder()))
+FLOOD = (
+    "import socket, sys, time\n"
+    "port, keep = int(sys.argv[1]), sys.argv[2]\n"
+    "socks, answered = [], 0\n"
+    "for _ in range(200):\n"
+    "    s = socket.socket(socket.AF_UNIX)\n"
+    "    s.connect('/run/agentkit-loopback/relay.sock')\n"
+    "    s.sendall(b'%d\\n' % port)\n"
+    "    socks.append(s)\n"
+    "for s in socks:\n"
+    "    s.settimeout(5)\n"
+    "    try:\n"
+    "        answered += s.recv(2) == b'hi'\n"
+    "    except OSError:\n"
+    "        pass\n"
+    "print('answered', answered, flush=True)\n"
+    "if keep == 'sleep':\n"
+    "    time.sleep(100)\n"
+    "if keep == 'background':\n"
+    "    import os\n"
+    "    if os.fork() == 0:\n"
+    "        os.setsid()\n"
+    "        time.sleep(100)\n"
+)
 
 
-@pytest.mark.parametrize("method", ["spawn", "forkserver"])
-def test_a_worker_process_removes_its_relay_folder(method: str) -> None:
-    context = multiprocessing.get_context(method)
-    folders = context.Queue()
-    worker = context.Process(target=_start_relay, args=(folders,))
+def _wait_closed(hold: Hold) -> int:
+    """The host service's connections still open after up to 10 s."""
+    deadline = time.monotonic() + 10
+    while hold.open_count() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return hold.open_count()
+
+
+def _relay_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "agentkit-loopback-relay"]
+
+
+@needs_bwrap
+@pytest.mark.parametrize("ending", ["exit", "sleep", "background"])
+def test_a_flood_of_relay_connections_is_capped_and_ends_with_the_command(
+    workspace: Path, ending: str
+) -> None:
+    hold = Hold()  # keeps its side open: only the relay can end these connections
+    (workspace / "flood.py").write_text(FLOOD)
+    ctx = make_ctx(
+        workspace, command_network="loopback", command_background_services=ending == "background"
+    )
+    try:
+        result = REGISTRY.execute(
+            "run_command",
+            {"command": f"{sys.executable} flood.py {hold.port} {ending}", "timeout_seconds": 15},
+            ctx,
+        )
+        answered = int(result.output.split("answered ")[1].split()[0])
+        assert 0 < answered <= 64, result.output  # MAX_CONNECTIONS, as documented
+        assert hold.accepted <= 64
+        if ending == "background":  # the namespace lives on, and so do its connections
+            assert hold.open_count() > 0
+            end_background_services()
+        else:
+            assert not _relay_threads()  # closed before run_command returned
+        assert _wait_closed(hold) == 0
+        deadline = time.monotonic() + 10
+        while _relay_threads() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _relay_threads()
+    finally:
+        end_background_services()
+        hold.close()
+
+
+LATE = (
+    "import pathlib, socket, sys, time\n"
+    "pathlib.Path('ready').write_text('1')\n"
+    "while not pathlib.Path('late').exists():\n"
+    "    time.sleep(0.05)\n"
+    "late, listed = int(pathlib.Path('late').read_text()), int(sys.argv[1])\n"
+    "for name, header in (('late', b'%d' % late), ('zero', b'0%d' % listed),\n"
+    "                     ('listed', b'%d' % listed)):\n"
+    "    s = socket.socket(socket.AF_UNIX)\n"
+    "    s.settimeout(10)\n"
+    "    s.connect('/run/agentkit-loopback/relay.sock')\n"
+    "    s.sendall(header + b'\\nhello')\n"
+    "    s.shutdown(socket.SHUT_WR)\n"
+    "    print(name, repr(s.recv(200)))\n"
+    "try:\n"
+    "    socket.create_connection(('127.0.0.1', late), 5)\n"
+    "    print('bridged late')\n"
+    "except OSError as exc:\n"
+    "    print('late direct', exc)\n"
+)
+
+
+@needs_bwrap
+def test_a_service_started_after_the_command_is_not_reachable(workspace: Path) -> None:
+    listed = Digest("127.0.0.1")
+    (workspace / "late.py").write_text(LATE)
+    results: list[ToolResult] = []
+    ctx = make_ctx(workspace, command_network="loopback")
+    worker = threading.Thread(
+        target=lambda: results.append(run(ctx, f"{sys.executable} late.py {listed.port}"))
+    )
     worker.start()
-    folder = Path(folders.get(timeout=60))
-    worker.join(60)
-    assert worker.exitcode == 0
-    assert not folder.exists()
+    late: Digest | None = None
+    try:
+        deadline = time.monotonic() + 30
+        while not (workspace / "ready").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        late = Digest("127.0.0.1")  # listening now, after the command started
+        (workspace / "late").write_text(str(late.port))
+        worker.join(60)
+        output = results[0].output
+        assert "late b''" in output and "zero b''" in output, output
+        assert f"listed b'5 {hashlib.sha256(b'hello').hexdigest()}'" in output, output
+        assert "late direct [Errno 111] Connection refused" in output, output
+        assert late.accepted == 0
+    finally:
+        worker.join(60)
+        listed.close()
+        if late is not None:
+            late.close()

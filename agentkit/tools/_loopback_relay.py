@@ -25,7 +25,7 @@ What it enforces, whatever the command writes to the socket:
 
 One thread per relay serves everything with a selector (no thread per connection).
 
-Public API: :func:`start_relay`, :class:`Relay`, :data:`SOCKET_NAME`,
+Public API: :func:`start_relay`, :class:`Relay`, :func:`header_port`, :data:`SOCKET_NAME`,
 :data:`BRIDGE_NAME`, :data:`MAX_CONNECTIONS`, :data:`MAX_PENDING`.
 """
 
@@ -46,7 +46,15 @@ from pathlib import Path
 from agentkit.tools import _loopback_bridge
 from agentkit.tools._loopback_folders import command_folder
 
-__all__ = ["BRIDGE_NAME", "MAX_CONNECTIONS", "MAX_PENDING", "SOCKET_NAME", "Relay", "start_relay"]
+__all__ = [
+    "BRIDGE_NAME",
+    "MAX_CONNECTIONS",
+    "MAX_PENDING",
+    "SOCKET_NAME",
+    "Relay",
+    "header_port",
+    "start_relay",
+]
 
 SOCKET_NAME = "relay.sock"
 BRIDGE_NAME = "bridge.py"
@@ -229,8 +237,8 @@ class Relay:
         if not newline:
             link.header = line
             return
-        port = int(line) if line.isdigit() and len(line) < _HEADER_MAX else -1
-        if port not in self.ports or str(port).encode() != line:
+        port = header_port(line, self.ports)
+        if port is None:
             self._drop(link)
             return
         link.port = port
@@ -316,6 +324,15 @@ class Relay:
                 self._sel.register(sock, events, link)
             else:
                 self._sel.modify(sock, events, link)
+
+
+def header_port(line: bytes, ports: frozenset[int]) -> int | None:
+    """Return the port a header line (without its newline) names when it is the
+    canonical decimal of one of ``ports`` (no sign, space, or leading zero), else None."""
+    if not line.isdigit() or len(line) >= _HEADER_MAX:  # bytes.isdigit: ASCII digits only
+        return None
+    port = int(line)
+    return port if port in ports and str(port).encode() == line else None
 
 
 def start_relay(ports: Iterable[int]) -> Relay:
