@@ -6,7 +6,8 @@ Usage: ``python benchmarks/sandbox.py [--reps N]``
   ``none`` (the pid-namespace launch without bubblewrap), repetitions interleaved;
   medians and the difference (goal: under 10 ms added, median).
 * ``true`` with ``command_network = loopback`` against ``none`` (both sandboxed): what
-  the loopback bridge adds per command (its Python start and port binds; 20 repetitions
+  the loopback bridge and the command's own relay add per command (the bridge's Python
+  start and port binds, the relay's socket and thread; 20 repetitions
   by default, interleaved), with the number of host loopback ports it bound.
 * A small test suite: ``python -m pytest -q`` of 20 tiny tests in the workspace, in and
   out of the sandbox (medians of fewer repetitions).

@@ -1,7 +1,8 @@
 """command_network = loopback (agentkit/tools/_sandbox.py, _loopback_relay.py,
 _loopback_bridge.py) with real bubblewrap, processes and sockets on 127.0.0.1 / ::1:
 a command reaches the host's loopback services (half-close included) and nothing else,
-the bridge is never a leftover and ends with the command, the relay refuses bad headers."""
+not even a service started after it began; the bridge is never a leftover and ends with
+the command; a flood of relay connections is capped and ends with the command."""
 
 from __future__ import annotations
 

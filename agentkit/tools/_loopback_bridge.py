@@ -9,7 +9,10 @@ PORT, forks a child that serves them, and the parent then execs PROGRAM (the nam
 init), so the command starts only once every port is bound: no race. A port it cannot
 bind is skipped. Each connection accepted is passed, after a header line ``PORT\\n``,
 to the Unix socket RELAY_SOCKET, whose server in the agent
-(:mod:`agentkit.tools._loopback_relay`) connects it to the host's ``127.0.0.1:PORT``.
+(:mod:`agentkit.tools._loopback_relay`, one per command, knowing exactly these PORTs)
+connects it to the host's ``127.0.0.1:PORT``. The relay enforces the limits (ports,
+connection cap, the end with the command); this bridge is inside the sandbox, so the
+command could replace it anyway.
 The child dies with the namespace (when the init exits, the kernel kills the rest).
 
 Standard library only: it runs from a copy in the relay's folder (the one folder of the
@@ -18,7 +21,7 @@ exec is on every command's start, so it uses the C modules ``_socket`` and ``_si
 (``socket`` and ``signal`` import ``enum``: 8 ms of a 15 ms start); the server child
 imports the rest.
 
-Public API: :func:`splice` (the relay uses it too), :func:`main`.
+Public API: :func:`splice`, :func:`main`.
 """
 
 from __future__ import annotations

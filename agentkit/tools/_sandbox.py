@@ -43,24 +43,29 @@ by address, so, as mature sandboxes do (a proxy bridged into the network namespa
 through a Unix socket), the namespace stays private (``--unshare-net``: only its own
 ``lo``, no route out, so any other address fails at once with "Network is
 unreachable") and a Unix socket is the one way out. In the agent,
-:mod:`agentkit.tools._loopback_relay` serves that socket from a private 0700 folder
-(one relay per process, started on first need): a header line names a port, and it
-connects only to ``127.0.0.1`` (or ``::1``) at that port. The folder is bind-mounted
-read-only at ``/run/agentkit-loopback`` (under the hidden ``/run``), and the sandbox
-starts with :mod:`agentkit.tools._loopback_bridge` (the agent's Python, ``-I -S``, from
-a copy in that folder) as pid 1: it binds ``127.0.0.1:P`` (and ``[::1]:P``) inside for
-every port ``P`` listening on the host's loopback or wildcard addresses when the command
-is launched (:mod:`agentkit.tools._loopback_ports`; at most 1024), forks its server and
-execs the usual init, so the ports are bound before the command runs and the server dies with the
-namespace. Limits: TCP only (no UDP, no Unix sockets of the host); a service started
-after the command began is not bridged; a bridged port is taken inside (the command's
-own server cannot bind it there); the command can reach *every* TCP service on
-the host's loopback, including ones without authentication, whoever runs them (the
-port list only decides what the bridge binds: a command writing to the relay's socket
-itself may name any port, still only on loopback).
-Cost: a ``true`` command takes 24.8 ms against 14.2 ms with ``none`` (+11 ms, median
-of 20, ``python benchmarks/sandbox.py``, a shared 2-core machine): the bridge's Python
-start, ~9 ms even with ``-S`` and C modules only, is most of it; the ports are listed
+:mod:`agentkit.tools._loopback_relay` serves that socket for this command alone, from
+a private 0700 folder (:mod:`agentkit.tools._loopback_folders`): a header line names a
+port, and it connects only to ``127.0.0.1`` (or ``::1``) at that port. The folder is
+bind-mounted read-only at ``/run/agentkit-loopback`` (under the hidden ``/run``), and
+the sandbox starts with :mod:`agentkit.tools._loopback_bridge` (the agent's Python,
+``-I -S``, from a copy in that folder) as pid 1: it binds ``127.0.0.1:P`` (and
+``[::1]:P``) inside for every port ``P`` listening on the host's loopback or wildcard
+addresses when the command is launched (:mod:`agentkit.tools._loopback_ports`; at most
+1024), forks its server and execs the usual init, so the ports are bound before the
+command runs and the server dies with the namespace. Enforced by the relay, whatever
+the command writes to its socket: the header must be the canonical decimal of one of
+exactly those ports (a service started after the command began is unreachable); at
+most 64 connections at once (16 awaiting a header); when the command ends (run_command
+closes the relay; a namespace kept for background services closes it when it ends)
+every connection is closed on both sides, its thread ends and its folder goes.
+Limits: TCP only (no UDP, no Unix sockets of the host); a bridged port is taken inside
+(the command's own server cannot bind it there); the command can reach *every* TCP
+service listening on the host's loopback when it started, including ones without
+authentication, whoever runs them.
+Cost: a ``true`` command takes 22.7 ms against 12.3 ms with ``none`` (+10 ms, median
+of 40, ``python benchmarks/sandbox.py``, a shared 2-core machine): the bridge's Python
+start, ~9 ms even with ``-S`` and C modules only, is most of it; the relay's start and
+close take 0.5 ms; the ports are listed
 by a netlink dump (0.1 ms; ``/proc/net/tcp`` took 5 ms per file here).
 
 ``auto`` falls back to running unconfined (one log warning per process) when bubblewrap
