@@ -104,7 +104,8 @@ class Relay:
         self.ports = ports
         self._server = server
         self._wake_r, self._wake_w = socket.socketpair()
-        self._watch: int | None = None
+        self._pidfd: int | None = None  # opened by watch(), registered by the loop
+        self._pidfd_lock = threading.Lock()
         self._closing = threading.Event()
         self._links: set[_Link] = set()
         self._sel = selectors.DefaultSelector()
@@ -125,7 +126,18 @@ class Relay:
     def watch(self, pid: int) -> None:
         """Close the relay when process ``pid`` (a child of this process, not yet reaped)
         exits. Where pidfds are missing (Linux before 5.3) only :meth:`close` ends it."""
-        self._watch = pid
+        try:
+            fd = os.pidfd_open(pid)  # now, in the caller's thread: the pid cannot be reused yet
+        except ProcessLookupError:  # already gone
+            self.close()
+            return
+        except (OSError, AttributeError):
+            return
+        with self._pidfd_lock:
+            if self._pidfd is not None or self._closing.is_set():
+                os.close(fd)
+                return
+            self._pidfd = fd
         self._wake()
 
     def close(self) -> None:
@@ -143,7 +155,7 @@ class Relay:
     # -- the loop (the relay's thread only) --------------------------------------------
 
     def _loop(self) -> None:
-        pidfd: int | None = None
+        watched = False
         try:
             while not self._closing.is_set():
                 now = time.monotonic()
@@ -153,8 +165,9 @@ class Relay:
                     if key.fileobj is self._wake_r:
                         with contextlib.suppress(OSError):
                             self._wake_r.recv(64)
-                        if self._watch is not None and pidfd is None:
-                            pidfd = self._open_pidfd(self._watch)
+                        if self._pidfd is not None and not watched:
+                            self._sel.register(self._pidfd, _READ, "pidfd")
+                            watched = True
                     elif key.fileobj is self._server:
                         self._accept()
                     elif isinstance(key.data, _Link):
@@ -163,27 +176,18 @@ class Relay:
                         return
                 self._expire(time.monotonic())
         finally:
-            self._shutdown(pidfd)
+            self._shutdown()
 
-    def _open_pidfd(self, pid: int) -> int | None:
-        try:
-            fd = os.pidfd_open(pid)
-        except ProcessLookupError:  # already gone
-            self._closing.set()
-            return None
-        except (OSError, AttributeError):
-            return None
-        self._sel.register(fd, _READ, "pidfd")
-        return fd
-
-    def _shutdown(self, pidfd: int | None) -> None:
+    def _shutdown(self) -> None:
         for link in list(self._links):
             self._drop(link)
         self._sel.close()
         for sock in (self._server, self._wake_r, self._wake_w):
             sock.close()
-        if pidfd is not None:
-            os.close(pidfd)
+        with self._pidfd_lock:
+            self._closing.set()
+            if self._pidfd is not None:
+                os.close(self._pidfd)
         shutil.rmtree(self.folder, ignore_errors=True)
 
     def _accept(self) -> None:
