@@ -23,8 +23,11 @@ agent's death SIGKILLs the whole namespace. Policy, in mount order (later wins):
 * ``/`` read-only; ``--dev /dev``; a new ``/proc``; ``/etc/shadow`` and ``/etc/gshadow``
   replaced by an empty file.
 * Hidden (an empty, private, writable tmpfs, gone when the command ends): ``/tmp``,
-  ``/var/tmp``, ``/run`` (sockets: docker, dbus, ssh-agent), ``/home``, ``/root`` and the
-  user's home. ``HOME`` still points there, so tools that write caches work.
+  ``/var/tmp``, ``/run`` (sockets: docker, dbus, ssh-agent), ``/home``, ``/root``, the
+  user's home, and the agent's own temporary folders wherever ``TMPDIR`` puts them
+  (:func:`_agent_temp_folders`: they hold the multiprocessing forkserver's socket, which
+  runs any pickle sent to it, so reaching it would be an escape). ``HOME`` still points
+  there, so tools that write caches work.
 * Re-exposed read-only: the agent's Python (``sys.prefix``, ``sys.base_prefix``), each
   ``PATH`` folder inside a hidden one (plus its toolchain-manager root, e.g.
   ``~/.pyenv`` for ``~/.pyenv/shims``), ``read_only_roots``, and with network
@@ -79,6 +82,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -114,6 +118,7 @@ MODES = ("read-only", "workspace-write", "full")
 _BRIDGE_FOLDER = "agentkit-loopback"
 _HIDDEN = ("/tmp", "/var/tmp", "/run", "/home", "/root")
 _BLANKED = ("/etc/shadow", "/etc/gshadow")
+_SYSTEM = tuple(Path(p) for p in ("/usr", "/etc", "/bin", "/lib", "/sbin", "/var/lib", "/opt"))
 # Roots of toolchain managers whose bin/shims folder is on PATH (bin alone does not run).
 _TOOLCHAIN_ROOTS = frozenset({".pyenv", ".rbenv", ".nodenv", ".asdf", ".nvm", ".cargo",
                               ".rustup", ".sdkman", ".volta", ".bun", ".deno", "go", "mise"})  # fmt: skip
@@ -236,11 +241,36 @@ def _toolchain_paths(hidden: list[Path]) -> list[Path]:
     return list(dict.fromkeys(found))
 
 
+def _agent_temp_folders() -> list[Path]:
+    """This process's temporary folders: ``tempfile.gettempdir()`` (``TMPDIR``), the
+    multiprocessing temp folder, and the folder of the forkserver's socket, whose server
+    unpickles whatever a connecting process sends. A folder holding system folders
+    (``/``, ``/usr``...) is left out: hiding it would break the toolchain."""
+    from multiprocessing import forkserver, process
+
+    found = [
+        tempfile.gettempdir(),
+        getattr(process.current_process(), "_config", {}).get("tempdir"),
+    ]
+    address = getattr(forkserver._forkserver, "_forkserver_address", None)
+    if isinstance(address, str) and address.startswith("/"):
+        found.append(os.path.dirname(address))
+    folders = []
+    for item in found:
+        if not item:
+            continue
+        path = Path(item).resolve()
+        if len(path.parts) > 1 and not any(path in s.parents or path == s for s in _SYSTEM):
+            folders.append(path)
+    return folders
+
+
 def _hidden_folders() -> list[Path]:
     folders = [Path(p) for p in _HIDDEN]
     home = os.environ.get("HOME")
     if home and Path(home).is_absolute():
         folders.append(Path(home))
+    folders += _agent_temp_folders()
     return [
         p for p in dict.fromkeys(folders) if p.is_dir() and not p.is_symlink() and p != Path("/")
     ]

@@ -128,6 +128,13 @@ class Tool:
     json_schema: dict[str, Any] | None = None
     source: str | None = None
 
+    def __post_init__(self) -> None:
+        if self.agents not in ("main", "subagents", "both"):
+            raise ValueError(
+                f"tool {self.name!r}: agents must be 'main', 'subagents' or 'both', "
+                f"not {self.agents!r}"
+            )
+
     def schema(self, language: str) -> dict[str, Any]:
         """Return the OpenAI ``tools[]`` entry for this tool in ``language``."""
         if self.json_schema is not None:
@@ -319,7 +326,9 @@ class ToolRegistry:
             return ToolResult.error(exc.code, exc.message)
         except OSError as exc:  # a file system failure no tool caught: say which kind
             return ToolResult.error(os_error_kind(exc), f"{name} failed: {exc}")
-        except Exception as exc:  # a tool bug must not crash the loop
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # a tool bug, even sys.exit(), must not end the loop
             return ToolResult.error("internal_error", f"{name} failed: {type(exc).__name__}: {exc}")
         result.meta.setdefault("duration_seconds", round(time.monotonic() - started, 3))
         return result
