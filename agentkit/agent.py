@@ -26,7 +26,13 @@ from typing import TYPE_CHECKING, Any
 from agentkit import events as ev
 from agentkit import prompts
 from agentkit.chat.session import Session
-from agentkit.chat.setup import as_tools, build_registry, check_settings, offer_tool
+from agentkit.chat.setup import (
+    as_tools,
+    build_registry,
+    check_message,
+    check_settings,
+    offer_tool,
+)
 from agentkit.conversation import Conversation
 from agentkit.engine import Model
 from agentkit.errors import ConfigurationError
@@ -223,10 +229,12 @@ class Agent:
 
         Returns a RunResult; model errors after retries give status ``failed`` with
         a one-line error (the conversation is saved). Raises ConfigurationError for
-        an empty task or a closed Agent.
+        an empty task, one larger than the context window leaves for it, or a closed
+        Agent.
         """
         if not task or not task.strip():
             raise ConfigurationError("the task is empty")
+        check_message(task, self.settings)  # too long for the context window: refused now
         if self._closed:
             raise ConfigurationError(prompts.phrase(self.settings.language, "closed"))
         with self._run_lock:

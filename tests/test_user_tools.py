@@ -183,9 +183,10 @@ def test_a_tool_calling_sys_exit_is_an_error_result_in_both_agents(workspace: Pa
     expected = "Error: internal_error: quit_now failed: SystemExit: 3"
     assert [m["content"] for m in main[1]["messages"] if m["role"] == "tool"] == [expected]
     assert [m["content"] for m in sub[1]["messages"] if m["role"] == "tool"] == [expected]
-    assert json.loads(
-        [m for m in main[2]["messages"] if m["role"] == "tool"][-1]["content"]
-    )["status"] == "completed"
+    assert (
+        json.loads([m for m in main[2]["messages"] if m["role"] == "tool"][-1]["content"])["status"]
+        == "completed"
+    )
 
 
 def test_plain_functions_tool_objects_and_bad_agents_values(workspace: Path) -> None:

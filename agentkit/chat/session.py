@@ -35,6 +35,7 @@ from agentkit.chat.notes import closing_notes, recovery_notes
 from agentkit.chat.setup import (
     as_tools,
     build_registry,
+    check_message,
     check_settings,
     main_system_prompt,
     offer_tool,
@@ -254,11 +255,11 @@ class Session:
         a round it reaches the model after the current tool results.
 
         Raises:
-            ConfigurationError: an empty message.
+            ConfigurationError: an empty message, or one larger than the context window
+                leaves for it (agentkit.chat.setup.check_message).
             Cancelled: the session is closed.
         """
-        if not isinstance(text, str) or not text.strip():
-            raise ConfigurationError("the message is empty")
+        check_message(text, self.settings)
         self._driver.idle.clear()
         busy = self._driver.running
         pending, position = self.inbox.put(text)

@@ -120,3 +120,26 @@ def as_tools(items: Iterable[Any]) -> list[Tool]:
         else:
             raise TypeError(f"not a tool: {item!r} (give a Tool or a function)")
     return tools
+
+
+def check_message(text: object, settings: Settings) -> str:
+    """Return ``text`` when it can be sent as a user message; raise ConfigurationError
+    when it is empty or alone larger than the context window leaves for a message
+    (``context_window * context_budget - max_output_tokens`` tokens): compaction
+    never cuts the user's latest message, so such a round could only fail."""
+    if not isinstance(text, str) or not text.strip():
+        raise ConfigurationError("the message is empty")
+    room = int(settings.context_window * settings.context_budget)
+    room -= settings.max_output_tokens or 0
+    if len(text) > room:  # a token holds at least one character: only then count
+        from agentkit.tokens import count_text
+
+        tokens = count_text(text)
+        if tokens > room:
+            raise ConfigurationError(
+                f"the message has {tokens} tokens, more than the {room} the model's "
+                f"context window leaves for it (context_window {settings.context_window}): "
+                "send a shorter message, or save the text in a file of the workspace "
+                "and ask the agent to read it"
+            )
+    return text
