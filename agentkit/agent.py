@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,7 +26,13 @@ from typing import TYPE_CHECKING, Any
 from agentkit import events as ev
 from agentkit import prompts
 from agentkit.chat.session import Session
-from agentkit.chat.setup import build_registry, check_settings, offer_tool
+from agentkit.chat.setup import (
+    as_tools,
+    build_registry,
+    check_message,
+    check_settings,
+    offer_tool,
+)
 from agentkit.conversation import Conversation
 from agentkit.engine import Model
 from agentkit.errors import ConfigurationError
@@ -80,7 +87,8 @@ class Agent:
     Args:
         workspace: folder the tools work in (it must exist).
         settings: Settings; default reads the environment.
-        tools: extra tools to offer besides the built-in ones.
+        tools: extra tools: Tools (each offered to the agents its ``agents`` names)
+            or plain functions ``func(params: Model[, ctx])`` (main agent).
         conversation_id: load and continue this saved conversation.
         model: an object with the engine's ``complete()`` (tests, custom clients);
             default is agentkit.llm.LLMClient(settings).
@@ -95,7 +103,7 @@ class Agent:
         workspace: str | Path = ".",
         settings: Settings | None = None,
         *,
-        tools: list[Tool] | None = None,
+        tools: list[Tool | Callable[..., Any]] | None = None,
         conversation_id: str | None = None,
         model: Model | None = None,
         subagents: bool = True,
@@ -104,7 +112,8 @@ class Agent:
 
         # Tools for sub-agents travel to workers by import reference, in Settings.tools;
         # one that cannot is refused here (ToolNotImportable), not at its first call.
-        self.settings = worker_settings(settings or Settings(), list(tools or []))
+        given = as_tools(tools or [])
+        self.settings = worker_settings(settings or Settings(), given)
         self._owns_model = model is None
         if model is None:
             check_settings(self.settings)
@@ -117,7 +126,7 @@ class Agent:
         root = Path(workspace).expanduser()
         self.registry = build_registry(
             subagents,
-            list(tools or []),
+            given,
             lambda: self.manager,
             root.resolve() if root.is_dir() else None,
             self.settings,
@@ -171,7 +180,12 @@ class Agent:
         """
 
         def wrap(fn: Any) -> Any:
-            self.add_tool(tool_from_function(fn, **kwargs))
+            if isinstance(fn, Tool):  # agent.tool(SOME_TOOL): it already says everything
+                if kwargs:
+                    raise TypeError("agent.tool(Tool(...)) takes no options: set them on the Tool")
+                self.add_tool(fn)
+            else:
+                self.add_tool(tool_from_function(fn, **kwargs))
             return fn
 
         return wrap(func) if func is not None else wrap
@@ -215,10 +229,12 @@ class Agent:
 
         Returns a RunResult; model errors after retries give status ``failed`` with
         a one-line error (the conversation is saved). Raises ConfigurationError for
-        an empty task or a closed Agent.
+        an empty task, one larger than the context window leaves for it, or a closed
+        Agent.
         """
         if not task or not task.strip():
             raise ConfigurationError("the task is empty")
+        check_message(task, self.settings)  # too long for the context window: refused now
         if self._closed:
             raise ConfigurationError(prompts.phrase(self.settings.language, "closed"))
         with self._run_lock:

@@ -25,7 +25,8 @@ from agentkit.proctree import processes_with_mark
 from agentkit.subagent.record import KILLED_ERROR
 from agentkit.testing import FakeOpenAIServer
 from agentkit.tools import base_tools
-from agentkit.tools.base import ToolContext, ToolRegistry, os_error_kind
+from agentkit.tools.base import ToolContext, ToolRegistry
+from agentkit.tools.os_errors import os_error_kind
 
 pytestmark = pytest.mark.slow
 RECORD = "sub_agent_results/agent_1/.subagent/conversations.json"

@@ -8,6 +8,7 @@ import logging
 import os
 import shutil
 import socket
+import subprocess
 import sys
 import threading
 import uuid
@@ -352,3 +353,57 @@ def test_sub_agent_writes_only_its_deliverables_and_claims(
         assert (workspace / "mine.txt").read_text() == "claimed\n"
         assert not report.exists()
         assert "read-only mode" in output
+
+
+ESCAPE = r"""
+import glob, multiprocessing, socket, sys, tempfile
+from multiprocessing import forkserver
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+from test_sandbox import make_ctx, run
+
+multiprocessing.get_context("forkserver")
+forkserver.ensure_running()  # its socket: <TMPDIR>/pymp-*/listener-*
+host_tmp = tempfile.gettempdir()
+listeners = glob.glob(f"{host_tmp}/pymp-*/listener-*")
+probe = (
+    "import glob, socket\n"
+    f"found = glob.glob('{host_tmp}/**/listener-*', recursive=True)\n"
+    "for path in found:\n"
+    "    s = socket.socket(socket.AF_UNIX)\n"
+    "    try:\n"
+    "        s.connect(path); print('REACHED', path)\n"
+    "    except OSError as exc:\n"
+    "        print('refused', exc)\n"
+    "print('found', len(found))\n"
+)
+Path(sys.argv[2], "probe.py").write_text(probe)
+result = run(make_ctx(Path(sys.argv[2]), command_sandbox="bwrap"), "python3 probe.py")
+print("HOST", len(listeners))
+print(result.output)
+"""
+
+
+@needs_bwrap
+def test_the_agents_temp_folder_and_forkserver_socket_are_hidden_wherever_tmpdir_is(
+    workspace: Path,
+) -> None:
+    # The forkserver runs any pickle a connecting process sends: a command that reached
+    # its socket would run code outside the sandbox. /tmp is hidden anyway, so TMPDIR
+    # goes to a folder the sandbox otherwise shows (read-only).
+    base = Path("/var/lib") if os.access("/var/lib", os.W_OK) else Path(__file__).parent
+    tmpdir = base / f"agentkit-tmpdir-test-{uuid.uuid4().hex[:8]}"
+    tmpdir.mkdir()
+    try:
+        env = {**os.environ, "TMPDIR": str(tmpdir)}
+        done = subprocess.run(
+            [sys.executable, "-c", ESCAPE, str(Path(__file__).parent), str(workspace)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env,
+        )
+    finally:
+        shutil.rmtree(tmpdir, ignore_errors=True)
+    assert "HOST 1" in done.stdout, done  # the socket exists on the host...
+    assert "found 0" in done.stdout and "REACHED" not in done.stdout, done.stdout

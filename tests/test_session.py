@@ -453,3 +453,19 @@ def test_a_file_as_deliverables_folder_is_refused_and_frees_the_id(workspace: Pa
     assert refused["success"] is False and "a.txt exists and is a file" in refused["error"]
     assert again["success"] is False and "a.txt exists and is a file" in again["error"]
     assert 1 not in session.manager.agents
+
+
+def test_a_message_larger_than_the_context_window_is_refused_before_anything_is_sent(
+    workspace: Path,
+) -> None:
+    with FakeOpenAIServer(["short one answered"]) as server:
+        settings = settings_for(server, context_window=4000, max_output_tokens=1000)
+        with Session(workspace, settings) as session:
+            huge = "pelican " * 5000  # ~5,000 tokens: more than the window leaves
+            with pytest.raises(ConfigurationError, match="tokens, more than the") as refused:
+                session.post(huge)
+            assert "save the text in a file" in str(refused.value)
+            # Not queued, not saved, nothing sent; the conversation goes on.
+            assert session.state == "idle" and not session.conversation.messages
+            assert session.send("pelican " * 100).final_text == "short one answered"
+    assert len(server.requests) == 1

@@ -39,3 +39,8 @@ TOOLS = [SHOUT, EXPLODE, MAIN_ONLY]
 def count_words(p: TextParams) -> str:
     """Count the words of a text (registered later with Agent.tool, for sub-agents)."""
     return f"{len(p.text.split())} words"
+
+
+def quit_now(p: TextParams) -> str:
+    """Call sys.exit, as a tool wrapping argparse or click may do."""
+    raise SystemExit(3)

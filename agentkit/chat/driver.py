@@ -147,7 +147,7 @@ class RoundDriver:
                         self._settle()
                         break
                     self._round(plan)
-            except Exception:  # the driver must survive anything a round throws
+            except BaseException:  # the driver must survive anything a round throws
                 log.exception("conversation %s: a round failed unexpectedly", self.conversation.id)
                 self.running = False
                 self._settle()

@@ -69,7 +69,9 @@ class EventBus:
             for callback in list(self._callbacks):
                 try:
                     callback(event)
-                except Exception:
+                except KeyboardInterrupt:
+                    raise
+                except BaseException:  # sys.exit() in a callback too: a UI must not end the run
                     log.warning("event callback failed on %s", event.type, exc_info=True)
             for put in list(self._queues):
                 put(item)

@@ -196,7 +196,7 @@ def run_round(
     )
     try:
         outcome = engine.run()
-    except Exception as exc:  # a bug below must cost this round, not the conversation
+    except BaseException as exc:  # a bug below, even SystemExit, costs this round only
         conversation.error = f"{type(exc).__name__}: {exc}"
         outcome = EngineResult("failed", conversation.final_text, conversation.error)
     finally:

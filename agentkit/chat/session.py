@@ -32,7 +32,14 @@ from agentkit.chat.eventbus import EventBus, Numbered
 from agentkit.chat.inbox import RoundResult
 from agentkit.chat.lock import claim_conversation
 from agentkit.chat.notes import closing_notes, recovery_notes
-from agentkit.chat.setup import build_registry, check_settings, main_system_prompt, offer_tool
+from agentkit.chat.setup import (
+    as_tools,
+    build_registry,
+    check_message,
+    check_settings,
+    main_system_prompt,
+    offer_tool,
+)
 from agentkit.chat.store import ConversationFile, clean_title, default_title, load_conversation
 from agentkit.conversation import Conversation, conversations_dir
 from agentkit.engine import Model
@@ -59,7 +66,8 @@ class Session:
         settings: Settings (default: read the environment).
         conversation_id: load and continue this saved conversation (its sub-agents
             that ended while nobody listened are told to the model at the next round).
-        tools: extra tools for the main agent.
+        tools: extra tools: Tools (each offered to the agents its ``agents`` names)
+            or plain functions ``func(params: Model[, ctx])`` (main agent).
         registry: use this tool registry as it is (``tools`` and ``subagents`` then
             only decide whether the sub-agent manager may be used); see
             :func:`build_registry`.
@@ -80,7 +88,7 @@ class Session:
         settings: Settings | None = None,
         *,
         conversation_id: str | None = None,
-        tools: list[Tool] | None = None,
+        tools: list[Tool | Callable[..., Any]] | None = None,
         registry: ToolRegistry | None = None,
         model: Model | None = None,
         subagents: bool = True,
@@ -90,7 +98,8 @@ class Session:
         from agentkit.tools.imported import worker_settings
 
         # Tools for sub-agents travel to workers by import reference, in Settings.tools.
-        self.settings = worker_settings(settings or Settings(), tools or [])
+        given = as_tools(tools or [])
+        self.settings = worker_settings(settings or Settings(), given)
         root = Path(workspace).expanduser()
         if not root.is_dir():
             raise ConfigurationError(f"workspace {str(root)!r} is not a folder")
@@ -103,7 +112,7 @@ class Session:
         self._launcher = launcher
         self._owns_registry = registry is None
         self.registry = registry or build_registry(
-            subagents, tools or [], lambda: self.manager, self.workspace, self.settings
+            subagents, given, lambda: self.manager, self.workspace, self.settings
         )
         self.bus = EventBus()
         self._closed = False
@@ -246,11 +255,11 @@ class Session:
         a round it reaches the model after the current tool results.
 
         Raises:
-            ConfigurationError: an empty message.
+            ConfigurationError: an empty message, or one larger than the context window
+                leaves for it (agentkit.chat.setup.check_message).
             Cancelled: the session is closed.
         """
-        if not isinstance(text, str) or not text.strip():
-            raise ConfigurationError("the message is empty")
+        check_message(text, self.settings)
         self._driver.idle.clear()
         busy = self._driver.running
         pending, position = self.inbox.put(text)

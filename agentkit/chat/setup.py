@@ -8,9 +8,9 @@ its first round: :func:`check_settings` (a model and a key or local URL),
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from agentkit.errors import ConfigurationError
 from agentkit.settings import Settings
@@ -100,3 +100,46 @@ def main_system_prompt(workspace: Path, settings: Settings, subagents: bool) -> 
         max_concurrent=settings.max_concurrent_subagents,
         **prompt_values(workspace),
     ) + profiles_section(profiles, settings.language)
+
+
+def as_tools(items: Iterable[Any]) -> list[Tool]:
+    """Return ``items`` as Tools: a Tool as it is, a plain function
+    ``func(params: Model[, ctx])`` as a tool for the main agent (as ``Agent.tool``
+    without ``agents``; wrap it in a Tool to offer it to sub-agents).
+
+    Raises TypeError for anything else, or a function without a pydantic parameter
+    model."""
+    from agentkit.tools.base import tool_from_function
+
+    tools = []
+    for item in items:
+        if isinstance(item, Tool):
+            tools.append(item)
+        elif callable(item):
+            tools.append(tool_from_function(item))
+        else:
+            raise TypeError(f"not a tool: {item!r} (give a Tool or a function)")
+    return tools
+
+
+def check_message(text: object, settings: Settings) -> str:
+    """Return ``text`` when it can be sent as a user message; raise ConfigurationError
+    when it is empty or alone larger than the context window leaves for a message
+    (``context_window * context_budget - max_output_tokens`` tokens): compaction
+    never cuts the user's latest message, so such a round could only fail."""
+    if not isinstance(text, str) or not text.strip():
+        raise ConfigurationError("the message is empty")
+    room = int(settings.context_window * settings.context_budget)
+    room -= settings.max_output_tokens or 0
+    if len(text) > room:  # a token holds at least one character: only then count
+        from agentkit.tokens import count_text
+
+        tokens = count_text(text)
+        if tokens > room:
+            raise ConfigurationError(
+                f"the message has {tokens} tokens, more than the {room} the model's "
+                f"context window leaves for it (context_window {settings.context_window}): "
+                "send a shorter message, or save the text in a file of the workspace "
+                "and ask the agent to read it"
+            )
+    return text

@@ -66,7 +66,8 @@ from agentkit.subagent.state import EndStatus, Status
 from agentkit.subagent.tools import make_finish_tool
 from agentkit.subagent.worker_tools import worker_profile, worker_tools
 from agentkit.tokens import count_text
-from agentkit.tools.base import ToolContext, ToolRegistry, describe_os_error
+from agentkit.tools.base import ToolContext, ToolRegistry
+from agentkit.tools.os_errors import describe_os_error
 
 count_text("warm up the tokenizer tables once, in the forkserver")
 # Building a client imports the HTTP transport modules (lazily loaded by openai).

@@ -14,7 +14,8 @@ from typing import Any
 
 from agentkit.errors import ToolError
 from agentkit.tools._text import TextFormat
-from agentkit.tools.base import ToolContext, os_error_kind
+from agentkit.tools.base import ToolContext
+from agentkit.tools.os_errors import os_error_kind
 from agentkit.tools.workspace import display_path
 
 STALE_PREVIEW_LINES = 40
@@ -206,6 +207,6 @@ def atomic_write(path: Path, data: bytes, mode: int | None) -> None:
 
 def os_error(ctx: ToolContext, path: Path, exc: OSError, doing: str) -> ToolError:
     """Turn an unexpected OSError into a ToolError with a readable message; the code
-    is the errno class (agentkit.tools.base.os_error_kind: disk_full, ...)."""
+    is the errno class (agentkit.tools.os_errors.os_error_kind: disk_full, ...)."""
     reason = exc.strerror or type(exc).__name__
     return ToolError(os_error_kind(exc), f"cannot {doing} {display_path(ctx, path)}: {reason}")

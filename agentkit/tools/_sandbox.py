@@ -23,8 +23,11 @@ agent's death SIGKILLs the whole namespace. Policy, in mount order (later wins):
 * ``/`` read-only; ``--dev /dev``; a new ``/proc``; ``/etc/shadow`` and ``/etc/gshadow``
   replaced by an empty file.
 * Hidden (an empty, private, writable tmpfs, gone when the command ends): ``/tmp``,
-  ``/var/tmp``, ``/run`` (sockets: docker, dbus, ssh-agent), ``/home``, ``/root`` and the
-  user's home. ``HOME`` still points there, so tools that write caches work.
+  ``/var/tmp``, ``/run`` (sockets: docker, dbus, ssh-agent), ``/home``, ``/root``, the
+  user's home, and the agent's own temporary folders wherever ``TMPDIR`` puts them
+  (they hold the multiprocessing forkserver's socket, which runs any pickle sent to
+  it: reaching it would be an escape). ``HOME`` still points there, so tools that
+  write caches work. The folder policy lives in :mod:`agentkit.tools._sandbox_folders`.
 * Re-exposed read-only: the agent's Python (``sys.prefix``, ``sys.base_prefix``), each
   ``PATH`` folder inside a hidden one (plus its toolchain-manager root, e.g.
   ``~/.pyenv`` for ``~/.pyenv/shims``), ``read_only_roots``, and with network
@@ -93,6 +96,7 @@ from typing import TYPE_CHECKING
 from agentkit.errors import ToolError
 from agentkit.tools import _loopback_relay as _relay
 from agentkit.tools._loopback_ports import listening_ports
+from agentkit.tools._sandbox_folders import BLANKED, hidden_folders, toolchain_paths
 from agentkit.tools._sandbox_notes import refusal_notes
 
 if TYPE_CHECKING:
@@ -117,12 +121,6 @@ MODES = ("read-only", "workspace-write", "full")
 """Sandbox modes, narrowest first."""
 
 _BRIDGE_FOLDER = "agentkit-loopback"
-_HIDDEN = ("/tmp", "/var/tmp", "/run", "/home", "/root")
-_BLANKED = ("/etc/shadow", "/etc/gshadow")
-# Roots of toolchain managers whose bin/shims folder is on PATH (bin alone does not run).
-_TOOLCHAIN_ROOTS = frozenset({".pyenv", ".rbenv", ".nodenv", ".asdf", ".nvm", ".cargo",
-                              ".rustup", ".sdkman", ".volta", ".bun", ".deno", "go", "mise"})  # fmt: skip
-_COMPANIONS = {".cargo": ".rustup"}  # cargo's bin holds rustup proxies
 
 
 def narrow_mode(*modes: str | None) -> str:
@@ -215,45 +213,6 @@ def bwrap_works(program: str) -> str | None:
         return found if _probed[found] else None
 
 
-def _inside(path: Path, folder: Path) -> bool:
-    return path == folder or folder in path.parents
-
-
-def _toolchain_paths(hidden: list[Path]) -> list[Path]:
-    """Folders inside hidden ones that the user's tools need: the agent's Python and the
-    PATH folders, each with its toolchain-manager root (``~/.pyenv`` for
-    ``~/.pyenv/shims``; ``~/.rustup`` with ``~/.cargo``)."""
-    found: list[Path] = []
-    candidates = [Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable).resolve().parent]
-    candidates += [Path(p) for p in os.environ.get("PATH", "").split(os.pathsep) if p]
-    for path in candidates:
-        if not path.is_absolute():
-            continue
-        real = path.resolve()
-        for root in hidden:
-            if real == root or not _inside(real, root):
-                continue
-            found.append(real)
-            parts = real.relative_to(root).parts
-            for i, part in enumerate(parts):
-                if part in _TOOLCHAIN_ROOTS:
-                    found.append(root.joinpath(*parts[: i + 1]))
-                    if part in _COMPANIONS:
-                        found.append(root.joinpath(*parts[:i], _COMPANIONS[part]))
-                    break
-    return list(dict.fromkeys(found))
-
-
-def _hidden_folders() -> list[Path]:
-    folders = [Path(p) for p in _HIDDEN]
-    home = os.environ.get("HOME")
-    if home and Path(home).is_absolute():
-        folders.append(Path(home))
-    return [
-        p for p in dict.fromkeys(folders) if p.is_dir() and not p.is_symlink() and p != Path("/")
-    ]
-
-
 def bwrap_argv(
     bwrap: str,
     *,
@@ -287,13 +246,13 @@ def bwrap_argv(
     # then ties the sandbox to bwrap. bwrap's own parent-death signal was seen to miss.
     guard = ["setpriv", "--pdeathsig", "KILL", "--"] if shutil.which("setpriv") else []
     argv = [*guard, bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-    for secret in _BLANKED:
+    for secret in BLANKED:
         if os.path.exists(secret):
             argv += ["--ro-bind", "/dev/null", secret]
-    hidden = _hidden_folders()
+    hidden = hidden_folders()
     for folder in hidden:
         argv += ["--tmpfs", str(folder)]
-    shown = [*_toolchain_paths(hidden), *(Path(p).resolve() for p in read_only)]
+    shown = [*toolchain_paths(hidden), *(Path(p).resolve() for p in read_only)]
     if network == "all":
         shown.append(Path("/run/systemd/resolve"))
     for path in dict.fromkeys(shown):

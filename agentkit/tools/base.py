@@ -10,7 +10,6 @@ raises into the loop (docs/architecture.md §3, Tools).
 
 from __future__ import annotations
 
-import errno
 import functools
 import inspect
 import json
@@ -25,6 +24,7 @@ from pydantic import BaseModel, ValidationError
 
 from agentkit.errors import ToolError
 from agentkit.settings import Settings
+from agentkit.tools.os_errors import os_error_kind
 
 
 @dataclass
@@ -128,6 +128,13 @@ class Tool:
     json_schema: dict[str, Any] | None = None
     source: str | None = None
 
+    def __post_init__(self) -> None:
+        if self.agents not in ("main", "subagents", "both"):
+            raise ValueError(
+                f"tool {self.name!r}: agents must be 'main', 'subagents' or 'both', "
+                f"not {self.agents!r}"
+            )
+
     def schema(self, language: str) -> dict[str, Any]:
         """Return the OpenAI ``tools[]`` entry for this tool in ``language``."""
         if self.json_schema is not None:
@@ -163,54 +170,6 @@ def _schema(name: str, params: type[BaseModel], fallback: str, language: str) ->
         "type": "function",
         "function": {"name": name, "description": description, "parameters": parameters},
     }
-
-
-# errno classes -> the tool error kind the model sees (docs/tools.md §12). One
-# table for every tool and record write: a full disk must read as disk_full, not
-# as a bad argument.
-_ERRNO_KINDS: dict[int, str] = {
-    errno.ENOSPC: "disk_full",
-    errno.EDQUOT: "disk_full",
-    errno.EFBIG: "too_large",
-    errno.EACCES: "permission_denied",
-    errno.EPERM: "permission_denied",
-    errno.EROFS: "read_only_filesystem",
-    errno.ENOENT: "not_found",
-    errno.ENOTDIR: "invalid_argument",
-    errno.EISDIR: "is_directory",
-    errno.EEXIST: "already_exists",
-    errno.ENAMETOOLONG: "invalid_argument",
-    errno.EINVAL: "invalid_argument",
-    errno.ELOOP: "invalid_argument",
-    errno.EMFILE: "resource_exhausted",
-    errno.ENFILE: "resource_exhausted",
-    errno.ENOMEM: "resource_exhausted",
-    errno.EIO: "io_error",
-}
-
-
-def os_error_kind(exc: OSError) -> str:
-    """Return the tool error kind for an OSError, by its errno class.
-
-    ``disk_full`` (ENOSPC, EDQUOT), ``permission_denied`` (EACCES, EPERM),
-    ``read_only_filesystem`` (EROFS), ``not_found`` (ENOENT),
-    ``is_directory``, ``already_exists``, ``too_large`` (EFBIG),
-    ``resource_exhausted`` (EMFILE, ENFILE, ENOMEM), ``io_error`` (EIO),
-    ``invalid_argument`` (EINVAL, ENOTDIR, ENAMETOOLONG, ELOOP); any other errno gives
-    ``os_error``.
-    """
-    kind = _ERRNO_KINDS.get(exc.errno) if exc.errno is not None else None
-    if kind is None and isinstance(exc, PermissionError):
-        kind = "permission_denied"
-    if kind is None and isinstance(exc, FileNotFoundError):
-        kind = "not_found"
-    return kind or "os_error"
-
-
-def describe_os_error(exc: OSError) -> str:
-    """Return ``"<kind>: <strerror>"`` for an OSError (the kind from os_error_kind),
-    e.g. ``"disk_full: No space left on device"``."""
-    return f"{os_error_kind(exc)}: {exc.strerror or exc}"
 
 
 def _format_validation_error(tool: str, exc: ValidationError) -> str:
@@ -319,7 +278,9 @@ class ToolRegistry:
             return ToolResult.error(exc.code, exc.message)
         except OSError as exc:  # a file system failure no tool caught: say which kind
             return ToolResult.error(os_error_kind(exc), f"{name} failed: {exc}")
-        except Exception as exc:  # a tool bug must not crash the loop
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # a tool bug, even sys.exit(), must not end the loop
             return ToolResult.error("internal_error", f"{name} failed: {type(exc).__name__}: {exc}")
         result.meta.setdefault("duration_seconds", round(time.monotonic() - started, 3))
         return result
