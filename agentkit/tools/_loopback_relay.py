@@ -15,9 +15,10 @@ What it enforces, whatever the command writes to the socket:
   closed. The relay then connects to ``127.0.0.1:PORT`` (else ``[::1]:PORT``), the only
   two addresses it ever connects to, and relays bytes both ways, half-closes included,
   until both directions have ended.
-* At most :data:`MAX_CONNECTIONS` connections at once, of which at most
-  :data:`MAX_PENDING` still wait for their header; beyond that a new connection is
-  closed at once. So a command costs the agent at most 2 × 64 descriptors and one thread.
+* At most :data:`MAX_CONNECTIONS` connections at once (beyond that a new connection is
+  closed at once), of which at most :data:`MAX_PENDING` still wait for their header
+  (while they do, new connections wait in the kernel's listen queue, itself bounded).
+  So a command costs the agent at most 2 × 64 descriptors and one thread.
 * :meth:`Relay.close` (run_command calls it when the command ends; the relay also closes
   itself when the process it watches, the command's bubblewrap, exits: that is when a
   namespace kept for background services ends) closes every connection, both sides,
@@ -175,6 +176,7 @@ class Relay:
                     elif key.data == "pidfd":
                         return
                 self._expire(time.monotonic())
+                self._pace()
         finally:
             self._shutdown()
 
@@ -190,20 +192,31 @@ class Relay:
                 os.close(self._pidfd)
         shutil.rmtree(self.folder, ignore_errors=True)
 
+    def _pending(self) -> int:
+        return sum(1 for link in self._links if link.stage == "header")
+
     def _accept(self) -> None:
-        while True:
+        while self._pending() < MAX_PENDING:
             try:
                 conn, _ = self._server.accept()
             except OSError:  # nothing more waiting (or a connection aborted meanwhile)
                 return
-            pending = sum(1 for link in self._links if link.stage == "header")
-            if len(self._links) >= MAX_CONNECTIONS or pending >= MAX_PENDING:
-                conn.close()
+            if len(self._links) >= MAX_CONNECTIONS:
+                conn.close()  # a clear end rather than a wait that may never end
                 continue
             conn.setblocking(False)
             link = _Link(conn, time.monotonic() + _HEADER_SECONDS)
             self._links.add(link)
             self._sel.register(conn, _READ, link)
+
+    def _pace(self) -> None:
+        """Accept only while fewer than MAX_PENDING wait for their header: the others
+        wait in the kernel's queue (bounded by the listen backlog), costing us nothing."""
+        listening = self._server in self._sel.get_map()
+        if self._pending() < MAX_PENDING and not listening:
+            self._sel.register(self._server, _READ, None)
+        elif self._pending() >= MAX_PENDING and listening:
+            self._sel.unregister(self._server)
 
     def _expire(self, now: float) -> None:
         for link in [link for link in self._links if link.deadline <= now]:

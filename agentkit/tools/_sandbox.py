@@ -58,7 +58,7 @@ addresses when the command is launched (:mod:`agentkit.tools._loopback_ports`; a
 command runs and the server dies with the namespace. Enforced by the relay, whatever
 the command writes to its socket: the header must be the canonical decimal of one of
 exactly those ports (a service started after the command began is unreachable); at
-most 64 connections at once (16 awaiting a header); when the command ends (run_command
+most 64 connections at once (16 awaiting a header, the rest queued); when the command ends (run_command
 closes the relay; a namespace kept for background services closes it when it ends)
 every connection is closed on both sides, its thread ends and its folder goes.
 Limits: TCP only (no UDP, no Unix sockets of the host); a bridged port is taken inside
