@@ -16,17 +16,14 @@ from __future__ import annotations
 
 import contextlib
 import os
-import select
 import shutil
 import signal
 import subprocess
 import time
 import uuid
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import psutil
 from pydantic import BaseModel, Field
 
 from agentkit import proctree
@@ -34,6 +31,7 @@ from agentkit.errors import ToolError
 from agentkit.secrets import is_secret_var, scrub_env
 from agentkit.tools import _command_launch as launch
 from agentkit.tools import _sandbox as sandbox
+from agentkit.tools._command_run import MARK_VAR, CommandRun, describe, kill, leftovers, list_procs
 from agentkit.tools._shell_output import OutputCapture
 from agentkit.tools._shell_policy import check_interactive, check_policy
 from agentkit.tools.base import Tool, ToolContext, ToolResult
@@ -44,9 +42,9 @@ if TYPE_CHECKING:
 
 __all__ = ["SHELL_TOOLS", "RunCommandParams", "run_command", "command_env", "is_secret_var"]
 
-COMMAND_VAR = "AGENTKIT_COMMAND_ID"
+COMMAND_VAR = MARK_VAR
 """Per-command mark: finds the leftovers of one command even when several run at once
-under the same agent mark."""
+under the same agent mark (agentkit.tools._command_run)."""
 
 DRAIN_SECONDS = 1.0  # after the shell exits, wait this long at most for the pipe's EOF
 SPILL_MAX_BYTES = 50 * 1024 * 1024  # docs/tools.md: full log spilled, <= 50 MiB
@@ -105,146 +103,6 @@ def _resolve_cwd(ctx: ToolContext, cwd: str) -> Path:
     if not path.is_dir():
         raise ToolError("invalid_argument", f"cwd {cwd} is not a folder")
     return path
-
-
-@dataclass
-class _Run:
-    launched: launch.Launched
-    capture: OutputCapture
-    command_id: str
-    started: float
-    confinement: sandbox.Confinement | None = None
-    captured: dict[int, psutil.Process] = field(default_factory=dict)
-    eof: bool = False
-    code: int | None = None  # the shell's exit status, once known
-    kept: bool = False  # the namespace lives on (command_background_services)
-
-    @property
-    def proc(self) -> subprocess.Popen[bytes]:
-        return self.launched.proc
-
-    def exited(self) -> bool:
-        """True once the shell has exited (its status reported by the namespace init, or
-        the shell reaped in marks mode); sets :attr:`code`."""
-        if self.code is None and self.launched.control is not None:
-            with contextlib.suppress(OSError, ValueError):
-                self.code = self.launched.status()
-        if self.code is None and self.proc.poll() is not None:
-            self.code = self.proc.returncode  # marks mode, or the namespace ended early
-        return self.code is not None
-
-    def read_some(self, wait: float) -> None:
-        """Read what the pipe has within ``wait`` seconds; after EOF, wait for the shell."""
-        assert self.proc.stdout is not None
-        watched: list[int] = [] if self.eof else [self.proc.stdout.fileno()]
-        if self.launched.control is not None and self.code is None:
-            watched.append(self.launched.control.fileno())  # wake up when the shell exits
-        if not watched:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.proc.wait(max(0.0, wait))
-            return
-        ready, _, _ = select.select(watched, [], [], max(0.0, wait))
-        if not self.eof and watched[0] in ready:
-            data = os.read(watched[0], 1 << 16)
-            if data:
-                self.capture.feed(data)
-            else:
-                self.eof = True
-
-    def drain_ready(self) -> None:
-        """Read what is already in the pipe, without waiting (up to 64 MiB per call)."""
-        assert self.proc.stdout is not None
-        for _ in range(1024):
-            if self.eof or not select.select([self.proc.stdout.fileno()], [], [], 0)[0]:
-                return
-            self.read_some(0)
-
-    def drain(self, seconds: float) -> None:
-        """Read until EOF or ``seconds`` elapse."""
-        end = time.monotonic() + seconds
-        while not self.eof and time.monotonic() < end:
-            self.read_some(min(0.05, end - time.monotonic()))
-
-    def snapshot_children(self) -> None:
-        """Remember the shell's descendants (to kill them even if they drop the mark)."""
-        with contextlib.suppress(psutil.Error):
-            for child in psutil.Process(self.proc.pid).children(recursive=True):
-                self.captured.setdefault(child.pid, child)
-
-
-def _describe(procs: list[psutil.Process]) -> dict[int, str]:
-    names: dict[int, str] = {}
-    for proc in procs:
-        try:
-            names[proc.pid] = proc.name()
-        except psutil.Error:
-            names[proc.pid] = "?"
-    return names
-
-
-def _namespace(run: _Run) -> tuple[psutil.Process | None, list[psutil.Process]]:
-    """Return the namespace init and every other live process in the command's namespace
-    (pidns mode: all of them are descendants of the init, whatever they did)."""
-    try:
-        inits = psutil.Process(run.proc.pid).children()
-    except psutil.Error:
-        return None, []
-    init = inits[0] if inits else None
-    members = proctree.descendants(inits)
-    return init, [p for p in members if not proctree.is_gone(p) and not _is_bridge(p)]
-
-
-def _is_bridge(proc: psutil.Process) -> bool:
-    """The loopback bridge is the sandbox's, not the command's: it ends with the namespace."""
-    try:
-        return sandbox.is_bridge(proc.cmdline())
-    except psutil.Error:
-        return False
-
-
-def _leftovers(run: _Run) -> list[psutil.Process]:
-    """Processes of the command still running after its shell exited."""
-    if run.launched.control is not None:
-        return _namespace(run)[1]
-    live = [p for p in run.captured.values() if not proctree.is_gone(p)]
-    marked = proctree.processes_with_mark(run.command_id, COMMAND_VAR)
-    found = {p.pid: p for p in [*marked, *live]}
-    found.update((p.pid, p) for p in proctree.descendants(list(found.values())))
-    return list(found.values())
-
-
-def _kill(run: _Run, grace: float, include_shell: bool) -> tuple[list[int], dict[int, str]]:
-    if run.launched.control is not None:
-        # pidns: signal the init's tree (the init itself only takes the final SIGKILL, so
-        # the command gets its grace), then end the namespace: nothing can be missed.
-        init, members = _namespace(run)
-        if not include_shell and not members:
-            return [], {}
-        names = _describe(members)
-        root = init.pid if include_shell and init is not None else None
-        pids = proctree.kill_tree(root, None, grace, extra=members)
-        run.launched.release()
-        return pids, names
-    live = [p for p in run.captured.values() if not proctree.is_gone(p)]
-    marked = proctree.processes_with_mark(run.command_id, COMMAND_VAR)
-    if not include_shell and not live and not marked:
-        return [], {}  # the common case: nothing left behind, skip the process scan
-    names = _describe(marked + live)
-    pids = proctree.kill_tree(
-        run.proc.pid if include_shell else None,
-        run.command_id,
-        grace,
-        var=COMMAND_VAR,
-        extra=live,
-    )
-    return pids, names
-
-
-def _list_procs(pids: list[int], names: dict[int, str], shell_pid: int) -> str:
-    shown = [f"{names.get(pid, '?')} (pid {pid})" for pid in pids if pid != shell_pid]
-    if len(shown) > 8:
-        shown = [*shown[:8], f"… {len(shown) - 8} more"]
-    return ", ".join(shown)
 
 
 def _plural(n: int, word: str) -> str:
@@ -307,7 +165,7 @@ def _launch_and_finish(
     except OSError as exc:
         raise ToolError("not_found", f"could not start {shell}: {exc}") from None
     proc = launched.proc
-    run = _Run(launched, capture, command_id, started, confinement)
+    run = CommandRun(launched, capture, command_id, started, confinement)
     if confinement is not None and confinement.relay is not None:
         confinement.relay.watch(proc.pid)  # a kept namespace: the relay ends with it
     done = False
@@ -328,7 +186,7 @@ def _launch_and_finish(
             proc.stdout.close()
 
 
-def _pump(run: _Run, deadline: float, ctx: ToolContext) -> str:
+def _pump(run: CommandRun, deadline: float, ctx: ToolContext) -> str:
     """Read output until the shell exits ("exited"), the deadline ("timeout") or cancel."""
     next_snapshot = run.started + 0.05
     while True:
@@ -346,7 +204,7 @@ def _pump(run: _Run, deadline: float, ctx: ToolContext) -> str:
         run.read_some(min(0.1, deadline - now))
 
 
-def _finish(run: _Run, outcome: str, timeout: float, ctx: ToolContext) -> ToolResult:
+def _finish(run: CommandRun, outcome: str, timeout: float, ctx: ToolContext) -> ToolResult:
     grace = ctx.settings.command_kill_grace
     proc = run.proc
     notes: list[str] = []
@@ -360,18 +218,18 @@ def _finish(run: _Run, outcome: str, timeout: float, ctx: ToolContext) -> ToolRe
         elapsed = time.monotonic() - run.started
         killed: list[int] = []
         if ctx.settings.command_background_services:
-            kept = _leftovers(run)
+            kept = leftovers(run)
             if kept:
                 notes.append(
                     f"{_plural(len(kept), 'background process')} left running "
                     "(command_background_services): "
-                    f"{_list_procs([p.pid for p in kept], _describe(kept), proc.pid)}; "
+                    f"{list_procs([p.pid for p in kept], describe(kept), proc.pid)}; "
                     "they end with this agent"
                 )
             launch.keep_alive(run.launched)
             run.kept = True
         else:
-            killed, names = _kill(run, grace, include_shell=False)
+            killed, names = kill(run, grace, include_shell=False)
         run.launched.release()
         # Kept services (and their `unshare`) still hold the pipe: do not wait on them.
         if namespaced and ctx.settings.command_background_services:
@@ -383,13 +241,13 @@ def _finish(run: _Run, outcome: str, timeout: float, ctx: ToolContext) -> ToolRe
         if killed:
             notes.append(
                 f"killed {_plural(len(killed), 'leftover background process')}: "
-                f"{_list_procs(killed, names, proc.pid)}; processes started in the "
+                f"{list_procs(killed, names, proc.pid)}; processes started in the "
                 "background do not outlive the command"
             )
         meta["exit_code"] = code
     else:
         elapsed = time.monotonic() - run.started
-        killed, names = _kill(run, grace, include_shell=True)
+        killed, names = kill(run, grace, include_shell=True)
         run.launched.release()
         run.drain(0.5)
         with contextlib.suppress(subprocess.TimeoutExpired):

@@ -1,0 +1,171 @@
+"""A running command of run_command: its output pipe, its processes, what it left.
+
+One job: :class:`CommandRun` reads the shell's output pipe (and, in pid-namespace
+mode, the init's status socket) and remembers the shell's descendants;
+:func:`leftovers` lists what still runs after the shell exited and :func:`kill` ends
+it (the whole namespace in pidns mode; the marked processes and remembered
+descendants otherwise). The loopback bridge belongs to the sandbox, not to the
+command: it is never listed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import subprocess
+import time
+from dataclasses import dataclass, field
+
+import psutil
+
+from agentkit import proctree
+from agentkit.tools import _command_launch as launch
+from agentkit.tools import _sandbox as sandbox
+from agentkit.tools._shell_output import OutputCapture
+
+__all__ = ["MARK_VAR", "CommandRun", "describe", "kill", "leftovers", "list_procs"]
+
+MARK_VAR = "AGENTKIT_COMMAND_ID"
+"""Per-command mark: finds the leftovers of one command even when several run at once
+(the environment variable every process of the command inherits)."""
+
+
+@dataclass
+class CommandRun:
+    launched: launch.Launched
+    capture: OutputCapture
+    command_id: str
+    started: float
+    confinement: sandbox.Confinement | None = None
+    captured: dict[int, psutil.Process] = field(default_factory=dict)
+    eof: bool = False
+    code: int | None = None  # the shell's exit status, once known
+    kept: bool = False  # the namespace lives on (command_background_services)
+
+    @property
+    def proc(self) -> subprocess.Popen[bytes]:
+        return self.launched.proc
+
+    def exited(self) -> bool:
+        """True once the shell has exited (its status reported by the namespace init, or
+        the shell reaped in marks mode); sets :attr:`code`."""
+        if self.code is None and self.launched.control is not None:
+            with contextlib.suppress(OSError, ValueError):
+                self.code = self.launched.status()
+        if self.code is None and self.proc.poll() is not None:
+            self.code = self.proc.returncode  # marks mode, or the namespace ended early
+        return self.code is not None
+
+    def read_some(self, wait: float) -> None:
+        """Read what the pipe has within ``wait`` seconds; after EOF, wait for the shell."""
+        assert self.proc.stdout is not None
+        watched: list[int] = [] if self.eof else [self.proc.stdout.fileno()]
+        if self.launched.control is not None and self.code is None:
+            watched.append(self.launched.control.fileno())  # wake up when the shell exits
+        if not watched:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(max(0.0, wait))
+            return
+        ready, _, _ = select.select(watched, [], [], max(0.0, wait))
+        if not self.eof and watched[0] in ready:
+            data = os.read(watched[0], 1 << 16)
+            if data:
+                self.capture.feed(data)
+            else:
+                self.eof = True
+
+    def drain_ready(self) -> None:
+        """Read what is already in the pipe, without waiting (up to 64 MiB per call)."""
+        assert self.proc.stdout is not None
+        for _ in range(1024):
+            if self.eof or not select.select([self.proc.stdout.fileno()], [], [], 0)[0]:
+                return
+            self.read_some(0)
+
+    def drain(self, seconds: float) -> None:
+        """Read until EOF or ``seconds`` elapse."""
+        end = time.monotonic() + seconds
+        while not self.eof and time.monotonic() < end:
+            self.read_some(min(0.05, end - time.monotonic()))
+
+    def snapshot_children(self) -> None:
+        """Remember the shell's descendants (to kill them even if they drop the mark)."""
+        with contextlib.suppress(psutil.Error):
+            for child in psutil.Process(self.proc.pid).children(recursive=True):
+                self.captured.setdefault(child.pid, child)
+
+
+def describe(procs: list[psutil.Process]) -> dict[int, str]:
+    names: dict[int, str] = {}
+    for proc in procs:
+        try:
+            names[proc.pid] = proc.name()
+        except psutil.Error:
+            names[proc.pid] = "?"
+    return names
+
+
+def namespace(run: CommandRun) -> tuple[psutil.Process | None, list[psutil.Process]]:
+    """Return the namespace init and every other live process in the command's namespace
+    (pidns mode: all of them are descendants of the init, whatever they did)."""
+    try:
+        inits = psutil.Process(run.proc.pid).children()
+    except psutil.Error:
+        return None, []
+    init = inits[0] if inits else None
+    members = proctree.descendants(inits)
+    return init, [p for p in members if not proctree.is_gone(p) and not is_bridge(p)]
+
+
+def is_bridge(proc: psutil.Process) -> bool:
+    """The loopback bridge is the sandbox's, not the command's: it ends with the namespace."""
+    try:
+        return sandbox.is_bridge(proc.cmdline())
+    except psutil.Error:
+        return False
+
+
+def leftovers(run: CommandRun) -> list[psutil.Process]:
+    """Processes of the command still running after its shell exited."""
+    if run.launched.control is not None:
+        return namespace(run)[1]
+    live = [p for p in run.captured.values() if not proctree.is_gone(p)]
+    marked = proctree.processes_with_mark(run.command_id, MARK_VAR)
+    found = {p.pid: p for p in [*marked, *live]}
+    found.update((p.pid, p) for p in proctree.descendants(list(found.values())))
+    return list(found.values())
+
+
+def kill(run: CommandRun, grace: float, include_shell: bool) -> tuple[list[int], dict[int, str]]:
+    if run.launched.control is not None:
+        # pidns: signal the init's tree (the init itself only takes the final SIGKILL, so
+        # the command gets its grace), then end the namespace: nothing can be missed.
+        init, members = namespace(run)
+        if not include_shell and not members:
+            return [], {}
+        names = describe(members)
+        root = init.pid if include_shell and init is not None else None
+        pids = proctree.kill_tree(root, None, grace, extra=members)
+        run.launched.release()
+        return pids, names
+    live = [p for p in run.captured.values() if not proctree.is_gone(p)]
+    marked = proctree.processes_with_mark(run.command_id, MARK_VAR)
+    if not include_shell and not live and not marked:
+        return [], {}  # the common case: nothing left behind, skip the process scan
+    names = describe(marked + live)
+    pids = proctree.kill_tree(
+        run.proc.pid if include_shell else None,
+        run.command_id,
+        grace,
+        var=MARK_VAR,
+        extra=live,
+    )
+    return pids, names
+
+
+def list_procs(pids: list[int], names: dict[int, str], shell_pid: int) -> str:
+    shown = [f"{names.get(pid, '?')} (pid {pid})" for pid in pids if pid != shell_pid]
+    if len(shown) > 8:
+        shown = [*shown[:8], f"… {len(shown) - 8} more"]
+    return ", ".join(shown)
