@@ -11,34 +11,16 @@ import socket
 import sys
 import threading
 import time
-import uuid
 from pathlib import Path
-from typing import Any
 
 import psutil
 import pytest
 from loopback_servers import Digest, Hold
+from test_sandbox import REGISTRY, make_ctx, needs_bwrap, run
 
-from agentkit import Settings
 from agentkit.tools import _loopback_ports, _sandbox
 from agentkit.tools._command_launch import end_background_services
-from agentkit.tools.base import ToolContext, ToolRegistry, ToolResult
-from agentkit.tools.shell import SHELL_TOOLS
-
-REGISTRY = ToolRegistry(SHELL_TOOLS)
-needs_bwrap = pytest.mark.skipif(
-    _sandbox.bwrap_works("bwrap") is None, reason="bubblewrap cannot run here"
-)
-
-
-def make_ctx(workspace: Path, **overrides: Any) -> ToolContext:
-    settings = Settings(model="m", api_key="k", language="en", **overrides)
-    return ToolContext(workspace=workspace, settings=settings, process_mark=uuid.uuid4().hex)
-
-
-def run(ctx: ToolContext, command: str) -> ToolResult:
-    return REGISTRY.execute("run_command", {"command": command, "timeout_seconds": 60}, ctx)
-
+from agentkit.tools.base import ToolResult
 
 CLIENT = (
     "import socket, sys\n"
