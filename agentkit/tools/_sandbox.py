@@ -341,18 +341,23 @@ def confine(ctx: ToolContext, cwd: Path) -> Confinement | None:
             relay = _relay.start_relay(ports)
         except OSError as exc:  # the command still runs, with its own loopback only
             log.warning("agentkit: the loopback relay cannot start (%s)", exc)
-    argv = bwrap_argv(
-        bwrap,
-        workspace=root,
-        cwd=cwd,
-        mode=mode,
-        network=s.command_network,
-        read_only=s.read_only_roots,
-        writable=s.command_writable_paths,
-        scope=scope,
-        relay=relay.folder if relay is not None else None,
-        ports=ports,
-    )
+    try:
+        argv = bwrap_argv(
+            bwrap,
+            workspace=root,
+            cwd=cwd,
+            mode=mode,
+            network=s.command_network,
+            read_only=s.read_only_roots,
+            writable=s.command_writable_paths,
+            scope=scope,
+            relay=relay.folder if relay is not None else None,
+            ports=ports,
+        )
+    except BaseException:  # no command will use the relay: close it now
+        if relay is not None:
+            relay.close()
+        raise
     if mode == "read-only":
         where = "nothing (read-only mode)"
     else:
