@@ -356,16 +356,16 @@ def test_sub_agent_writes_only_its_deliverables_and_claims(
 
 
 ESCAPE = r"""
-import glob, multiprocessing, socket, sys, tempfile
-from multiprocessing import forkserver
+import glob, json, multiprocessing, os, socket, sys, tempfile
 from pathlib import Path
 sys.path.insert(0, sys.argv[1])
+from subagent_helpers import Router, call, calls, finish
 from test_sandbox import make_ctx, run
+from agentkit import Agent, Settings
+from agentkit.testing import FakeOpenAIServer
 
-multiprocessing.get_context("forkserver")
-forkserver.ensure_running()  # its socket: <TMPDIR>/pymp-*/listener-*
+workspace, where = Path(sys.argv[2]), sys.argv[3]
 host_tmp = tempfile.gettempdir()
-listeners = glob.glob(f"{host_tmp}/pymp-*/listener-*")
 probe = (
     "import glob, socket\n"
     f"found = glob.glob('{host_tmp}/**/listener-*', recursive=True)\n"
@@ -377,27 +377,50 @@ probe = (
     "        print('refused', exc)\n"
     "print('found', len(found))\n"
 )
-Path(sys.argv[2], "probe.py").write_text(probe)
-result = run(make_ctx(Path(sys.argv[2]), command_sandbox="bwrap"), "python3 probe.py")
-print("HOST", len(listeners))
-print(result.output)
+(workspace / "probe.py").write_text(probe)
+extra = {"read_only_roots": [host_tmp]} if where == "read_only_root" else {}
+if where == "subagent":  # a worker's command: the worker did not start the forkserver
+    router = Router(
+        main=[calls(call("create_sub_agent", agent_id=1, summary="probe", task="t")), "done"],
+        subs={1: [calls(call("run_command", command="python3 probe.py")), finish("x" * 60)]},
+    )
+    with FakeOpenAIServer(router) as server:
+        settings = Settings(model="m", api_key="k", base_url=server.base_url,
+                            command_sandbox="bwrap", language="en")
+        with Agent(workspace, settings) as agent:
+            agent.run("go")
+        tools = [m["content"] for r in server.requests for m in r["messages"] if m["role"] == "tool"]
+        output = next((t for t in tools if "found" in str(t)), repr(tools))
+else:
+    from multiprocessing import forkserver
+    multiprocessing.get_context("forkserver")
+    forkserver.ensure_running()  # its socket: <TMPDIR>/pymp-*/listener-*
+    output = run(make_ctx(workspace, command_sandbox="bwrap", **extra), "python3 probe.py").output
+print("HOST", len(glob.glob(f"{host_tmp}/pymp-*/listener-*")))
+print(output)
 """
 
 
 @needs_bwrap
-def test_the_agents_temp_folder_and_forkserver_socket_are_hidden_wherever_tmpdir_is(
-    workspace: Path,
+@pytest.mark.parametrize("where", ["outside", "in_workspace", "read_only_root", "subagent"])
+def test_no_command_reaches_the_forkserver_socket_wherever_tmpdir_is(
+    workspace: Path, where: str
 ) -> None:
     # The forkserver runs any pickle a connecting process sends: a command that reached
-    # its socket would run code outside the sandbox. /tmp is hidden anyway, so TMPDIR
-    # goes to a folder the sandbox otherwise shows (read-only).
+    # its socket would run code outside the sandbox. TMPDIR goes where the sandbox would
+    # otherwise show it: a folder outside /tmp (shown read-only), the workspace, a
+    # read_only_roots entry; and a sub-agent's command, whose worker did not start it.
     base = Path("/var/lib") if os.access("/var/lib", os.W_OK) else Path(__file__).parent
-    tmpdir = base / f"agentkit-tmpdir-test-{uuid.uuid4().hex[:8]}"
+    if where in ("in_workspace", "subagent"):
+        base = workspace
+    # Short: a Unix socket's path holds at most 107 bytes.
+    tmpdir = base / ("t" if base == workspace else f"agentkit-tmpdir-{uuid.uuid4().hex[:8]}")
     tmpdir.mkdir()
     try:
         env = {**os.environ, "TMPDIR": str(tmpdir)}
+        env.pop("AGENTKIT_SOCKET_DIRS", None)
         done = subprocess.run(
-            [sys.executable, "-c", ESCAPE, str(Path(__file__).parent), str(workspace)],
+            [sys.executable, "-c", ESCAPE, str(Path(__file__).parent), str(workspace), where],
             capture_output=True,
             text=True,
             timeout=120,

@@ -24,10 +24,11 @@ agent's death SIGKILLs the whole namespace. Policy, in mount order (later wins):
   replaced by an empty file.
 * Hidden (an empty, private, writable tmpfs, gone when the command ends): ``/tmp``,
   ``/var/tmp``, ``/run`` (sockets: docker, dbus, ssh-agent), ``/home``, ``/root``, the
-  user's home, and the agent's own temporary folders wherever ``TMPDIR`` puts them
-  (they hold the multiprocessing forkserver's socket, which runs any pickle sent to
-  it: reaching it would be an escape). ``HOME`` still points there, so tools that
-  write caches work. The folder policy lives in :mod:`agentkit.tools._sandbox_folders`.
+  user's home and the temporary folder (``TMPDIR``). ``HOME`` still points there, so
+  tools that write caches work. Hidden last, after every bind below, so that nothing
+  can show them again: the folders of the agent's Unix sockets, above all the
+  multiprocessing forkserver's, which runs any pickle sent to it (reaching it would be
+  an escape). The folder policy lives in :mod:`agentkit.tools._sandbox_folders`.
 * Re-exposed read-only: the agent's Python (``sys.prefix``, ``sys.base_prefix``), each
   ``PATH`` folder inside a hidden one (plus its toolchain-manager root, e.g.
   ``~/.pyenv`` for ``~/.pyenv/shims``), ``read_only_roots``, and with network
@@ -96,7 +97,13 @@ from typing import TYPE_CHECKING
 from agentkit.errors import ToolError
 from agentkit.tools import _loopback_relay as _relay
 from agentkit.tools._loopback_ports import listening_ports
-from agentkit.tools._sandbox_folders import BLANKED, hidden_folders, toolchain_paths
+from agentkit.tools._sandbox_folders import (
+    BLANKED,
+    hidden_folders,
+    inside,
+    socket_folders,
+    toolchain_paths,
+)
 from agentkit.tools._sandbox_notes import refusal_notes
 
 if TYPE_CHECKING:
@@ -273,10 +280,17 @@ def bwrap_argv(
             argv += ["--ro-bind-try", str(path), str(path)]
     bridge: list[str] = []
     if network == "loopback" and relay is not None:
-        inside = _relay_mount(hidden)
-        argv += ["--ro-bind", str(relay), inside]
-        bridge = [sys.executable, "-I", "-S", f"{inside}/{_relay.BRIDGE_NAME}",
-                  f"{inside}/{_relay.SOCKET_NAME}", *map(str, ports), "--"]  # fmt: skip
+        mount_at = _relay_mount(hidden)
+        argv += ["--ro-bind", str(relay), mount_at]
+        bridge = [sys.executable, "-I", "-S", f"{mount_at}/{_relay.BRIDGE_NAME}",
+                  f"{mount_at}/{_relay.SOCKET_NAME}", *map(str, ports), "--"]  # fmt: skip
+    # Last, so no bind above can show them again; one already under a hidden folder
+    # that no bind reaches into needs no mount of its own.
+    binds = [*shown, workspace, *(Path(p).expanduser().resolve() for p in writable)]
+    for folder in socket_folders():
+        hidden_above = any(inside(folder, h) for h in hidden)
+        if not hidden_above or any(inside(folder, b) or inside(b, folder) for b in binds):
+            argv += ["--tmpfs", str(folder)]
     argv += _base_flags()
     if network != "all":
         argv.append("--unshare-net")

@@ -1,10 +1,12 @@
 """What the command sandbox hides and shows of the file system (agentkit.tools._sandbox).
 
 One job: the folder policy behind bubblewrap's mounts. Hidden (an empty tmpfs):
-``/tmp``, ``/var/tmp``, ``/run``, ``/home``, ``/root``, the user's home, and the
-agent's own temporary folders wherever ``TMPDIR`` puts them (they hold the
-multiprocessing forkserver's socket, which runs any pickle sent to it: reaching it
-would be an escape, as a trial showed with ``TMPDIR`` outside ``/tmp``). Shown again
+``/tmp``, ``/var/tmp``, ``/run``, ``/home``, ``/root``, the user's home and the
+temporary folder (``TMPDIR``). Hidden last, after every bind, so that neither the
+workspace nor a shown folder can show them again: the folders of the agent's Unix
+sockets (:func:`socket_folders`), above all the multiprocessing forkserver's, which
+runs any pickle sent to it: reaching it would be an escape, as trials showed with
+``TMPDIR`` outside ``/tmp``, inside the workspace, or under ``read_only_roots``. Shown again
 inside hidden ones, read-only: the agent's Python and the ``PATH`` folders with their
 toolchain-manager roots. Blanked: the shadow password files.
 """
@@ -16,7 +18,15 @@ import sys
 import tempfile
 from pathlib import Path
 
-__all__ = ["BLANKED", "agent_temp_folders", "hidden_folders", "toolchain_paths"]
+__all__ = [
+    "BLANKED",
+    "SOCKET_DIRS_VAR",
+    "hidden_folders",
+    "inside",
+    "socket_folders",
+    "temp_folder",
+    "toolchain_paths",
+]
 
 _HIDDEN = ("/tmp", "/var/tmp", "/run", "/home", "/root")
 BLANKED = ("/etc/shadow", "/etc/gshadow")
@@ -28,7 +38,8 @@ _TOOLCHAIN_ROOTS = frozenset({".pyenv", ".rbenv", ".nodenv", ".asdf", ".nvm", ".
 _COMPANIONS = {".cargo": ".rustup"}  # cargo's bin holds rustup proxies
 
 
-def _inside(path: Path, folder: Path) -> bool:
+def inside(path: Path, folder: Path) -> bool:
+    """Whether ``path`` is ``folder`` or below it."""
     return path == folder or folder in path.parents
 
 
@@ -44,7 +55,7 @@ def toolchain_paths(hidden: list[Path]) -> list[Path]:
             continue
         real = path.resolve()
         for root in hidden:
-            if real == root or not _inside(real, root):
+            if real == root or not inside(real, root):
                 continue
             found.append(real)
             parts = real.relative_to(root).parts
@@ -57,28 +68,53 @@ def toolchain_paths(hidden: list[Path]) -> list[Path]:
     return list(dict.fromkeys(found))
 
 
-def agent_temp_folders() -> list[Path]:
-    """This process's temporary folders: ``tempfile.gettempdir()`` (``TMPDIR``), the
-    multiprocessing temp folder, and the folder of the forkserver's socket, whose server
-    unpickles whatever a connecting process sends. A folder holding system folders
-    (``/``, ``/usr``...) is left out: hiding it would break the toolchain."""
+SOCKET_DIRS_VAR = "AGENTKIT_SOCKET_DIRS"
+"""Folders holding the agent's own Unix sockets (``os.pathsep``-separated), set before
+the forkserver starts so that workers, forked from it, know its socket's folder."""
+_SOCKET_PREFIXES = ("pymp-", "agentkit-loopback-")
+_SCAN_MAX = 4096  # entries of the temp folder looked at per command
+
+
+def _usable(item: str | os.PathLike[str] | None) -> Path | None:
+    if not item:
+        return None
+    path = Path(item).resolve()
+    if len(path.parts) < 2 or any(path in s.parents or path == s for s in _SYSTEM):
+        return None  # hiding it would break the toolchain
+    return path
+
+
+def temp_folder() -> Path | None:
+    """This process's temporary folder (``tempfile.gettempdir()``, i.e. ``TMPDIR``),
+    hidden with the others unless it holds system folders."""
+    return _usable(tempfile.gettempdir())
+
+
+def socket_folders() -> list[Path]:
+    """Folders holding Unix sockets a command must never reach, mounted over last (after
+    the workspace and every shown folder, so none can show them again): the
+    multiprocessing forkserver's, which unpickles whatever a connecting process sends,
+    and the loopback relays'. Found by :data:`SOCKET_DIRS_VAR`, this process's
+    multiprocessing state, and every ``pymp-*`` and ``agentkit-loopback-*`` folder in
+    the temporary folder (other programs' forkservers included)."""
     from multiprocessing import forkserver, process
 
-    found = [
-        tempfile.gettempdir(),
-        getattr(process.current_process(), "_config", {}).get("tempdir"),
-    ]
+    found: list[str | None] = [*os.environ.get(SOCKET_DIRS_VAR, "").split(os.pathsep)]
+    found.append(getattr(process.current_process(), "_config", {}).get("tempdir"))
     address = getattr(forkserver._forkserver, "_forkserver_address", None)
     if isinstance(address, str) and address.startswith("/"):
         found.append(os.path.dirname(address))
-    folders = []
-    for item in found:
-        if not item:
-            continue
-        path = Path(item).resolve()
-        if len(path.parts) > 1 and not any(path in s.parents or path == s for s in _SYSTEM):
-            folders.append(path)
-    return folders
+    try:
+        with os.scandir(tempfile.gettempdir()) as entries:
+            for i, entry in enumerate(entries):
+                if i >= _SCAN_MAX:
+                    break
+                if entry.name.startswith(_SOCKET_PREFIXES) and entry.is_dir(follow_symlinks=False):
+                    found.append(entry.path)
+    except OSError:
+        pass
+    folders = [p for p in map(_usable, found) if p is not None and p.is_dir()]
+    return list(dict.fromkeys(folders))
 
 
 def hidden_folders() -> list[Path]:
@@ -88,7 +124,9 @@ def hidden_folders() -> list[Path]:
     home = os.environ.get("HOME")
     if home and Path(home).is_absolute():
         folders.append(Path(home))
-    folders += agent_temp_folders()
+    temp = temp_folder()
+    if temp is not None:
+        folders.append(temp)
     return [
         p for p in dict.fromkeys(folders) if p.is_dir() and not p.is_symlink() and p != Path("/")
     ]
