@@ -258,3 +258,30 @@ def test_end_all_kills_launched_commands_and_refuses_new_ones() -> None:
     assert lines[0] == "gone", lines  # killed by end_all, not by this process's exit
     assert lines[1].startswith("refused: this agent is ending"), lines
     assert wait_until(lambda: not running_with("sleep 97654"), 10)
+
+
+@pytest.mark.parametrize(
+    ("written", "expected"),
+    [(b"0\n", 0), (b"7\n", 7), (b"255\n", 255), (b"99999999999999999999\n", 255),
+     (b"abc0\n", 255), (b"-1\n", 255), (b"x" * 20, 255), (b"12", None)],
+)  # fmt: skip
+def test_an_exit_status_not_written_by_the_init_alone_reads_as_a_failure(
+    written: bytes, expected: int | None
+) -> None:
+    # A command can reach the init's status socket (pidfd_getfd) and write there: the
+    # report must stay a status 0-255, and garbage must not leave the caller waiting.
+    import socket as socketlib
+    import subprocess as sp
+
+    from agentkit.tools._command_launch import Launched
+
+    ours, theirs = socketlib.socketpair()
+    proc = sp.Popen(["true"])
+    proc.wait()
+    try:
+        theirs.sendall(written)
+        time.sleep(0.05)
+        assert Launched(proc, ours, namespaced=True).status() == expected
+    finally:
+        ours.close()
+        theirs.close()

@@ -430,3 +430,9 @@ def test_no_command_reaches_the_forkserver_socket_wherever_tmpdir_is(
         shutil.rmtree(tmpdir, ignore_errors=True)
     assert "HOST 1" in done.stdout, done  # the socket exists on the host...
     assert "found 0" in done.stdout and "REACHED" not in done.stdout, done.stdout
+
+
+@needs_bwrap
+def test_read_only_root_slash_keeps_commands_working(workspace: Path) -> None:
+    result = run(make_ctx(workspace, read_only_roots=["/"]), "echo ok > out.txt; cat out.txt")
+    assert result.ok and (workspace / "out.txt").read_text() == "ok\n", result.output

@@ -181,7 +181,12 @@ class Launched:
             return None
         self._buffer += self.control.recv(64) if self._readable() else b""
         text = self._buffer.decode("ascii", "replace")
-        return int(text) if text.endswith("\n") and text.strip().isdigit() else None
+        if not text.endswith("\n") and len(text) < 16:
+            return None
+        # Anything but "N\n" with N in 0-255 was not written by the init alone (a
+        # command can reach its descriptor): report a failure, never a made-up value.
+        value = text.strip()
+        return int(value) if value.isdigit() and int(value) <= 255 else 255
 
     def _readable(self) -> bool:
         assert self.control is not None

@@ -259,7 +259,9 @@ def bwrap_argv(
     hidden = hidden_folders()
     for folder in hidden:
         argv += ["--tmpfs", str(folder)]
-    shown = [*toolchain_paths(hidden), *(Path(p).resolve() for p in read_only)]
+    # "/" is read-only already: binding it again would undo /dev, /proc and the hiding.
+    roots = [r for r in (Path(p).resolve() for p in read_only) if r != Path("/")]
+    shown = [*toolchain_paths(hidden), *roots]
     if network == "all":
         shown.append(Path("/run/systemd/resolve"))
     for path in dict.fromkeys(shown):
