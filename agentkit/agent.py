@@ -234,7 +234,7 @@ class Agent:
         """
         if not task or not task.strip():
             raise ConfigurationError("the task is empty")
-        check_message(task, self.settings)  # too long for the context window: refused now
+        check_message(task, self.settings, self.session.request_overhead)  # too long: refused
         if self._closed:
             raise ConfigurationError(prompts.phrase(self.settings.language, "closed"))
         with self._run_lock:

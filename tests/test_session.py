@@ -469,3 +469,21 @@ def test_a_message_larger_than_the_context_window_is_refused_before_anything_is_
             assert session.state == "idle" and not session.conversation.messages
             assert session.send("pelican " * 100).final_text == "short one answered"
     assert len(server.requests) == 1
+
+
+def test_the_message_limit_leaves_room_for_the_system_prompt_and_tools(workspace: Path) -> None:
+    with FakeOpenAIServer(["unused"]) as server:
+        settings = settings_for(server, context_window=8000, max_output_tokens=1000)
+        with Session(workspace, settings) as session:
+            overhead = session.request_overhead()
+            room = int(8000 * settings.context_budget) - 1000
+            assert 1000 < overhead < room  # the system prompt and the tool schemas
+            # Fits the window alone, not beside the system prompt and tools.
+            from agentkit.tokens import count_text
+
+            per_word = count_text("pelican " * 1000) / 1000
+            text = "pelican " * int((room - overhead // 2) / per_word)
+            assert room - overhead < count_text(text) < room
+            with pytest.raises(ConfigurationError, match="the system prompt and the tools"):
+                session.post(text)
+    assert server.requests == []

@@ -39,6 +39,7 @@ from agentkit.chat.setup import (
     check_settings,
     main_system_prompt,
     offer_tool,
+    request_overhead,
 )
 from agentkit.chat.store import ConversationFile, clean_title, default_title, load_conversation
 from agentkit.conversation import Conversation, conversations_dir
@@ -259,13 +260,17 @@ class Session:
                 leaves for it (agentkit.chat.setup.check_message).
             Cancelled: the session is closed.
         """
-        check_message(text, self.settings)
+        check_message(text, self.settings, self.request_overhead)
         self._driver.idle.clear()
         busy = self._driver.running
         pending, position = self.inbox.put(text)
         if busy:
             self._emit(ev.MessageQueued(text=text, position=position))
         return pending.future
+
+    def request_overhead(self) -> int:
+        """Tokens each request spends before the messages (system prompt, tools)."""
+        return request_overhead(self.workspace, self.settings, self._subagents, self.registry)
 
     def send(self, text: str, timeout: float | None = None) -> RoundResult:
         """Send a user message and wait for the end of the round that answers it

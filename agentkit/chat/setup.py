@@ -122,24 +122,43 @@ def as_tools(items: Iterable[Any]) -> list[Tool]:
     return tools
 
 
-def check_message(text: object, settings: Settings) -> str:
+def check_message(
+    text: object, settings: Settings, overhead: Callable[[], int] | None = None
+) -> str:
     """Return ``text`` when it can be sent as a user message; raise ConfigurationError
-    when it is empty or alone larger than the context window leaves for a message
-    (``context_window * context_budget - max_output_tokens`` tokens): compaction
-    never cuts the user's latest message, so such a round could only fail."""
+    when it is empty or alone larger than the context window leaves for it
+    (``context_window * context_budget - max_output_tokens`` tokens, less
+    ``overhead()``: the system prompt and tool schemas, asked only for a long text).
+    Compaction never cuts the user's latest message, so such a round could only fail."""
     if not isinstance(text, str) or not text.strip():
         raise ConfigurationError("the message is empty")
     room = int(settings.context_window * settings.context_budget)
     room -= settings.max_output_tokens or 0
+    if overhead is not None and len(text) > min(1000, room // 2):
+        room -= overhead()
     if len(text) > room:  # a token holds at least one character: only then count
         from agentkit.tokens import count_text
 
         tokens = count_text(text)
         if tokens > room:
             raise ConfigurationError(
-                f"the message has {tokens} tokens, more than the {room} the model's "
-                f"context window leaves for it (context_window {settings.context_window}): "
-                "send a shorter message, or save the text in a file of the workspace "
-                "and ask the agent to read it"
+                f"the message has {tokens} tokens, more than the {max(room, 0)} the model's "
+                f"context window leaves for it (context_window {settings.context_window}, "
+                "less the reply, the system prompt and the tools): send a shorter message, "
+                "or save the text in a file of the workspace and ask the agent to read it"
             )
     return text
+
+
+def request_overhead(
+    workspace: Path, settings: Settings, subagents: bool, registry: ToolRegistry
+) -> int:
+    """Tokens each of the main agent's requests spends before its messages: the system
+    prompt and the tool schemas (counted as sent)."""
+    import json
+
+    from agentkit.tokens import count_text
+
+    prompt = main_system_prompt(workspace, settings, subagents)
+    tools = json.dumps(registry.schemas(settings.language), ensure_ascii=False)
+    return count_text(prompt) + count_text(tools)
