@@ -192,8 +192,9 @@ class Settings(BaseSettings):
         default=False,
         description=(
             "run_command: let processes a command leaves running in the background (servers "
-            "started with &, nohup, setsid) outlive the command; they still end with the "
-            "agent's process. Off: they are killed when the command ends."
+            "started with &, nohup, setsid) outlive the command; they end when the "
+            "conversation is closed, and with the agent's process. Off: they are killed when "
+            "the command ends."
         ),
     )
     command_max_output_chars: int = Field(

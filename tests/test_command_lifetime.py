@@ -285,3 +285,28 @@ def test_an_exit_status_not_written_by_the_init_alone_reads_as_a_failure(
     finally:
         ours.close()
         theirs.close()
+
+
+def test_background_services_end_when_their_conversation_closes(workspace: Path) -> None:
+    from agentkit.chat import Session
+
+    n, m = marker(), marker()
+    script = [calls(call("run_command", command=f"setsid sleep {n} &")), "started"]
+    with FakeOpenAIServer(script) as server:
+        settings = Settings(
+            model="m", base_url=server.base_url, api_key="k", command_background_services=True
+        )
+        other = make_ctx(workspace, command_background_services=True)
+        REGISTRY.execute("run_command", {"command": f"setsid sleep {m} &"}, other)
+        try:
+            with Session(workspace, settings) as session:
+                assert session.send("go").final_text == "started"
+                assert wait_until(lambda: len(running_with(f"sleep {n}")) == 1, 10)
+            # Closed: its service is gone; another owner's is not.
+            assert wait_until(lambda: running_with(f"sleep {n}") == [], 10)
+            assert len(running_with(f"sleep {m}")) == 1
+        finally:
+            from agentkit.tools._command_launch import end_background_services
+
+            end_background_services()
+            assert wait_until(lambda: running_with(f"sleep {m}") == [], 10)

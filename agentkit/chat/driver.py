@@ -181,6 +181,7 @@ class RoundDriver:
             cancel=self.round_cancel,
             claim_write=self._claim_write,
             file_state=self._file_state,
+            owner=self.conversation.id,
         )
         outcome, taken = run_round(
             plan,

@@ -350,6 +350,9 @@ class Session:
         # Stop every sub-agent (§8.5); the model is owed word of them.
         self._driver.notes += closing_notes(self._manager, self.settings.language)
         self._driver.join(30)
+        from agentkit.tools._command_launch import end_background_services
+
+        end_background_services(self.id, every=False)  # its commands' kept services
         # What the model has not heard yet waits in the file for the next opening.
         self.conversation.pending_notes = self._driver.notes
         self.conversation.state = "idle"

@@ -90,7 +90,10 @@ _INIT = '"$1" -c "$2" </dev/null; s=$?; exec >/dev/null 2>&1; echo $s >&0; read 
 _mode: str | None = None
 _userns: list[str] = []
 _mode_lock = threading.Lock()
-_kept: list[socket.socket] = []  # control sockets of background services, closed at exit
+# Control sockets of background services by owner (a conversation id, or None),
+# closed when their owner ends or at exit.
+_kept: dict[str | None, list[socket.socket]] = {}
+_kept_lock = threading.Lock()
 
 
 def _probe(extra: list[str]) -> bool:
@@ -314,16 +317,25 @@ def end_all() -> None:
     end_background_services()
 
 
-def keep_alive(launched: Launched) -> None:
-    """Keep a finished command's namespace (its background services) until the process
-    ends or :func:`end_background_services` is called."""
+def keep_alive(launched: Launched, owner: str | None = None) -> None:
+    """Keep a finished command's namespace (its background services) until
+    :func:`end_background_services` ends ``owner``'s (a conversation id; None: the
+    process's own), or the process ends."""
     if launched.control is not None:
-        _kept.append(launched.control)
+        with _kept_lock:
+            _kept.setdefault(owner, []).append(launched.control)
         launched.control = None
 
 
-def end_background_services() -> None:
-    """End every namespace kept by :func:`keep_alive` (its processes are SIGKILLed)."""
-    while _kept:
+def end_background_services(owner: str | None = None, *, every: bool = True) -> None:
+    """End the namespaces kept by :func:`keep_alive` (their processes are SIGKILLed):
+    every one (``every``, the default), or only ``owner``'s (``every=False``)."""
+    with _kept_lock:
+        if every:
+            controls = [c for group in _kept.values() for c in group]
+            _kept.clear()
+        else:
+            controls = _kept.pop(owner, [])
+    for control in controls:
         with contextlib.suppress(OSError):
-            _kept.pop().close()
+            control.close()

@@ -69,6 +69,8 @@ class ToolContext:
             keyed by absolute path; used by edit_file and write_file.
         process_mark: value of the AGENTKIT_PROCESS_MARK variable given to every command,
             so all processes of this agent can be found and killed (subagent timeouts).
+        owner: the conversation the tools work for (its id), or None; background
+            services of its commands end when it is closed.
     """
 
     workspace: Path
@@ -78,6 +80,7 @@ class ToolContext:
     file_state: dict[str, Any] = field(default_factory=dict)
     process_mark: str | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
+    owner: str | None = None
 
     @property
     def language(self) -> str:

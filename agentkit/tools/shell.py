@@ -224,9 +224,9 @@ def _finish(run: CommandRun, outcome: str, timeout: float, ctx: ToolContext) -> 
                     f"{_plural(len(kept), 'background process')} left running "
                     "(command_background_services): "
                     f"{list_procs([p.pid for p in kept], describe(kept), proc.pid)}; "
-                    "they end with this agent"
+                    "they end when this conversation closes"
                 )
-            launch.keep_alive(run.launched)
+            launch.keep_alive(run.launched, ctx.owner)
             run.kept = True
         else:
             killed, names = kill(run, grace, include_shell=False)
