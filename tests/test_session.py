@@ -487,3 +487,13 @@ def test_the_message_limit_leaves_room_for_the_system_prompt_and_tools(workspace
             with pytest.raises(ConfigurationError, match="the system prompt and the tools"):
                 session.post(text)
     assert server.requests == []
+
+
+def test_a_window_too_small_for_the_prompt_still_takes_short_messages(workspace: Path) -> None:
+    # The engine always leaves 256 tokens for the messages: the limit says the same.
+    with FakeOpenAIServer(["short answered"]) as server:
+        settings = settings_for(server, context_window=4000, max_output_tokens=4000)
+        with Session(workspace, settings) as session:
+            with pytest.raises(ConfigurationError, match="more than the 256 the model"):
+                session.post("pelican " * 1000)
+            assert session.send("pelican " * 50).final_text == "short answered"

@@ -122,6 +122,11 @@ def as_tools(items: Iterable[Any]) -> list[Tool]:
     return tools
 
 
+MIN_MESSAGE_ROOM = 256
+"""Tokens a message may always use, however small the window (the engine's floor too:
+agentkit.compaction.ContextWindow.budget)."""
+
+
 def check_message(
     text: object, settings: Settings, overhead: Callable[[], int] | None = None
 ) -> str:
@@ -134,15 +139,16 @@ def check_message(
         raise ConfigurationError("the message is empty")
     room = int(settings.context_window * settings.context_budget)
     room -= settings.max_output_tokens or 0
-    if overhead is not None and len(text) > min(1000, room // 2):
+    if overhead is not None and len(text) > min(1000, max(room, 0) // 2):
         room -= overhead()
+    room = max(room, MIN_MESSAGE_ROOM)
     if len(text) > room:  # a token holds at least one character: only then count
         from agentkit.tokens import count_text
 
         tokens = count_text(text)
         if tokens > room:
             raise ConfigurationError(
-                f"the message has {tokens} tokens, more than the {max(room, 0)} the model's "
+                f"the message has {tokens} tokens, more than the {room} the model's "
                 f"context window leaves for it (context_window {settings.context_window}, "
                 "less the reply, the system prompt and the tools): send a shorter message, "
                 "or save the text in a file of the workspace and ask the agent to read it"
