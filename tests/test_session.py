@@ -311,10 +311,15 @@ def test_a_restarted_conversation_hears_of_sub_agents_that_ended_unseen(workspac
         # The process "stops listening": the record finishes while the conversation
         # file still lists the sub-agent as running (as after a crash).
         saved = session.conversation.subagents
+        # Simulate a crash (no clean close): the driver stops and nothing is saved any
+        # more, before the sub-agent ends (else its notification round could still run).
+        session._closed = True  # noqa: SLF001
+        with session._driver.wake:  # noqa: SLF001
+            session._driver.wake.notify_all()  # noqa: SLF001
+        session._driver.join(10)  # noqa: SLF001
+        session._flush()  # noqa: SLF001 - its last save lands before the file is edited
         gate.event.set()
         assert session.manager.agents[1].done.wait(20)
-        session._closed = True  # noqa: SLF001 - simulate a crash: no clean close
-        session._writer = None  # noqa: SLF001
         for row in saved:
             row["status"] = "running"
         path = session.transcript_path
