@@ -31,7 +31,6 @@ from agentkit.chat.setup import (
     build_registry,
     check_message,
     check_settings,
-    offer_tool,
 )
 from agentkit.conversation import Conversation
 from agentkit.engine import Model
@@ -195,8 +194,8 @@ class Agent:
         main agent's next request, and sub-agents created from now on (they import it
         by reference). Raises ToolNotImportable, registering nothing, when it is for
         sub-agents and defined in ``__main__``, in a closure or as a lambda."""
-        self.settings = offer_tool(tool, self.registry, self.settings)
-        self.session.use_settings(self.settings)
+        self.session.add_tool(tool)  # the session shares this Agent's registry
+        self.settings = self.session.settings
 
     def _replace_session(self, conversation_id: str | None) -> None:
         self.session.close()  # its sub-agents end first (§8.5)

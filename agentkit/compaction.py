@@ -26,6 +26,25 @@ SHRINK_KEEP_CHARS = 400
 SUMMARY_MAX_CHARS = 8000
 
 
+MIN_BUDGET = 256
+"""Tokens a request's messages may always use, however small the context window."""
+
+
+def message_budget(settings: Settings, reserved: int) -> int:
+    """Tokens a request's messages may use: ``context_window * context_budget`` less
+    ``reserved`` (tool schemas, and whatever else the caller sets aside) and
+    ``max_output_tokens``, at least :data:`MIN_BUDGET`."""
+    budget = int(settings.context_window * settings.context_budget)
+    return max(budget - reserved - (settings.max_output_tokens or 0), MIN_BUDGET)
+
+
+def schema_tokens(schemas: list[dict[str, Any]]) -> int:
+    """Tokens of a request's ``tools`` list, counted as sent."""
+    from agentkit.tokens import count_text
+
+    return count_text(json.dumps(schemas, ensure_ascii=False))
+
+
 def shrink_tool_outputs(
     messages: list[dict[str, Any]],
     sizes: list[int],
@@ -263,16 +282,11 @@ class ContextWindow:
         self._sizes = [_count(w) for w in self._wire]
 
     def budget(self) -> int:
-        """Tokens a request's messages may use: ``context_window * context_budget``
-        less the tool schemas and ``max_output_tokens`` (at least 256)."""
+        """Tokens a request's messages may use: :func:`message_budget` less the tool
+        schemas."""
         if self._tool_tokens is None:
-            from agentkit.tokens import count_text
-
-            schema = json.dumps(self._tools_schema(), ensure_ascii=False)
-            self._tool_tokens = count_text(schema)
-        settings = self.settings
-        budget = int(settings.context_window * settings.context_budget)
-        return max(budget - self._tool_tokens - (settings.max_output_tokens or 0), 256)
+            self._tool_tokens = schema_tokens(self._tools_schema())
+        return message_budget(self.settings, self._tool_tokens)
 
     def fit(self, budget: int) -> None:
         """Bring :attr:`wire` within ``budget`` tokens, cheapest step first: shrink old

@@ -207,18 +207,14 @@ class Session:
         return self._model
 
     def add_tool(self, tool: Tool) -> None:
-        """Offer ``tool`` from now on to the agents its ``agents`` field names (see
-        agentkit.chat.setup.offer_tool; raises ToolNotImportable, registering
-        nothing, for a tool meant for sub-agents that a worker could not import)."""
-        self.use_settings(offer_tool(tool, self.registry, self.settings))
-
-    def use_settings(self, settings: Settings) -> None:
-        """Use ``settings`` for what starts from now on (sub-agents created later get
-        them; running ones keep theirs)."""
-        self.settings = settings
+        """Offer ``tool`` from now on to the agents its ``agents`` field names: the
+        main agent's next request, and sub-agents created from now on (running ones
+        keep their tools). Raises ToolNotImportable, registering nothing, for a tool
+        meant for sub-agents that a worker could not import (agentkit.chat.setup.offer_tool)."""
+        self.settings = offer_tool(tool, self.registry, self.settings)
         with self._manager_lock:
             if self._manager is not None:
-                self._manager.settings = settings
+                self._manager.settings = self.settings
 
     @property
     def manager(self) -> SubAgentManager:

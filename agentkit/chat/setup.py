@@ -19,7 +19,15 @@ from agentkit.tools.base import Tool, ToolRegistry
 if TYPE_CHECKING:
     from agentkit.subagent.manager import SubAgentManager
 
-__all__ = ["build_registry", "check_settings", "main_system_prompt", "offer_tool"]
+__all__ = [
+    "as_tools",
+    "build_registry",
+    "check_message",
+    "check_settings",
+    "main_system_prompt",
+    "offer_tool",
+    "request_overhead",
+]
 
 
 def check_settings(settings: Settings) -> None:
@@ -122,26 +130,21 @@ def as_tools(items: Iterable[Any]) -> list[Tool]:
     return tools
 
 
-MIN_MESSAGE_ROOM = 256
-"""Tokens a message may always use, however small the window (the engine's floor too:
-agentkit.compaction.ContextWindow.budget)."""
-
-
 def check_message(
     text: object, settings: Settings, overhead: Callable[[], int] | None = None
 ) -> str:
     """Return ``text`` when it can be sent as a user message; raise ConfigurationError
     when it is empty or alone larger than the context window leaves for it
-    (``context_window * context_budget - max_output_tokens`` tokens, less
-    ``overhead()``: the system prompt and tool schemas, asked only for a long text).
+    (agentkit.compaction.message_budget, less ``overhead()``: the system prompt and
+    tool schemas, asked only for a long text).
     Compaction never cuts the user's latest message, so such a round could only fail."""
     if not isinstance(text, str) or not text.strip():
         raise ConfigurationError("the message is empty")
-    room = int(settings.context_window * settings.context_budget)
-    room -= settings.max_output_tokens or 0
-    if overhead is not None and len(text) > min(1000, max(room, 0) // 2):
-        room -= overhead()
-    room = max(room, MIN_MESSAGE_ROOM)
+    from agentkit.compaction import message_budget
+
+    room = message_budget(settings, 0)  # the engine's own rule, so the two agree
+    if overhead is not None and len(text) > min(1000, room // 2):
+        room = message_budget(settings, overhead())
     if len(text) > room:  # a token holds at least one character: only then count
         from agentkit.tokens import count_text
 
@@ -161,10 +164,8 @@ def request_overhead(
 ) -> int:
     """Tokens each of the main agent's requests spends before its messages: the system
     prompt and the tool schemas (counted as sent)."""
-    import json
-
+    from agentkit.compaction import schema_tokens
     from agentkit.tokens import count_text
 
     prompt = main_system_prompt(workspace, settings, subagents)
-    tools = json.dumps(registry.schemas(settings.language), ensure_ascii=False)
-    return count_text(prompt) + count_text(tools)
+    return count_text(prompt) + schema_tokens(registry.schemas(settings.language))

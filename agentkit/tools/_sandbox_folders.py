@@ -18,6 +18,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from agentkit.tools._loopback_folders import PREFIX as LOOPBACK_PREFIX
+
 __all__ = [
     "BLANKED",
     "SOCKET_DIRS_VAR",
@@ -71,7 +73,7 @@ def toolchain_paths(hidden: list[Path]) -> list[Path]:
 SOCKET_DIRS_VAR = "AGENTKIT_SOCKET_DIRS"
 """Folders holding the agent's own Unix sockets (``os.pathsep``-separated), set before
 the forkserver starts so that workers, forked from it, know its socket's folder."""
-_SOCKET_PREFIXES = ("pymp-", "agentkit-loopback-")
+_SOCKET_PREFIXES = ("pymp-", LOOPBACK_PREFIX)
 _SCAN_MAX = 4096  # entries of the temp folder looked at per command
 
 
@@ -79,7 +81,7 @@ def _usable(item: str | os.PathLike[str] | None) -> Path | None:
     if not item:
         return None
     path = Path(item).resolve()
-    if len(path.parts) < 2 or any(path in s.parents or path == s for s in _SYSTEM):
+    if len(path.parts) < 2 or any(inside(s, path) for s in _SYSTEM):
         return None  # hiding it would break the toolchain
     return path
 

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ValidationError
 
@@ -132,7 +132,7 @@ class Tool:
     source: str | None = None
 
     def __post_init__(self) -> None:
-        if self.agents not in ("main", "subagents", "both"):
+        if self.agents not in get_args(Agents):
             raise ValueError(
                 f"tool {self.name!r}: agents must be 'main', 'subagents' or 'both', "
                 f"not {self.agents!r}"
