@@ -4,6 +4,7 @@ a real MCP server process per agent, and no process left after a timeout."""
 from __future__ import annotations
 
 import json
+import re
 import sys
 import time
 import uuid
@@ -181,8 +182,13 @@ def test_profile_file_sets_prompt_tools_model_and_timeout(workspace: Path) -> No
     from agentkit import prompts
     from agentkit.environment import prompt_values
 
-    seed_prompt = prompts.render("en", "subagent/system.txt", **prompt_values(workspace))
-    assert sub[0]["messages"][0]["content"] == seed_prompt + "\n\nRead carefully and quote exactly."
+    # The prompt holds the time to the second: take it from the request, not from a second clock read.
+    sent = sub[0]["messages"][0]["content"]
+    stamp = re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d [+-]\d{4}", sent)
+    assert stamp is not None
+    values = {**prompt_values(workspace), "current_time": stamp.group(0)}
+    seed_prompt = prompts.render("en", "subagent/system.txt", **values)
+    assert sent == seed_prompt + "\n\nRead carefully and quote exactly."
     assert sorted(names(sub[0])) == ["finish_task", "read_file", "shout"]
     unknown = json.loads(tool_results(main[2])[-1])
     assert unknown["success"] is False and unknown["agent_id"] == 2
