@@ -11,9 +11,7 @@ carrying its mark and exits: no orphans.
 from __future__ import annotations
 
 import os
-import queue
 import signal
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -35,23 +33,11 @@ from agentkit import prompts
 from agentkit.conversation import Conversation
 from agentkit.engine import Engine, Hooks, Step
 from agentkit.environment import prompt_values
-from agentkit.errors import ToolError
 from agentkit.llm.turns import AssistantTurn
 from agentkit.settings import Settings
-from agentkit.subagent.contract import (
-    Channel,
-    ChannelClosed,
-    ClaimAnswer,
-    ClaimRequest,
-    Endpoint,
-    ParentMessage,
-    Progress,
-    Result,
-    Terminate,
-    WorkerMessage,
-    WorkerSpec,
-    WrapUp,
-)
+from agentkit.subagent import parent_link
+from agentkit.subagent.contract import Endpoint, Progress, Result, WorkerSpec
+from agentkit.subagent.parent_link import ParentLink, parent_gone
 from agentkit.subagent.record import (
     ORPHANED_ERROR,
     Ending,
@@ -77,89 +63,6 @@ for _language in ("zh", "en"):
     ToolRegistry(agentkit.tools.base_tools()).schemas(_language)
 
 MARK_VARIABLE = "AGENTKIT_PROCESS_MARK"
-CLAIM_TIMEOUT = 30.0
-
-
-class ParentLink:
-    """The worker's side of the contract: thread-safe sends, one reader thread for
-    claim answers, the wrap-up request and Terminate."""
-
-    def __init__(self, endpoint: Endpoint, mark: str) -> None:
-        self.channel: Channel[WorkerMessage, ParentMessage] = Channel(endpoint)
-        self.mark = mark
-        self._id_lock = threading.Lock()
-        self._replies: dict[int, queue.Queue[str | None]] = {}
-        self._next_id = 0
-        self.wrapup = threading.Event()
-        self.wrapup_seconds = 0
-
-    def send(self, message: WorkerMessage) -> None:
-        """Send one message; a broken link means the parent is gone: exit."""
-        if not self.channel.send(message):
-            parent_gone(self.mark)
-
-    def start_reader(self) -> None:
-        """Start the thread that reads the parent's messages and watches for its death."""
-        threading.Thread(target=self._read, name="agentkit-parent-watch", daemon=True).start()
-
-    def _read(self) -> None:
-        while True:
-            try:
-                message = self.channel.receive()
-            except ChannelClosed:
-                parent_gone(self.mark)
-                return
-            if isinstance(message, ClaimAnswer):
-                box = self._replies.get(message.request)
-                if box is not None:
-                    box.put(message.error)
-            elif isinstance(message, WrapUp):
-                self.wrapup_seconds = int(message.seconds_left)
-                self.wrapup.set()
-            elif isinstance(message, Terminate):
-                _parent_records.set()
-                parent_gone(self.mark)
-                return
-
-    def claim(self, path: Path) -> None:
-        """Ask the parent for the right to write ``path``; raises ToolError on conflict."""
-        with self._id_lock:
-            self._next_id += 1
-            request = self._next_id
-        box: queue.Queue[str | None] = queue.Queue(maxsize=1)
-        self._replies[request] = box
-        self.send(ClaimRequest(request=request, path=str(path)))
-        try:
-            error = box.get(timeout=CLAIM_TIMEOUT)
-        except queue.Empty:
-            error = "the parent process did not answer the write claim in time; try again"
-        finally:
-            self._replies.pop(request, None)
-        if error:
-            raise ToolError("write_conflict", error)
-
-
-_on_parent_gone: list[Any] = []
-# Set once the final record is written: from then on the parent-gone and SIGTERM
-# handlers only kill leftovers and exit; they never rewrite the record.
-_final = threading.Event()
-# Set by Terminate: the parent ends this worker on purpose and records how (timeout,
-# terminated, with the files left), so the handlers leave the record to it.
-_parent_records = threading.Event()
-
-
-def parent_gone(mark: str) -> None:
-    """Record the end, kill every process this worker started (by mark), exit at once."""
-    from agentkit.proctree import kill_tree
-    from agentkit.tools._command_launch import end_all
-
-    try:
-        end_all()  # commands being launched right now too
-        for callback in _on_parent_gone:
-            callback()
-        kill_tree(None, mark, grace=0.5)
-    finally:
-        os._exit(3)
 
 
 class SubAgentHooks(Hooks):
@@ -343,7 +246,7 @@ def worker_main(spec: WorkerSpec, conn: Endpoint) -> None:
             # The main process died (even by SIGKILL): say so in the record, unless
             # the record is final already (then it stays as it is) or the parent
             # asked this worker to stop (then the parent records it).
-            if _final.is_set() or _parent_records.is_set():
+            if parent_link.final_written.is_set() or parent_link.parent_records.is_set():
                 return
             try:
                 writer.flush(1.0)
@@ -353,7 +256,7 @@ def worker_main(spec: WorkerSpec, conn: Endpoint) -> None:
             record = _record(spec, conv, "terminated", started, Ending(why, why))
             write_record(deliverables, record)
 
-        _on_parent_gone.append(orphaned)
+        parent_link.on_parent_gone.append(orphaned)
 
         ctx = ToolContext(
             workspace=Path(spec.workspace),
@@ -397,7 +300,7 @@ def worker_main(spec: WorkerSpec, conn: Endpoint) -> None:
         # A sub-agent whose transcript is lost did not complete: say why.
         status, error = "failed", f"{error}; {why}" if error else why
         unsaved = _record(spec, conv, status, started, Ending(result_summary, error))
-    _final.set()
+    parent_link.final_written.set()
     link.send(
         Result(
             status=status,
