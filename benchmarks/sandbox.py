@@ -9,6 +9,9 @@ Usage: ``python benchmarks/sandbox.py [--reps N]``
   the loopback bridge and the command's own relay add per command (the bridge's Python
   start and port binds, the relay's socket and thread; 20 repetitions
   by default, interleaved), with the number of host loopback ports it bound.
+* The number of socket folders (``pymp-*``, ``agentkit-loopback-*``) in the temporary
+  folder, which every launch checks: run it with ``TMPDIR`` set to an empty folder to
+  compare a clean machine with a busy one.
 * A small test suite: ``python -m pytest -q`` of 20 tiny tests in the workspace, in and
   out of the sandbox (medians of fewer repetitions).
 """
@@ -28,6 +31,7 @@ sys.path.insert(0, str(ROOT))
 from agentkit.settings import Settings  # noqa: E402
 from agentkit.tools._loopback_ports import listening_ports  # noqa: E402
 from agentkit.tools._sandbox import bwrap_works  # noqa: E402
+from agentkit.tools._sandbox_folders import socket_folders  # noqa: E402
 from agentkit.tools.base import ToolContext, ToolRegistry  # noqa: E402
 from agentkit.tools.shell import SHELL_TOOLS  # noqa: E402
 
@@ -77,6 +81,8 @@ def main() -> None:
     args = parser.parse_args()
     if bwrap_works("bwrap") is None:
         sys.exit("bubblewrap cannot run here")
+    # Each is checked at every launch; killed Python programs leave theirs behind.
+    print(f"socket folders in the temporary folder: {len(socket_folders())}")
     with tempfile.TemporaryDirectory() as tmp:
         workspace = Path(tmp).resolve()
         small = compare(workspace, "true", args.reps)

@@ -436,3 +436,53 @@ def test_no_command_reaches_the_forkserver_socket_wherever_tmpdir_is(
 def test_read_only_root_slash_keeps_commands_working(workspace: Path) -> None:
     result = run(make_ctx(workspace, read_only_roots=["/"]), "echo ok > out.txt; cat out.txt")
     assert result.ok and (workspace / "out.txt").read_text() == "ok\n", result.output
+
+
+@pytest.mark.parametrize(
+    ("workspace_at", "read_only_at", "covered"),
+    [
+        # Under a hidden /tmp and reached by no bind: hidden already, no mount of its own.
+        ("elsewhere", None, set()),
+        # The workspace holds a socket folder (TMPDIR inside it): covered.
+        ("ws", None, {"ws/pymp-a"}),
+        # A read-only root above the socket folders shows them again: all covered.
+        ("elsewhere", "tmp", {"pymp-1", "pymp-2", "agentkit-loopback-x", "ws/pymp-a"}),
+        # The workspace inside a socket folder: that folder is covered, not its siblings.
+        ("pymp-1/ws", None, {"pymp-1"}),
+        # A read-only root inside a socket folder shows part of it: covered.
+        ("elsewhere", "pymp-2/lib", {"pymp-2"}),
+    ],
+)
+def test_socket_folders_are_covered_exactly_where_a_bind_reaches(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    workspace_at: str,
+    read_only_at: str | None,
+    covered: set[str],
+) -> None:
+    # The launch checks every socket folder in the temporary folder (hundreds on a busy
+    # machine) against every bind; this holds the rule, whatever the algorithm.
+    tmp = (tmp_path / "tmp").resolve()
+    for name in ("pymp-1", "pymp-2", "agentkit-loopback-x", "ws/pymp-a", "elsewhere", "plain"):
+        (tmp / name).mkdir(parents=True, exist_ok=True)
+    (tmp / "pymp-1" / "ws").mkdir()
+    (tmp / "pymp-2" / "lib").mkdir()
+    monkeypatch.setenv("TMPDIR", str(tmp))
+    # A socket folder the agent names itself (its forkserver's), inside the workspace.
+    monkeypatch.setenv("AGENTKIT_SOCKET_DIRS", str(tmp / "ws" / "pymp-a"))
+    monkeypatch.setattr("tempfile.tempdir", None)  # gettempdir() reads TMPDIR again
+    workspace = tmp / workspace_at
+    roots = [tmp / read_only_at if read_only_at != "tmp" else tmp] if read_only_at else []
+    argv = _sandbox.bwrap_argv(
+        "/usr/bin/bwrap",
+        workspace=workspace,
+        cwd=workspace,
+        mode="workspace-write",
+        network="none",
+        read_only=roots,
+    )
+    after_binds = argv[argv.index(str(workspace)) :]
+    mounted = {
+        argv_item for i, argv_item in enumerate(after_binds[1:]) if after_binds[i] == "--tmpfs"
+    }
+    assert mounted == {str(tmp / c) for c in covered}, argv

@@ -66,8 +66,8 @@ Limits: TCP only (no UDP, no Unix sockets of the host); a bridged port is taken 
 (the command's own server cannot bind it there); the command can reach *every* TCP
 service listening on the host's loopback when it started, including ones without
 authentication, whoever runs them.
-Cost: a ``true`` command takes 22.7 ms against 12.3 ms with ``none`` (+10 ms, median
-of 40, ``python benchmarks/sandbox.py``, a shared 2-core machine): the bridge's Python
+Cost: a ``true`` command takes 23.5 ms against 12.5 ms with ``none`` (+11 ms, median
+of 20, ``python benchmarks/sandbox.py``, a shared 2-core machine): the bridge's Python
 start, ~9 ms even with ``-S`` and C modules only, is most of it; the relay's start and
 close take 0.5 ms; the ports are listed
 by a netlink dump (0.1 ms; ``/proc/net/tcp`` took 5 ms per file here).
@@ -99,8 +99,8 @@ from agentkit.tools import _loopback_relay as _relay
 from agentkit.tools._loopback_ports import listening_ports
 from agentkit.tools._sandbox_folders import (
     BLANKED,
+    ancestors,
     hidden_folders,
-    inside,
     socket_folders,
     toolchain_paths,
 )
@@ -288,11 +288,16 @@ def bwrap_argv(
                   f"{mount_at}/{_relay.SOCKET_NAME}", *map(str, ports), "--"]  # fmt: skip
     # Last, so no bind above can show them again; one already under a hidden folder
     # that no bind reaches into needs no mount of its own.
-    binds = [*shown, workspace, *(Path(p).expanduser().resolve() for p in writable)]
-    for folder in socket_folders():
-        hidden_above = any(inside(folder, h) for h in hidden)
-        if not hidden_above or any(inside(folder, b) or inside(b, folder) for b in binds):
-            argv += ["--tmpfs", str(folder)]
+    # Checked by ancestor sets, not pairwise: a busy /tmp holds hundreds of socket folders.
+    extra = (Path(p).expanduser().resolve() for p in writable)
+    binds = {str(b) for b in (*shown, workspace, *extra)}
+    above_binds = {a for b in binds for a in ancestors(b)}  # a bind is at or below these
+    covers = {str(h) for h in hidden}
+    for sockets in socket_folders():
+        up = ancestors(sockets)
+        hidden_above = not covers.isdisjoint(up)
+        if not hidden_above or sockets in above_binds or not binds.isdisjoint(up):
+            argv += ["--tmpfs", sockets]
     argv += _base_flags()
     if network != "all":
         argv.append("--unshare-net")

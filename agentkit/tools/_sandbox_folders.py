@@ -22,6 +22,7 @@ from agentkit.tools._loopback_folders import PREFIX as LOOPBACK_PREFIX
 
 __all__ = [
     "BLANKED",
+    "ancestors",
     "SOCKET_DIRS_VAR",
     "hidden_folders",
     "inside",
@@ -40,9 +41,12 @@ _TOOLCHAIN_ROOTS = frozenset({".pyenv", ".rbenv", ".nodenv", ".asdf", ".nvm", ".
 _COMPANIONS = {".cargo": ".rustup"}  # cargo's bin holds rustup proxies
 
 
-def inside(path: Path, folder: Path) -> bool:
-    """Whether ``path`` is ``folder`` or below it."""
-    return path == folder or folder in path.parents
+def inside(path: Path | str, folder: Path | str) -> bool:
+    """Whether ``path`` is ``folder`` or below it; both absolute and normalised
+    (resolved). Compared as strings: a command's launch checks every socket folder
+    against every bind, and pathlib's comparisons cost ~10 µs each."""
+    p, f = str(path), str(folder)
+    return p == f or p.startswith(f if f.endswith("/") else f + "/")
 
 
 def toolchain_paths(hidden: list[Path]) -> list[Path]:
@@ -92,13 +96,15 @@ def temp_folder() -> Path | None:
     return _usable(tempfile.gettempdir())
 
 
-def socket_folders() -> list[Path]:
+def socket_folders() -> list[str]:
     """Folders holding Unix sockets a command must never reach, mounted over last (after
     the workspace and every shown folder, so none can show them again): the
     multiprocessing forkserver's, which unpickles whatever a connecting process sends,
     and the loopback relays'. Found by :data:`SOCKET_DIRS_VAR`, this process's
     multiprocessing state, and every ``pymp-*`` and ``agentkit-loopback-*`` folder in
-    the temporary folder (other programs' forkservers included)."""
+    the temporary folder (other programs' forkservers included, and those that killed
+    programs left: hundreds on a busy machine, so the scan stays cheap: one
+    ``scandir``, no path resolution per entry). Returns absolute, resolved paths."""
     from multiprocessing import forkserver, process
 
     found: list[str | None] = [*os.environ.get(SOCKET_DIRS_VAR, "").split(os.pathsep)]
@@ -106,17 +112,28 @@ def socket_folders() -> list[Path]:
     address = getattr(forkserver._forkserver, "_forkserver_address", None)
     if isinstance(address, str) and address.startswith("/"):
         found.append(os.path.dirname(address))
+    named = [str(p) for p in map(_usable, found) if p is not None and p.is_dir()]
+    scanned: list[str] = []
     try:
-        with os.scandir(tempfile.gettempdir()) as entries:
+        # Entries of the resolved folder are real paths already (symlinks are skipped).
+        with os.scandir(os.path.realpath(tempfile.gettempdir())) as entries:
             for i, entry in enumerate(entries):
                 if i >= _SCAN_MAX:
                     break
                 if entry.name.startswith(_SOCKET_PREFIXES) and entry.is_dir(follow_symlinks=False):
-                    found.append(entry.path)
+                    scanned.append(entry.path)
     except OSError:
         pass
-    folders = [p for p in map(_usable, found) if p is not None and p.is_dir()]
-    return list(dict.fromkeys(folders))
+    return list(dict.fromkeys([*named, *scanned]))
+
+
+def ancestors(path: str) -> list[str]:
+    """``path`` and every folder above it, as strings (``/a/b`` gives ``/a/b``, ``/a``, ``/``)."""
+    found = [path]
+    while path not in ("/", ""):
+        path = os.path.dirname(path)
+        found.append(path)
+    return found
 
 
 def hidden_folders() -> list[Path]:
