@@ -310,3 +310,45 @@ def test_background_services_end_when_their_conversation_closes(workspace: Path)
 
             end_background_services()
             assert wait_until(lambda: running_with(f"sleep {m}") == [], 10)
+
+
+@pytest.mark.parametrize("closed", ["before_launch", "while_running"])
+def test_the_namespace_ends_with_the_owners_socket_even_without_a_death_signal(
+    workspace: Path, command_sandbox: str, closed: str
+) -> None:
+    # An owner killed before its launch set any parent-death signal (between fork and
+    # setpriv's prctl, or inside bwrap's or unshare's start) leaves only the control
+    # socket to tie the command to it. The launch argv here has no such signal at all,
+    # so only the socket can end it: at EOF every process in the namespace must die.
+    import socket as socketlib
+
+    from agentkit.tools import _command_launch, _sandbox
+
+    if _command_launch.launch_mode() != "pidns" and command_sandbox != "bwrap":
+        pytest.skip("no pid namespaces here")
+    n = marker()
+    command = f"setsid sleep {n} >/dev/null & sleep {n}"
+    sandbox = None
+    if command_sandbox == "bwrap":
+        sandbox = _sandbox.bwrap_argv(
+            "bwrap", workspace=workspace, cwd=workspace, mode="workspace-write", network="none"
+        )
+    argv = _command_launch.launch_argv("/bin/sh", command, sandbox)
+    # Strip every parent-death tie: setpriv's, unshare's --kill-child, bwrap's own.
+    while argv[0] == "setpriv":
+        argv = argv[argv.index("--") + 1 :]
+    argv = [a for a in argv if a not in ("--kill-child", "--die-with-parent")]
+    ours, theirs = socketlib.socketpair()
+    if closed == "before_launch":
+        ours.close()
+    proc = subprocess.Popen(argv, stdin=theirs, stdout=subprocess.DEVNULL, cwd=workspace)
+    theirs.close()
+    try:
+        if closed == "while_running":
+            assert wait_until(lambda: len(running_with(f"sleep {n}")) == 2, 10)
+            ours.close()
+        proc.wait(timeout=10)
+        assert wait_until(lambda: not running_with(f"sleep {n}"), 10), running_with(f"sleep {n}")
+    finally:
+        proc.kill()
+        reap(f"sleep {n}")

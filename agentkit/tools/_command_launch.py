@@ -32,8 +32,11 @@ background services (``Settings.command_background_services``), keeps it open
 PR_SET_PDEATHSIG fires when the *thread* that forked exits, not the process. So every
 launch is forked by one long-lived thread (:func:`spawn`), never by a short-lived
 tool thread; the signal therefore means "the agent process ended", whatever ended it.
-Window left: a kill of the agent between ``fork`` and setpriv's ``prctl`` (well under
-a millisecond) leaves that one command running.
+The signal cannot cover a death before it is set (between ``fork`` and setpriv's
+``prctl``, or inside bubblewrap's or unshare's own start): then the namespace ends by
+the control socket instead. The agent's end closes with the agent, and the init's
+watcher, at that EOF, kills everything in the namespace and the init exits (see
+:data:`_INIT`). Every launch therefore ends with its owner, however early it dies.
 
 ``"marks"`` (elsewhere): ``SHELL -c COMMAND`` in its own session; leftovers are found
 by the environment mark (:mod:`agentkit.proctree`) and the agent process is made a
@@ -83,9 +86,20 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-# pid 1 of the namespace: run the command (stdin closed), let go of the output pipe,
-# report $? on our stdin (a socket, so writable), then wait for the caller to close it.
-_INIT = '"$1" -c "$2" </dev/null; s=$?; exec >/dev/null 2>&1; echo $s >&0; read -r _; exit 0'
+# pid 1 of the namespace: start the watcher (below), run the command (stdin closed, no
+# control socket), let go of the output pipe, report $? on our stdin (a socket, so
+# writable), then wait for the caller to close it. The watcher, a subshell of the init
+# (same command line, no output), blocks on the control socket; at EOF (the caller
+# released it, or the owner died, even before any parent-death signal was set) it
+# SIGKILLs every process of the namespace but the init, again and again, so a command
+# started after the EOF dies too, until the init, woken by the same EOF, exits and
+# the kernel ends the namespace. The command runs in the foreground: an asynchronous
+# command would start with SIGINT and SIGQUIT ignored.
+_INIT = (
+    "exec 3<&0; { read -r _; while :; do kill -9 -1; done; } <&3 >/dev/null 2>&1 & "
+    '"$1" -c "$2" </dev/null 3<&-; s=$?; exec >/dev/null 2>&1 3<&-; echo $s >&0; '
+    "read -r _; exit 0"
+)
 
 _mode: str | None = None
 _userns: list[str] = []
@@ -298,11 +312,10 @@ def _tracked(start: Callable[[], subprocess.Popen[bytes]]) -> subprocess.Popen[b
 def end_all() -> None:
     """Kill every command this process started that still runs, and start no more.
 
-    For an agent process that is ending (a worker told to stop). The parent-death
-    signal covers the process dying at any moment but one: between a command's fork
-    and its launcher setting that signal (about a millisecond). A command being
-    launched right then is waited for here (the spawn holds the lock) and killed
-    with the rest, process group first.
+    For an agent process that is ending (a worker told to stop), so that its commands
+    end before it records its end, not only when it exits (the parent-death signal
+    and the control socket). A command being launched right now is waited for here
+    (the spawn holds the lock) and killed with the rest, process group first.
     """
     global _ending
     with _spawn_lock:

@@ -115,7 +115,32 @@ def namespace(run: CommandRun) -> tuple[psutil.Process | None, list[psutil.Proce
         return None, []
     init = inits[0] if inits else None
     members = proctree.descendants(inits)
-    return init, [p for p in members if not proctree.is_gone(p) and not is_bridge(p)]
+    machinery = _watchers(init, members)
+    return init, [
+        p
+        for p in members
+        if not proctree.is_gone(p) and not is_bridge(p) and p.pid not in machinery
+    ]
+
+
+def _watchers(init: psutil.Process | None, members: list[psutil.Process]) -> set[int]:
+    """The init's watcher (agentkit.tools._command_launch._INIT) among ``members``: a
+    child of the init with the init's own command line. Part of the namespace's
+    machinery, not of the command; it ends with the namespace. (A command's process
+    that copies that command line is not listed either; it still ends with the
+    namespace.)"""
+    found: set[int] = set()
+    if init is None:
+        return found
+    try:
+        line = init.cmdline()
+    except psutil.Error:
+        return found
+    for proc in members:
+        with contextlib.suppress(psutil.Error):
+            if proc.ppid() == init.pid and proc.cmdline() == line:
+                found.add(proc.pid)
+    return found
 
 
 def is_bridge(proc: psutil.Process) -> bool:
