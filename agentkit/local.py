@@ -197,7 +197,8 @@ class LocalModelServer:
         a low temperature, its context size, and short replies."""
         return {
             "tool_calling": "prompted",
-            "tool_call_grammar": True,
+            # llama-cpp-python takes llama.cpp's grammar and refuses a json_schema format.
+            "tool_call_constraint": "grammar",
             "temperature": 0.2,
             "base_url": self.base_url,
             "model": self.model,

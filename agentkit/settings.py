@@ -371,9 +371,13 @@ class Settings(BaseSettings):
         default="native",
         description="How tools reach the model: native (the tools parameter), prompted (described in the system prompt, calls read from the reply, results sent as user messages; for servers or models without working native tool calls), or auto (native, switching to prompted for the session when the first attempt shows the server cannot do it). Transcripts keep the standard shape either way.",
     )
+    tool_call_constraint: Literal["auto", "json_schema", "grammar", "none"] = Field(
+        default="auto",
+        description="Prompted tool calls: constrain the reply to a valid call of an offered tool or a final answer: json_schema (the standard response_format: vLLM, llama-server, Ollama, LM Studio, SGLang), grammar (llama.cpp's grammar field: llama-cpp-python), none, or auto (json_schema, then grammar when the server refuses it). A refused constraint is dropped for the session.",
+    )
     tool_call_grammar: bool = Field(
         default=True,
-        description="Prompted tool calls: send a llama.cpp grammar so the reply is a valid call of an offered tool or a final answer (dropped for the session when the server refuses it).",
+        description="Older switch: false means tool_call_constraint = none.",
     )
 
     @classmethod

@@ -12,6 +12,7 @@ fixes the call's shape, the model fills in the arguments.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import subprocess
@@ -124,6 +125,20 @@ def test_a_forced_call_is_parsed_from_the_real_model(server: LocalModelServer) -
     call = turn.tool_calls[0]
     assert call.error is None and isinstance(call.arguments, dict)
     assert isinstance(call.arguments.get("path"), str)
+
+
+def test_auto_constraint_falls_back_to_the_grammar_this_server_takes(
+    server: LocalModelServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    # llama-cpp-python refuses the standard json_schema response_format (HTTP 500, a
+    # validation error): ``auto`` must read that refusal and constrain by grammar.
+    settings = local_settings(server, tool_call_constraint="auto", tool_choice="read_file")
+    with caplog.at_level(logging.INFO, logger="agentkit.llm"), LLMClient(settings) as client:
+        turn = client.complete(TASK, [READ_TOOL])
+        assert client.tool_mode.constraint == "grammar"
+    assert "refused the json_schema constraint" in caplog.text
+    assert [c.name for c in turn.tool_calls] == ["read_file"], turn
+    assert turn.tool_calls[0].error is None and isinstance(turn.tool_calls[0].arguments, dict)
 
 
 def run_agent(workspace: Path, settings: Settings, task: str) -> dict[str, Any]:

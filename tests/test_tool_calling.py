@@ -215,7 +215,8 @@ def test_prompted_mode_describes_tools_and_sends_results_as_user_messages(
     assert "tools" not in first and "tool_choice" not in first
     system = first["messages"][0]
     assert system["role"] == "system" and "- read_file(path: string" in system["content"]
-    assert "root ::=" in first["grammar"]
+    assert "grammar" not in first  # auto: the standard json_schema format first
+    assert first["response_format"]["type"] == "json_schema"
     roles = [m["role"] for m in second["messages"]]
     assert roles == ["system", "user", "assistant", "user"]
     assert second["messages"][2]["content"] == (
@@ -245,23 +246,113 @@ def test_prompted_call_of_an_unknown_tool_is_answered_with_an_error(workspace: P
     assert saved["messages"][3]["role"] == "tool"
 
 
-def test_prompted_grammar_refused_is_dropped_for_the_session() -> None:
-    refusal = ErrorReply(400, {"error": {"message": "Unrecognized request argument: grammar"}})
-    with FakeOpenAIServer([refusal, "a", "b"]) as server:
-        with LLMClient(settings_for(server, tool_calling="prompted", stream=False)) as client:
+def refused(field: str) -> ErrorReply:
+    return ErrorReply(400, {"error": {"message": f"Unrecognized request argument: {field}"}})
+
+
+def constraint_sent(request: dict[str, Any]) -> str | None:
+    if "grammar" in request:
+        return "grammar"
+    return "json_schema" if "response_format" in request else None
+
+
+@pytest.mark.parametrize(
+    ("setting", "refusals", "expected"),
+    [
+        # auto: the schema, then the grammar, then nothing; each refusal once per session.
+        ("auto", ["response_format"], ["json_schema", "grammar", "grammar"]),
+        ("auto", ["json_schema", "grammar"], ["json_schema", "grammar", None, None]),
+        ("json_schema", ["response_format"], ["json_schema", None, None]),
+        ("grammar", ["grammar"], ["grammar", None, None]),
+        ("none", [], [None, None]),
+    ],
+)
+def test_a_refused_constraint_is_dropped_for_the_session(
+    setting: str, refusals: list[str], expected: list[str | None]
+) -> None:
+    script: list[Any] = [*map(refused, refusals), "a", "b"]
+    with FakeOpenAIServer(script) as server:
+        settings = settings_for(
+            server, tool_calling="prompted", stream=False, tool_call_constraint=setting
+        )
+        with LLMClient(settings) as client:
             client.complete(USER, [READ_TOOL])
             client.complete(USER, [READ_TOOL])
         sent = server.requests
-    assert ["grammar" in r for r in sent] == [True, False, False]
+    assert [constraint_sent(r) for r in sent] == expected
+
+
+def test_the_older_grammar_switch_off_sends_no_constraint() -> None:
+    with FakeOpenAIServer(["a"]) as server:
+        settings = settings_for(server, tool_calling="prompted", tool_call_grammar=False)
+        with LLMClient(settings) as client:
+            client.complete(USER, [READ_TOOL])
+    assert constraint_sent(server.requests[0]) is None
 
 
 def test_tool_choice_required_leaves_the_final_answer_out_of_the_grammar() -> None:
     with FakeOpenAIServer(["a"]) as server:
-        settings = settings_for(server, tool_calling="prompted", tool_choice="required")
+        settings = settings_for(
+            server, tool_calling="prompted", tool_choice="required", tool_call_constraint="grammar"
+        )
         with LLMClient(settings) as client:
             client.complete(USER, [READ_TOOL])
         grammar = server.requests[0]["grammar"]
     assert '"\\"read_file\\""' in grammar and ANSWER_TOOL not in grammar
+
+
+WRITE_TOOL: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": "record",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "label": {"type": "string", "minLength": 2, "maxLength": 4, "description": "d"},
+                "number": {"type": "integer", "minimum": 5, "maximum": 7},
+                "mode": {"enum": ["a", "b"]},
+                "tags": {"type": "array", "items": {"type": "string"}},
+                "note": {"type": "string"},
+            },
+            "required": ["label", "number", "mode", "tags"],
+        },
+    },
+}
+
+
+@pytest.mark.parametrize(
+    ("choice", "reply", "valid"),
+    [
+        (None, {"name": "read_file", "arguments": {"path": "a.txt"}}, True),
+        (None, {"name": ANSWER_TOOL, "arguments": {"text": "done"}}, True),
+        (None, {"name": "record", "arguments": {"label": "ab", "number": 6, "mode": "a", "tags": ["x"]}}, True),
+        (None, {"name": "read_file", "arguments": {}}, False),  # a required argument missing
+        (None, {"name": "read_file", "arguments": {"path": "a", "limit": 3}}, False),  # optional: left out
+        (None, {"name": "read_file", "arguments": {"path": 7}}, False),  # wrong type
+        (None, {"name": "write_file", "arguments": {"path": "a"}}, False),  # not offered
+        (None, {"name": "read_file", "arguments": {"path": "a"}, "x": 1}, False),
+        (None, {"name": "record", "arguments": {"label": "a very long label", "number": 6, "mode": "a", "tags": []}}, False),
+        (None, {"name": "record", "arguments": {"label": "ab", "number": 4242, "mode": "a", "tags": []}}, False),
+        (None, {"name": "record", "arguments": {"label": "ab", "number": 6, "mode": "c", "tags": []}}, False),
+        (None, {"name": "record", "arguments": {"label": "ab", "number": 6, "mode": "a", "tags": [1]}}, False),
+        ("required", {"name": ANSWER_TOOL, "arguments": {"text": "done"}}, False),
+        ("record", {"name": "read_file", "arguments": {"path": "a.txt"}}, False),  # forced
+        ("record", {"name": "record", "arguments": {"label": "ab", "number": 5, "mode": "b", "tags": []}}, True),
+    ],
+)  # fmt: skip
+def test_the_json_schema_constraint_admits_exactly_the_valid_calls(
+    choice: str | None, reply: dict[str, Any], valid: bool
+) -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    with FakeOpenAIServer(["a"]) as server:
+        settings = settings_for(server, tool_calling="prompted", tool_choice=choice)
+        with LLMClient(settings) as client:
+            client.complete(USER, [READ_TOOL, WRITE_TOOL])
+        fmt = server.requests[0]["response_format"]
+    assert fmt["type"] == "json_schema" and fmt["json_schema"]["name"] == "tool_call"
+    schema = fmt["json_schema"]["schema"]
+    jsonschema.Draft202012Validator.check_schema(schema)
+    assert jsonschema.Draft202012Validator(schema).is_valid(reply) is valid
 
 
 def test_grammar_is_valid_gbnf_for_the_real_tools() -> None:

@@ -2,8 +2,11 @@
 
 ``Settings.tool_calling``: ``native`` sends the ``tools`` parameter; ``prompted``
 describes the tools in the prompt and reads calls from the text (``_prompted``),
-with a llama.cpp ``grammar`` constraining the reply when ``tool_call_grammar`` is
-on and the server accepts it; ``auto`` starts native and switches to prompted
+with the reply constrained to a valid call as ``Settings.tool_call_constraint`` says:
+a JSON-schema ``response_format`` (``_call_schema``), a llama.cpp ``grammar``
+(``_grammar``), or ``auto``: the schema, then the grammar when the server refuses the
+schema, then nothing when it refuses that too (each refusal once per session, logged);
+``auto`` starts native and switches to prompted
 for the session, saying so once, when the first native attempt shows the server
 cannot do it: an HTTP error, or a prompt-token count showing the tools were left
 out of the prompt (llama-cpp-python's chatml-function-calling without
@@ -23,6 +26,7 @@ from typing import Any
 
 from agentkit.errors import LLMError
 from agentkit.llm import _prompted
+from agentkit.llm._call_schema import tool_call_response_format, tool_call_schema
 from agentkit.llm._grammar import tool_call_grammar
 from agentkit.llm.turns import AssistantTurn
 from agentkit.tokens import count_messages, count_text
@@ -54,22 +58,35 @@ class ToolMode:
     Args:
         mode: ``native``, ``prompted`` or ``auto``.
         language: ``zh`` or ``en``, for the prompted texts.
-        grammar: send a GBNF grammar with prompted requests (dropped for the session
-            when the server refuses it).
+        constraint: ``Settings.tool_call_constraint``: ``auto``, ``json_schema``,
+            ``grammar`` or ``none``; what a server refuses is dropped for the session
+            (``auto``: the schema falls back to the grammar, the grammar to nothing).
         tool_choice: ``Settings.tool_choice``; in prompted mode ``required`` leaves
-            the final answer out of the grammar and a forced tool (:func:`forced_tool`)
-            is the only one it allows.
+            the final answer out of the constraint and a forced tool
+            (:func:`forced_tool`) is the only one it allows.
     """
 
-    def __init__(self, mode: str, language: str, *, grammar: bool, tool_choice: str | None) -> None:
+    def __init__(
+        self, mode: str, language: str, *, constraint: str, tool_choice: str | None
+    ) -> None:
         self.mode = mode
         self.language = language
-        self.grammar = grammar
+        #: The constraints still to try, best first; the first is sent.
+        self.constraints: list[str] = {
+            "auto": ["json_schema", "grammar"],
+            "json_schema": ["json_schema"],
+            "grammar": ["grammar"],
+        }.get(constraint, [])
         self.tool_choice = tool_choice
         #: False once a server refused ``"content": null`` on an assistant message.
         self.null_content = True
         self._decided = mode != "auto"  # auto: until native calls proved to work
-        self._grammars: dict[str, str] = {}
+        self._cache: dict[str, dict[str, Any]] = {}
+
+    @property
+    def constraint(self) -> str | None:
+        """The constraint prompted requests carry now (``json_schema``, ``grammar``), or None."""
+        return self.constraints[0] if self.constraints else None
 
     @property
     def prompted(self) -> bool:
@@ -80,8 +97,7 @@ class ToolMode:
         """The wire form of a request of ``messages`` (standard shape) offering ``tools``."""
         if tools and self.prompted:
             sent = _prompted.to_wire(messages, tools, self.language)
-            extra = {"grammar": self._grammar(tools)} if self.grammar else {}
-            return Wire(sent, None, extra, prompted=True)
+            return Wire(sent, None, self._constraint_fields(tools), prompted=True)
         if not self.null_content:
             messages = [
                 {**m, "content": ""}
@@ -91,18 +107,27 @@ class ToolMode:
             ]
         return Wire(messages, tools)
 
-    def _grammar(self, tools: list[dict[str, Any]]) -> str:
+    def _constraint_fields(self, tools: list[dict[str, Any]]) -> dict[str, Any]:
+        """The request fields constraining a prompted reply to a valid call."""
+        kind = self.constraint
+        if kind is None:
+            return {}
         choice = self.tool_choice
-        key = json.dumps([tools, choice], sort_keys=True, default=str)
-        cached = self._grammars.get(key)
+        key = json.dumps([kind, tools, choice], sort_keys=True, default=str)
+        cached = self._cache.get(key)
         if cached is None:
             offered = tools
             forced = forced_tool(choice, tools)
             if forced:
                 offered = [t for t in tools if t.get("function", {}).get("name") == forced]
             answer = None if choice == "required" or forced else _prompted.ANSWER_TOOL
-            cached = tool_call_grammar(offered, answer)
-            self._grammars = {key: cached}  # one tool set per session in practice
+            if kind == "grammar":
+                cached = {"grammar": tool_call_grammar(offered, answer)}
+            else:
+                cached = {
+                    "response_format": tool_call_response_format(tool_call_schema(offered, answer))
+                }
+            self._cache = {key: cached}  # one tool set per session in practice
         return cached
 
     def read(self, turn: AssistantTurn, wire: Wire, tools: list[dict[str, Any]] | None) -> bool:
@@ -141,9 +166,11 @@ class ToolMode:
             self.null_content = False
             log.info('the server refused content null on tool-call messages; sending ""')
             return True
-        if wire.prompted and self.grammar and "grammar" in text:
-            self.grammar = False
-            log.info("the server refused the grammar; prompted tool calls go unconstrained")
+        kind = self.constraint
+        if wire.prompted and kind is not None and _names_constraint(kind, text):
+            self.constraints.pop(0)
+            then = f"sends the {self.constraint} instead" if self.constraint else "sends none"
+            log.info("the server refused the %s constraint; the client %s", kind, then)
             return True
         if not self._decided and wire.tools:
             self._switch(f"the server refused a request with tools ({error.one_line()})")
@@ -175,3 +202,17 @@ def _has_null_call_content(messages: list[dict[str, Any]]) -> bool:
         m.get("role") == "assistant" and m.get("tool_calls") and m.get("content") is None
         for m in messages
     )
+
+
+def _names_constraint(kind: str, error_text: str) -> bool:
+    """Whether a refusal's text (lower case) is about the ``kind`` constraint's field."""
+    words = ("grammar",) if kind == "grammar" else ("response_format", "json_schema")
+    return any(w in error_text for w in words)
+
+
+def call_constraint(settings: Any) -> str:
+    """``Settings.tool_call_constraint``, or ``none`` when the older
+    ``tool_call_grammar`` switch is off (kept for settings written before)."""
+    if getattr(settings, "tool_call_grammar", True) is False:
+        return "none"
+    return str(getattr(settings, "tool_call_constraint", "auto"))

@@ -30,7 +30,7 @@ from agentkit.llm._cancel import WATCHDOG, SocketTracker
 from agentkit.llm._errors import classify, transport_error_types
 from agentkit.llm._retry import RetryPlan
 from agentkit.llm._sse import SSEParser
-from agentkit.llm._toolmode import ToolMode, Wire, forced_tool
+from agentkit.llm._toolmode import ToolMode, Wire, call_constraint, forced_tool
 from agentkit.llm.turns import AssistantTurn
 from agentkit.settings import Settings
 
@@ -114,7 +114,7 @@ class LLMClient:
         self.tool_mode = ToolMode(
             str(getattr(settings, "tool_calling", "native")),
             settings.language,
-            grammar=bool(getattr(settings, "tool_call_grammar", True)),
+            constraint=call_constraint(settings),
             tool_choice=settings.tool_choice,
         )
 
