@@ -276,7 +276,7 @@ def test_mid_conversation_system_message_refused_falls_back_to_user(workspace: P
         last = server.requests[-1]["messages"]
     assert result.status == "done"
     assert {"role": "user", "content": "NOTICE"} in last
-    assert engine.model.allow_mid_system is False  # the client remembers it
+    assert engine.model.shape.allow_mid_system is False  # the client remembers it
     # The record keeps what it was.
     assert any(m["role"] == "system" and m["content"] == "NOTICE" for m in conv.messages)
 

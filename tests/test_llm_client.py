@@ -272,7 +272,7 @@ def test_mid_conversation_system_message_refused_is_resent_as_user_for_the_sessi
     ]
     with FakeOpenAIServer(handler) as server, LLMClient(settings_for(server)) as client:
         assert client.complete(messages, None).content == "ok"
-        assert client.allow_mid_system is False
+        assert client.shape.allow_mid_system is False
         assert client.complete(messages, None).content == "ok"  # remembered: one request
         sent = [r["messages"] for r in server.requests]
     assert len(sent) == 3

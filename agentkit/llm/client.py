@@ -28,9 +28,10 @@ from agentkit.errors import Cancelled, ConfigurationError, LLMError
 from agentkit.llm._assemble import RawTurn, build_turn, decode_body
 from agentkit.llm._cancel import WATCHDOG, SocketTracker
 from agentkit.llm._errors import classify, transport_error_types
+from agentkit.llm._request_shape import RequestShape
 from agentkit.llm._retry import RetryPlan
 from agentkit.llm._sse import SSEParser
-from agentkit.llm._toolmode import ToolMode, Wire, call_constraint, forced_tool
+from agentkit.llm._toolmode import ToolMode, Wire, call_constraint
 from agentkit.llm.turns import AssistantTurn
 from agentkit.settings import Settings
 
@@ -103,13 +104,11 @@ class LLMClient:
         self._headers_stream = {**headers, "Accept": "text/event-stream"}
         self._transport_errors, self._timeout_errors = transport_error_types()
         self._rng = random.Random()
-        # Set once a server refused them (one auto-repair per session, docs/providers.md §4.2).
-        self._max_tokens_key = "max_tokens"
         self._reached = False  # set once this server answered at all
-        self._stream_options = True
-        #: Whether system messages after the first are sent as they are; False once
-        #: a server refused one (then they go as user messages, for the session).
-        self.allow_mid_system = bool(getattr(settings, "system_role_after_start", True))
+        #: The body's shape, learnt from this server's refusals (one repair each).
+        self.shape = RequestShape(
+            allow_mid_system=bool(getattr(settings, "system_role_after_start", True))
+        )
         #: How tools go on the wire (native or prompted), learnt per session.
         self.tool_mode = ToolMode(
             str(getattr(settings, "tool_calling", "native")),
@@ -162,16 +161,14 @@ class LLMClient:
         max_tokens = settings.max_output_tokens
         plan = RetryPlan(settings, self._rng)
         empty_retries = 0
-        repaired: set[str] = set()
         while True:
             _check(cancel)
-            sent = messages if self.allow_mid_system else _mid_system_as_user(messages)
-            wire = self.tool_mode.wire(sent, tools)
+            wire = self.tool_mode.wire(self.shape.messages(messages), tools)
             try:
                 turn = self._attempt(wire, stream, max_tokens, cancel, on_text)
             except LLMError as error:
-                if self.tool_mode.repair(error, wire) or self._auto_repair(
-                    error, repaired, wire.messages
+                if self.tool_mode.repair(error, wire) or self.shape.repair(
+                    error, wire.messages, settings
                 ):
                     continue
                 delay = plan.next_delay(error, reached=self._reached)
@@ -224,29 +221,6 @@ class LLMClient:
 
     # -- one attempt ----------------------------------------------------------
 
-    def _body(self, wire: Wire, stream: bool, max_tokens: int | None) -> dict[str, Any]:
-        tools = wire.tools
-        body: dict[str, Any] = {"model": self.settings.model, "messages": wire.messages}
-        body.update(wire.extra)
-        if tools:
-            body["tools"] = tools
-            choice = self.settings.tool_choice
-            if choice in ("auto", "required", "none"):
-                body["tool_choice"] = choice
-            elif choice:  # tool names: force the first one offered (none offered: default)
-                forced = forced_tool(choice, tools)
-                if forced:
-                    body["tool_choice"] = {"type": "function", "function": {"name": forced}}
-        if stream:
-            body["stream"] = True
-            if self._stream_options:
-                body["stream_options"] = {"include_usage": True}
-        if self.settings.temperature is not None:
-            body["temperature"] = self.settings.temperature
-        if max_tokens:
-            body[self._max_tokens_key] = max_tokens
-        return body
-
     def _attempt(
         self,
         wire: Wire,
@@ -277,7 +251,7 @@ class LLMClient:
         cancel: threading.Event | None,
         on_text: OnText | None,
     ) -> AssistantTurn:
-        body = self._body(wire, stream, max_tokens)
+        body = self.shape.body(self.settings, wire, stream, max_tokens)
         response = self._post(body, stream)
         raw = RawTurn()
         diagnostics = ""
@@ -384,54 +358,10 @@ class LLMClient:
             raw.apply_event(event, payload, on_text)
         return " | ".join(parser.unknown_lines)
 
-    # -- retries --------------------------------------------------------------
-
-    def _auto_repair(
-        self, error: LLMError, repaired: set[str], messages: list[dict[str, Any]]
-    ) -> bool:
-        """Adapt once to servers refusing ``max_tokens``, ``stream_options`` or a system
-        message after the first; True to resend."""
-        if error.kind != "invalid_request":
-            return False
-        if self.allow_mid_system and _has_mid_system(messages):
-            # Some servers refuse a system message mid-conversation (any 400 then):
-            # send those as user messages from now on, for this client's session.
-            self.allow_mid_system = False
-            return True
-        text = error.message.lower()
-        if (
-            "max_completion_tokens" in text
-            and "max_tokens" not in repaired
-            and self._max_tokens_key == "max_tokens"
-            and self.settings.max_output_tokens
-        ):
-            repaired.add("max_tokens")
-            self._max_tokens_key = "max_completion_tokens"
-            return True
-        if "stream_options" in text and self._stream_options and "stream_options" not in repaired:
-            repaired.add("stream_options")
-            self._stream_options = False
-            return True
-        return False
-
 
 def _check(cancel: threading.Event | None) -> None:
     if cancel is not None and cancel.is_set():
         raise Cancelled("cancelled before the model request")
-
-
-def _has_mid_system(messages: list[dict[str, Any]]) -> bool:
-    return any(m.get("role") == "system" for m in messages[1:])
-
-
-def _mid_system_as_user(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """``messages`` with every system message after the first turned into a user
-    message; the same list object when there is none."""
-    if not _has_mid_system(messages):
-        return messages
-    return [messages[0]] + [
-        {**m, "role": "user"} if m.get("role") == "system" else m for m in messages[1:]
-    ]
 
 
 def _is_empty(turn: AssistantTurn) -> bool:
