@@ -15,12 +15,10 @@ Defaults for sub-agent limits come from the seed specification
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import AliasChoices, Field, field_validator
-from pydantic.fields import FieldInfo
 from pydantic_settings import (
     BaseSettings,
     NoDecode,
@@ -28,49 +26,18 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
+from agentkit._settings_env import (  # ENV_PREFIX, env_names re-exported
+    ENV_PREFIX,
+    OPENAI_ENV_NAMES,
+    DocumentedEnvSource,
+    env_names,
+)
+
 CommaList = Annotated[list[str], NoDecode]
 
 MiB = 1024 * 1024
 
-ENV_PREFIX = "AGENTKIT_"
-OPENAI_ENV_NAMES = {"api_key": "OPENAI_API_KEY", "base_url": "OPENAI_BASE_URL"}
-"""The openai package's own environment names, read after ``AGENTKIT_<FIELD>``."""
-
-
-def env_names(field_name: str) -> tuple[str, ...]:
-    """Return the environment names that may set ``field_name``, first one winning.
-
-    ``("AGENTKIT_<FIELD>",)``, plus ``OPENAI_API_KEY`` / ``OPENAI_BASE_URL`` for
-    ``api_key`` / ``base_url``. Exact, case-sensitive names; nothing else is read.
-    """
-    names = (ENV_PREFIX + field_name.upper(),)
-    extra = OPENAI_ENV_NAMES.get(field_name)
-    return (*names, extra) if extra else names
-
-
-class DocumentedEnvSource(PydanticBaseSettingsSource):
-    """Settings source reading only :func:`env_names` from ``os.environ``.
-
-    Replaces pydantic-settings' own environment source, which would also treat the
-    field names and every alias (``api_key``, ``BASE_URL``...) as environment names, in
-    any case. Values are the raw strings; the fields' validators parse them.
-    """
-
-    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
-        """Return ``(value or None, the name it came from, False)``."""
-        for name in env_names(field_name):
-            if name in os.environ:
-                return os.environ[name], name, False
-        return None, field_name, False
-
-    def __call__(self) -> dict[str, Any]:
-        """Return ``{field_name: raw string}`` for each field set in the environment."""
-        found: dict[str, Any] = {}
-        for field_name, field in self.settings_cls.model_fields.items():
-            value, _, _ = self.get_field_value(field, field_name)
-            if value is not None:
-                found[field_name] = value
-        return found
+__all__ = ["ENV_PREFIX", "OPENAI_ENV_NAMES", "MiB", "Settings", "env_names"]
 
 
 class Settings(BaseSettings):
