@@ -137,10 +137,11 @@ class Conversation:
             "archive": self.archive,
         }
 
-    def save(self, path: Path) -> None:
-        """Write the conversation atomically to ``path`` (temp file + rename)."""
+    def save(self, path: Path, root: Path | None = None) -> None:
+        """Write the conversation atomically to ``path`` (temp file + rename); ``root``
+        (the workspace): no link below it is followed (agentkit.confined)."""
         self.updated_at = utc_now()
-        write_json_atomic(path, self.to_dict())
+        write_json_atomic(path, self.to_dict(), root=root)
 
     @classmethod
     def load(cls, path: Path) -> Conversation:

@@ -79,7 +79,7 @@ def _deliverables(workspace: Path, row: dict[str, Any], limit: int) -> dict[str,
     folder = row.get("deliverables_dir")
     if not isinstance(folder, str) or not folder:
         return {"files": [], "total": 0}
-    files, total = list_deliverables(workspace / folder, limit)
+    files, total = list_deliverables(workspace / folder, limit, workspace)
     return {"files": files, "total": total}
 
 

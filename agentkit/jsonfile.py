@@ -21,7 +21,13 @@ from typing import Any
 _encode = json.JSONEncoder(ensure_ascii=False, default=str).encode
 
 
-def _write_text_atomic(path: Path, text: str, fsync: bool) -> None:
+def _write_text_atomic(path: Path, text: str, fsync: bool, root: Path | None = None) -> None:
+    if root is not None:
+        # Inside a workspace the model's commands may change: follow no link below root.
+        from agentkit.confined import write_text_atomic
+
+        write_text_atomic(root, path, text, fsync=fsync)
+        return
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
@@ -40,15 +46,18 @@ def _write_text_atomic(path: Path, text: str, fsync: bool) -> None:
         raise
 
 
-def write_json_atomic(path: Path, data: Any, *, fsync: bool = False) -> None:
+def write_json_atomic(
+    path: Path, data: Any, *, fsync: bool = False, root: Path | None = None
+) -> None:
     """Write ``data`` as UTF-8 JSON to ``path`` through a temp file and ``os.replace``.
 
     The rename is atomic on POSIX and Windows, so ``path`` always holds either the
     old or the new complete document. ``fsync=True`` also survives power loss at
-    the cost of a disk flush (milliseconds). Parent folders are created.
-    Raises OSError when the folder is not writable.
+    the cost of a disk flush (milliseconds). Parent folders are created. ``root``
+    (a workspace): no symbolic link below it is followed (agentkit.confined).
+    Raises OSError when the folder is not writable, or is reached through a link.
     """
-    _write_text_atomic(path, _encode(data), fsync)
+    _write_text_atomic(path, _encode(data), fsync, root)
 
 
 def read_json(path: Path) -> Any:
@@ -99,8 +108,9 @@ class JsonFileWriter:
     written at once, and a burst of fast turns costs a few writes, not one each.
     ``flush()`` writes what is pending now and re-raises the error of the last
     write when it failed (OSError). ``guard(data, write)``, when given, decides
-    whether ``data`` may replace the file: it calls ``write()`` or not. A reader always sees a complete document, at most ``coalesce``
-    seconds old.
+    whether ``data`` may replace the file: it calls ``write()`` or not. ``root``: as
+    :func:`write_json_atomic`'s. A reader always sees a complete document, at most
+    ``coalesce`` seconds old.
     """
 
     def __init__(
@@ -108,8 +118,10 @@ class JsonFileWriter:
         path: Path,
         coalesce: float = 0.2,
         guard: Callable[[Any, Callable[[], None]], None] | None = None,
+        root: Path | None = None,
     ) -> None:
         self.path = path
+        self.root = root  # as write_json_atomic's root
         self.coalesce = coalesce
         # guard(data, write): runs write() when data may replace the file, or not.
         self.guard = guard
@@ -163,10 +175,11 @@ class JsonFileWriter:
                 self._busy = True
             try:
                 text = self._encode(data)
+                write = functools.partial(_write_text_atomic, self.path, text, False, self.root)
                 if self.guard is None:
-                    _write_text_atomic(self.path, text, False)
+                    write()
                 else:
-                    self.guard(data, functools.partial(_write_text_atomic, self.path, text, False))
+                    self.guard(data, write)
                 self._error = None  # a later good write supersedes an earlier failure
             except (OSError, TypeError, ValueError) as exc:
                 self._error = exc if isinstance(exc, OSError) else OSError(str(exc))

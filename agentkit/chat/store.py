@@ -162,7 +162,7 @@ def rename_conversation(workspace: Path, conversation_id: str, title: str) -> No
         raise ConfigurationError("a title cannot be empty")
     conversation = load_conversation(workspace, conversation_id)
     conversation.title = title
-    conversation.save(conversation_path(workspace, conversation_id))
+    conversation.save(conversation_path(workspace, conversation_id), root=workspace)
 
 
 def delete_conversation(workspace: Path, conversation_id: str) -> None:
@@ -195,7 +195,7 @@ class ConversationFile:
         path = conversations_dir(self.workspace) / f"{conversation.id}.json"
         if self._writer is None or self._writer.path != path:
             self.flush()
-            self._writer = JsonFileWriter(path)
+            self._writer = JsonFileWriter(path, root=self.workspace)
         conversation.updated_at = utc_now()
         self._writer.submit(conversation.to_dict())
 

@@ -110,8 +110,9 @@ def _save(workspace: Path, server: str, data: str, mime: str) -> str:
     path = folder / f"{uuid.uuid4().hex[:12]}.{_UNSAFE.sub('', extension) or 'bin'}"
     try:
         raw = base64.b64decode(data, validate=False)
-        folder.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(raw)
+        from agentkit.confined import write_bytes_atomic
+
+        write_bytes_atomic(workspace, path, raw)  # through no link below the workspace
     except (OSError, binascii.Error, ValueError) as exc:
         return f"(not saved: {exc})"
     return f"{path.relative_to(workspace)} ({mime}, {len(raw)} bytes)"

@@ -18,6 +18,7 @@ their records say running too, so the record alone cannot tell them apart.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,6 +54,10 @@ def resolve_deliverables(
     target = (workspace / rel).resolve()
     if target == workspace or workspace not in target.parents:
         return "it must be a folder inside the workspace, not the workspace itself or outside it"
+    rel = os.path.normpath(rel).replace(os.sep, "/")  # as stored and shown: no "..", no "./"
+    if workspace / rel != target:
+        # agentkit writes the record there through no link (agentkit.confined).
+        return "it passes through a symbolic link; give the real folder's path"
     existing = next((p for p in (target, *target.parents) if p.exists()), workspace)
     if not existing.is_dir():  # the folder, or a folder on its way, is a file
         return f"{existing.relative_to(workspace)} exists and is a file, not a folder"

@@ -21,6 +21,7 @@ from typing import Any
 
 from agentkit import events as ev
 from agentkit import prompts
+from agentkit.confined import folder as confined_folder
 from agentkit.conversation import Conversation, new_conversation_id, utc_now
 from agentkit.errors import ToolError
 from agentkit.settings import Settings
@@ -166,9 +167,11 @@ class SubAgentManager:
             self._used_ids[agent_id] = summary
             self.agents[agent_id] = agent
             try:
-                path.mkdir(parents=True, exist_ok=True)
-                sweep_record(path)  # a record a killed process group left "running"
-                archive_record(path)
+                # Through no link below the workspace: a command may have swapped it.
+                with confined_folder(self.workspace, path, create=True):
+                    pass
+                sweep_record(path, self.workspace)  # one a killed process group left "running"
+                archive_record(path, self.workspace)
                 agent.handle = self.launcher.start(spec)
             except Exception as exc:  # cannot start: the agent fails, the main loop goes on
                 why = f"could not start the worker: {exc}"
@@ -200,7 +203,7 @@ class SubAgentManager:
         """The blocking create_sub_agent result (docs/specification.md §1), also used for failures."""
         spec = agent.spec
         files, total = list_deliverables(
-            agent.deliverables_path, self.settings.deliverables_list_max
+            agent.deliverables_path, self.settings.deliverables_list_max, self.workspace
         )
         if total > len(files):
             files.append(self._phrase("files_cut", more=total - len(files)))
@@ -260,7 +263,7 @@ class SubAgentManager:
                 return self._not_running(agent_id, agent.status)
             agent.announced = True  # the main agent asked: no notification
         self.supervisor.kill(agent, "terminated", summary_key="user_summary" if by_user else None)
-        _, total = list_deliverables(agent.deliverables_path, 1)
+        _, total = list_deliverables(agent.deliverables_path, 1, self.workspace)
         return {
             "success": True,
             "agent_id": agent_id,

@@ -98,9 +98,9 @@ def marker_path(spec: WorkerSpec) -> Path:
 def write_marker(spec: WorkerSpec) -> str:
     """Write a fresh random token into the marker file; return the token."""
     token = secrets.token_hex(16)
-    path = marker_path(spec)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(token, encoding="ascii")
+    from agentkit.confined import write_text_atomic
+
+    write_text_atomic(Path(spec.workspace), marker_path(spec), token)
     return token
 
 

@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agentkit.confined import folder as confined_folder
+from agentkit.confined import list_files, open_folder
 from agentkit.conversation import utc_now
 from agentkit.jsonfile import JsonFileWriter, read_json, write_json_atomic
 
@@ -140,7 +142,8 @@ def finalise_record(
     else None (the caller keeps ``record`` in memory).
     """
     deliverables = Path(spec.deliverables_path)
-    clean_temp_files(deliverables)
+    root = Path(spec.workspace)
+    clean_temp_files(deliverables, root=root)
     stored = read_record(deliverables)
     if stored is not None and not may_replace(stored, spec.sub_conversation_id, by_parent=True):
         return stored, record_path(deliverables)
@@ -156,14 +159,14 @@ def finalise_record(
         stats=stats,
     )
     try:
-        if write_record(deliverables, record, by_parent=True):
+        if write_record(deliverables, record, by_parent=True, root=root):
             return record, record_path(deliverables)
         return read_record(deliverables) or record, record_path(deliverables)
     except OSError:
         pass
     fallback = Path(spec.workspace) / FALLBACK_DIR / f"{spec.sub_conversation_id}.json"
     try:
-        write_json_atomic(fallback, record)
+        write_json_atomic(fallback, record, root=root)
     except OSError:
         return record, None
     return record, fallback
@@ -204,14 +207,19 @@ def orphaned_account(stored: dict[str, Any]) -> bool:
 
 
 @contextlib.contextmanager
-def _folder_lock(deliverables: Path) -> Iterator[None]:
-    """Hold an exclusive flock on the record folder (across processes and threads)."""
+def _folder_lock(deliverables: Path, root: Path | None) -> Iterator[None]:
+    """Hold an exclusive flock on the record folder (across processes and threads),
+    made if missing (``root``: through no link below it, agentkit.confined)."""
     folder = deliverables / RECORD_DIR
-    folder.mkdir(parents=True, exist_ok=True)
+    if root is not None:
+        fd = open_folder(root, folder, create=True)
+    else:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd = os.open(folder, os.O_RDONLY)
     if fcntl is None:
+        os.close(fd)
         yield
         return
-    fd = os.open(folder, os.O_RDONLY)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
@@ -239,12 +247,17 @@ def _stored_head(deliverables: Path) -> dict[str, Any] | None:
 
 
 def guarded(
-    deliverables: Path, record: Any, write: Callable[[], None], by_parent: bool = False
+    deliverables: Path,
+    record: Any,
+    write: Callable[[], None],
+    by_parent: bool = False,
+    *,
+    root: Path | None = None,
 ) -> bool:
     """Run ``write()`` (which replaces the record file with ``record``) unless
     may_replace refuses it, under the folder lock. Returns whether it wrote;
-    raises OSError from the write."""
-    with _folder_lock(deliverables):
+    raises OSError from the write (``root``: as write_record's)."""
+    with _folder_lock(deliverables, root):
         sub_id = record.get("sub_conversation_id") if isinstance(record, dict) else None
         stored = _stored_head(deliverables)
         if by_parent and stored is not None and stored.get("status") == "terminated":
@@ -255,22 +268,35 @@ def guarded(
         return True
 
 
-def write_record(deliverables: Path, record: dict[str, Any], by_parent: bool = False) -> bool:
+def write_record(
+    deliverables: Path,
+    record: dict[str, Any],
+    by_parent: bool = False,
+    *,
+    root: Path | None = None,
+) -> bool:
     """Atomically (temp file + rename) write ``record`` as the agent's
     conversations.json, unless a final record of the same sub-conversation is
-    there (see may_replace; ``by_parent``: the parent writes). Returns whether it
-    wrote; raises OSError."""
+    there (see may_replace; ``by_parent``: the parent writes). ``root``: the
+    workspace, below which no symbolic link is followed (agentkit.confined: a
+    command may have replaced the folder by a link). Returns whether it wrote;
+    raises OSError."""
     path = record_path(deliverables)
-    return guarded(deliverables, record, lambda: write_json_atomic(path, record), by_parent)
+
+    def write() -> None:
+        write_json_atomic(path, record, root=root)
+
+    return guarded(deliverables, record, write, by_parent, root=root)
 
 
-def record_writer(deliverables: Path) -> JsonFileWriter:
-    """Return a JsonFileWriter of the record whose every write obeys may_replace."""
+def record_writer(deliverables: Path, root: Path | None = None) -> JsonFileWriter:
+    """Return a JsonFileWriter of the record whose every write obeys may_replace
+    (``root``: as write_record's)."""
 
     def guard(data: Any, write: Callable[[], None]) -> None:
-        guarded(deliverables, data, write)
+        guarded(deliverables, data, write, root=root)
 
-    return JsonFileWriter(record_path(deliverables), guard=guard)
+    return JsonFileWriter(record_path(deliverables), guard=guard, root=root)
 
 
 def read_record(deliverables: Path) -> dict[str, Any] | None:
@@ -282,7 +308,7 @@ def read_record(deliverables: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
-def archive_record(deliverables: Path) -> Path | None:
+def archive_record(deliverables: Path, root: Path | None = None) -> Path | None:
     """Move an earlier sub-agent's record out of the way before a new one starts in
     the same folder: ``.subagent/conversations.<sub_conversation_id>.json``.
 
@@ -295,7 +321,11 @@ def archive_record(deliverables: Path) -> Path | None:
     old = read_record(deliverables) or {}
     name = str(old.get("sub_conversation_id") or f"archived-{int(current.stat().st_mtime)}")
     target = current.with_name(f"conversations.{name}.json")
-    os.replace(current, target)
+    if root is None:
+        os.replace(current, target)
+    else:  # through the folder's descriptor: no link below root is followed
+        with confined_folder(root, current.parent) as fd:
+            os.replace(current.name, target.name, src_dir_fd=fd, dst_dir_fd=fd)
     return target
 
 
@@ -333,12 +363,13 @@ def folder_in_use(deliverables: Path) -> str | None:
     return str(record.get("sub_conversation_id") or "?")
 
 
-def sweep_record(deliverables: Path) -> dict[str, Any] | None:
+def sweep_record(deliverables: Path, root: Path | None = None) -> dict[str, Any] | None:
     """Finish a record left ``running`` by a process group killed at once (nobody
     could rewrite it): when its worker is gone (worker_alive), mark it terminated
     with KILLED_ERROR and completed_at, and kill any process still carrying its
     process mark. Returns the swept record, or None when there was nothing to do
-    (no record, a final one, or a live worker). Write errors are ignored."""
+    (no record, a final one, or a live worker). Write errors are ignored
+    (``root``: as write_record's)."""
     record = read_record(deliverables)
     if not record or record.get("status") != "running" or worker_alive(record):
         return None
@@ -347,7 +378,7 @@ def sweep_record(deliverables: Path) -> dict[str, Any] | None:
         from agentkit.proctree import kill_tree
 
         kill_tree(None, mark, grace=0.5)
-    clean_temp_files(deliverables)
+    clean_temp_files(deliverables, root=root)
     record.update(
         status="terminated",
         completed_at=utc_now(),
@@ -355,38 +386,38 @@ def sweep_record(deliverables: Path) -> dict[str, Any] | None:
         error=KILLED_ERROR,
     )
     try:
-        write_record(deliverables, record)
+        write_record(deliverables, record, root=root)
     except OSError:
         pass
     return record
 
 
-def clean_temp_files(deliverables: Path) -> None:
-    """Remove temp files a killed worker may have left beside the record."""
+def clean_temp_files(deliverables: Path, *, root: Path | None = None) -> None:
+    """Remove temp files a killed worker may have left beside the record
+    (``root``: as write_record's)."""
     folder = deliverables / RECORD_DIR
     try:
-        names = os.listdir(folder)
+        with contextlib.ExitStack() as stack:
+            fd = stack.enter_context(confined_folder(root, folder)) if root is not None else None
+            names = os.listdir(fd if fd is not None else folder)
+            for name in names:
+                if name.startswith(f".{RECORD_FILE}.") and name.endswith(".tmp"):
+                    with contextlib.suppress(OSError):
+                        if fd is not None:
+                            os.unlink(name, dir_fd=fd)
+                        else:
+                            os.unlink(folder / name)
     except OSError:
         return
-    for name in names:
-        if name.startswith(f".{RECORD_FILE}.") and name.endswith(".tmp"):
-            try:
-                os.unlink(folder / name)
-            except OSError:
-                pass
 
 
-def list_deliverables(deliverables: Path, limit: int) -> tuple[list[str], int]:
+def list_deliverables(deliverables: Path, limit: int, root: Path) -> tuple[list[str], int]:
     """Return ``(files, total)``: up to ``limit`` files under ``deliverables`` (relative,
     forward slashes, sorted), skipping the ``.subagent`` record folder; ``total``
-    counts them all."""
-    files: list[str] = []
-    if not deliverables.is_dir():
-        return files, 0
-    for root, dirs, names in os.walk(deliverables):
-        dirs[:] = sorted(d for d in dirs if not (Path(root) == deliverables and d == RECORD_DIR))
-        for name in names:
-            rel = (Path(root) / name).relative_to(deliverables)
-            files.append(rel.as_posix())
-    files.sort()
+    counts them all. ``root`` (the workspace): no link below it is followed, and a
+    folder reached through one, or missing, lists nothing (agentkit.confined)."""
+    try:
+        files = list_files(root, deliverables, skip=RECORD_DIR)
+    except OSError:
+        return [], 0
     return files[:limit], len(files)

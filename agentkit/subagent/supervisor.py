@@ -208,7 +208,9 @@ class Supervisor:
         if agent.handle is not None:
             self.send(agent, Terminate(reason=status))
             agent.handle.kill(KILL_GRACE)
-        files, _ = list_deliverables(agent.deliverables_path, self.settings.deliverables_list_max)
+        files, _ = list_deliverables(
+            agent.deliverables_path, self.settings.deliverables_list_max, Path(agent.spec.workspace)
+        )
         shown = ", ".join(files) if files else self.phrase("no_files")
         key = "timeout_summary" if status == "timeout" else "terminated_summary"
         if interrupted:

@@ -28,7 +28,7 @@ def sweep_rows(workspace: Path, rows: list[dict[str, Any]]) -> list[dict[str, An
         if row.get("status") != "running" or not isinstance(folder, str) or not folder:
             continue
         deliverables = workspace / folder
-        record = sweep_record(deliverables)
+        record = sweep_record(deliverables, workspace)
         if record is not None:
             row["error"] = record.get("error")
             swept.append(row)

@@ -30,6 +30,7 @@ import agentkit.tools.search  # noqa: F401
 import agentkit.tools.shell  # noqa: F401
 import agentkit.tools.web  # noqa: F401
 from agentkit import prompts
+from agentkit.confined import folder as confined_folder
 from agentkit.conversation import Conversation
 from agentkit.engine import Engine, Hooks, Step
 from agentkit.environment import prompt_values
@@ -161,7 +162,7 @@ def _write_final(
     except OSError:
         pass
     try:  # the flush may report an earlier turn's failure: try this one directly
-        write_record(deliverables, record)
+        write_record(deliverables, record, root=Path(spec.workspace))
         return None, None
     except OSError as exc:
         shown = record_relpath(spec.deliverables_dir)
@@ -191,7 +192,7 @@ def worker_main(spec: WorkerSpec, conn: Endpoint) -> None:
     link = ParentLink(conn, spec.process_mark)
     link.start_reader()
     deliverables = Path(spec.deliverables_path)
-    writer = record_writer(deliverables)
+    writer = record_writer(deliverables, Path(spec.workspace))
     conv = Conversation(id=spec.sub_conversation_id)
     status: EndStatus = "failed"
     result_summary = ""
@@ -204,7 +205,8 @@ def worker_main(spec: WorkerSpec, conn: Endpoint) -> None:
             settings = profile.apply(settings)
         conv.model = settings.model
         language = settings.language
-        deliverables.mkdir(parents=True, exist_ok=True)
+        with confined_folder(Path(spec.workspace), deliverables, create=True):
+            pass  # through no link below the workspace (a command may have planted one)
         values = prompt_values(Path(spec.workspace))
         conv.messages = [
             {
@@ -254,7 +256,7 @@ def worker_main(spec: WorkerSpec, conn: Endpoint) -> None:
                 pass
             why = ORPHANED_ERROR
             record = _record(spec, conv, "terminated", started, Ending(why, why))
-            write_record(deliverables, record)
+            write_record(deliverables, record, root=Path(spec.workspace))
 
         parent_link.on_parent_gone.append(orphaned)
 

@@ -64,9 +64,17 @@ class OutputCapture:
         spill_path: file for the full cleaned log once the output exceeds ``max_chars``
             (None: no spill). Created lazily; failures to write are ignored.
         spill_max_bytes: cap of the spill file, bytes.
+        root: the workspace the spill file is in: reached through no link below it
+            (agentkit.confined; the command itself may have planted one).
     """
 
-    def __init__(self, max_chars: int, spill_path: Path | None = None, spill_max_bytes: int = 0):
+    def __init__(
+        self,
+        max_chars: int,
+        spill_path: Path | None = None,
+        spill_max_bytes: int = 0,
+        root: Path | None = None,
+    ):
         self.max_chars = max(1, max_chars)
         self.head_cap = self.max_chars // 4
         self.tail_cap = self.max_chars - self.head_cap
@@ -79,6 +87,7 @@ class OutputCapture:
         self.total_chars = 0
         self.total_bytes = 0
         self._spill_path = spill_path
+        self._root = root
         self._spill_max = spill_max_bytes
         self._spill: BinaryIO | None = None
         self._spilled = 0
@@ -137,8 +146,13 @@ class OutputCapture:
             return
         try:
             if self._spill is None:
-                self._spill_path.parent.mkdir(parents=True, exist_ok=True)
-                self._spill = open(self._spill_path, "wb")  # noqa: SIM115 - closed in finish()
+                if self._root is not None:
+                    from agentkit.confined import create_file
+
+                    self._spill = create_file(self._root, self._spill_path)
+                else:
+                    self._spill_path.parent.mkdir(parents=True, exist_ok=True)
+                    self._spill = open(self._spill_path, "wb")  # noqa: SIM115 - closed in finish()
                 self.spill_written = self._spill_path
                 # Everything before this chunk is still in memory: head + tail minus text.
                 earlier = "".join(self._head) + "".join(self._tail)[: -len(text)]

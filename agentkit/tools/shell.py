@@ -151,8 +151,9 @@ def _launch_and_finish(
     timeout = min(float(params.timeout_seconds), settings.command_timeout_max)
     command_id = uuid.uuid4().hex
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    spill = workspace_root(ctx) / ".agentkit" / "outputs" / f"cmd-{stamp}-{command_id[:8]}.log"
-    capture = OutputCapture(settings.command_max_output_chars, spill, SPILL_MAX_BYTES)
+    workspace = workspace_root(ctx)
+    spill = workspace / ".agentkit" / "outputs" / f"cmd-{stamp}-{command_id[:8]}.log"
+    capture = OutputCapture(settings.command_max_output_chars, spill, SPILL_MAX_BYTES, workspace)
     if ctx.cancel.is_set():
         raise ToolError("killed", "the run was cancelled; the command was not started")
     shell = shutil.which("bash") or "/bin/sh"
