@@ -53,7 +53,7 @@ def marker() -> str:
 
 
 def make_ctx(workspace: Path, **overrides: Any) -> ToolContext:
-    settings = Settings(model="m", api_key="k", command_kill_grace=0.5, **overrides)
+    settings = Settings(**{"model": "m", "api_key": "k", "command_kill_grace": 0.5, **overrides})
     return ToolContext(workspace=workspace, settings=settings, process_mark=uuid.uuid4().hex)
 
 
@@ -351,4 +351,40 @@ def test_the_namespace_ends_with_the_owners_socket_even_without_a_death_signal(
         assert wait_until(lambda: not running_with(f"sleep {n}"), 10), running_with(f"sleep {n}")
     finally:
         proc.kill()
+        reap(f"sleep {n}")
+
+
+def test_a_cancelled_command_that_ends_at_sigterm_is_not_held_for_the_grace(
+    workspace: Path,
+) -> None:
+    # The grace is a most, not a wait: `sleep` dies at SIGTERM, so a 30 s grace must
+    # not hold the call (a trial saw every cancel take the full grace: the namespace's
+    # init ignores SIGTERM and was waited for).
+    import threading
+
+    n = marker()
+    ctx = make_ctx(workspace, command_kill_grace=30)
+    threading.Timer(0.5, ctx.cancel.set).start()
+    started = time.monotonic()
+    result = REGISTRY.execute("run_command", {"command": f"sleep {n}"}, ctx)
+    assert result.error_code == "killed", result.output
+    assert time.monotonic() - started < 20, result.output
+    assert not running_with(f"sleep {n}")
+
+
+def test_a_process_flood_ends_at_the_timeout_with_nothing_left(workspace: Path) -> None:
+    # Thousands of processes (a fork bomb, bounded here to spare the machine): the
+    # timeout still ends the command promptly and every process goes (a trial saw a
+    # 60 s timeout take 243 s while each process was signalled and waited for).
+    n = marker()
+    command = f"for i in $(seq 1500); do sleep {n} & done; sleep {n}"
+    ctx = make_ctx(workspace, command_kill_grace=30)
+    started = time.monotonic()
+    result = REGISTRY.execute("run_command", {"command": command, "timeout_seconds": 3}, ctx)
+    elapsed = time.monotonic() - started
+    try:
+        assert result.error_code == "timeout" or "timeout" in result.output, result.output[-300:]
+        assert elapsed < 30, (elapsed, result.output[-300:])  # not the 30 s grace, nor worse
+        assert wait_until(lambda: not running_with(f"sleep {n}"), 20)
+    finally:
         reap(f"sleep {n}")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import select
+import signal
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -164,16 +165,7 @@ def leftovers(run: CommandRun) -> list[psutil.Process]:
 
 def kill(run: CommandRun, grace: float, include_shell: bool) -> tuple[list[int], dict[int, str]]:
     if run.launched.control is not None:
-        # pidns: signal the init's tree (the init itself only takes the final SIGKILL, so
-        # the command gets its grace), then end the namespace: nothing can be missed.
-        init, members = namespace(run)
-        if not include_shell and not members:
-            return [], {}
-        names = describe(members)
-        root = init.pid if include_shell and init is not None else None
-        pids = proctree.kill_tree(root, None, grace, extra=members)
-        run.launched.release()
-        return pids, names
+        return _end_namespace(run, grace, include_shell)
     live = [p for p in run.captured.values() if not proctree.is_gone(p)]
     marked = proctree.processes_with_mark(run.command_id, MARK_VAR)
     if not include_shell and not live and not marked:
@@ -187,6 +179,45 @@ def kill(run: CommandRun, grace: float, include_shell: bool) -> tuple[list[int],
         extra=live,
     )
     return pids, names
+
+
+GRACE_MEMBERS_MAX = 512
+"""A namespace with more processes than this (a fork bomb) ends at once, without the
+grace: signalling and waiting for each would take minutes on a loaded machine."""
+
+
+def _end_namespace(
+    run: CommandRun, grace: float, include_shell: bool
+) -> tuple[list[int], dict[int, str]]:
+    """End a pidns command: SIGTERM to the init's process group (every process that
+    stayed in it, in one call) and to each other member, a wait of at most ``grace``
+    seconds that ends as soon as they are gone, then the namespace ends: the control
+    socket closes, the init's watcher SIGKILLs whatever is left, however many, and the
+    init exits (agentkit.tools._command_launch._INIT). The init ignores SIGTERM (a
+    namespace's init takes only signals it handles), so it is never waited for.
+    Bounded whatever the command did."""
+    init, members = namespace(run)
+    if not include_shell and not members:
+        return [], {}
+    names = describe(members[:GRACE_MEMBERS_MAX])
+    signalled = {p.pid for p in members}
+    if len(members) <= GRACE_MEMBERS_MAX and grace > 0:
+        if init is not None and include_shell:
+            with contextlib.suppress(OSError):
+                os.killpg(init.pid, signal.SIGTERM)
+        for proc in members:
+            with contextlib.suppress(psutil.Error):
+                proc.terminate()
+        deadline = time.monotonic() + grace
+        alive = [p for p in members if not proctree.is_gone(p)]
+        while alive and time.monotonic() < deadline:
+            time.sleep(0.02)
+            alive = [p for p in alive if not proctree.is_gone(p)]
+    # The init's watcher SIGKILLs everything left at this EOF, then the init exits.
+    run.launched.release()
+    if init is not None and include_shell:
+        signalled.add(init.pid)
+    return sorted(signalled), names
 
 
 def list_procs(pids: list[int], names: dict[int, str], shell_pid: int) -> str:
