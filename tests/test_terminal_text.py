@@ -47,6 +47,8 @@ FILE_TEXT = "file-says \x1b]0;FILE-TITLE\x07 \x1b[2K 文件内容 \x9b31m done\n
 # printf's octal escapes: OSC 52, erase line and the 8-bit CSI (UTF-8 C2 9B).
 COMMAND = r"printf 'cmd-out \033]52;c;Q01E\033\\ \033[2K \302\2332J 命令输出\n'"
 SUMMARY = "Sub \x1b]0;SUB-TITLE\x07 job \x9b2J 子任务"
+PLAN = "Plan \x1b]0;PLAN-TITLE\x07 \x1b[2K 计划"  # text beside tool calls (chat shows it)
+REASONING = "think \x1b]52;c;UkVB\x07 \x9b2J"
 SUB_RESULT = "Sub done \x1b]52;c;U1VC\x1b\\ \x1b[2K 完成"
 
 
@@ -88,15 +90,20 @@ def _tool_results(request: dict[str, Any]) -> str:
 
 
 def evil_router() -> Router:
-    """Main: read the evil file and run the evil command, start a sub-agent with an
-    evil summary, then answer ANSWER followed by the tool results it got."""
+    """Main: with PLAN and REASONING, read the evil file, run the evil command and
+    start a sub-agent with an evil summary; then answer ANSWER followed by the tool
+    results it got."""
     return Router(
         main=[
-            calls(
-                call("read_file", path=FILE_NAME),
-                call("run_command", command=COMMAND),
-                call("create_sub_agent", agent_id=1, summary=SUMMARY, task="Say done."),
-            ),
+            {
+                **calls(
+                    call("read_file", path=FILE_NAME),
+                    call("run_command", command=COMMAND),
+                    call("create_sub_agent", agent_id=1, summary=SUMMARY, task="Say done."),
+                ),
+                "content": PLAN,
+                "reasoning_content": REASONING,
+            },
             lambda req: f"{ANSWER}\n\n```\n{_tool_results(req)}\n```",
         ],
         subs={1: [finish(SUB_RESULT)]},
@@ -252,5 +259,12 @@ def test_chat_in_a_terminal_shows_no_controls(workspace: Path) -> None:
             code, raw = chat.finish(60)
     text = assert_terminal_output_safe(raw)
     assert code == 0, text
-    for visible in ("文件内容", "命令输出", "子任务", "SUB-TITLE", "left: conversation"):
+    for visible in (
+        "文件内容",
+        "命令输出",
+        "子任务",
+        "SUB-TITLE",
+        "PLAN-TITLE",
+        "left: conversation",
+    ):
         assert visible in text, visible
