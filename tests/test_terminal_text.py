@@ -31,7 +31,7 @@ from subagent_helpers import Router, call, calls, finish, wait_until
 from test_cli import REPO, agentkit, cli_env
 
 from agentkit.terminal_text import json_line, terminal_safe
-from agentkit.testing import FakeOpenAIServer
+from agentkit.testing import ErrorReply, FakeOpenAIServer
 
 # Every control a terminal could act on (C0 but TAB and LF, DEL, C1).
 CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -172,6 +172,23 @@ def test_run_plain_json_and_transcript_show_no_controls(workspace: Path) -> None
     assert shown.returncode == 0, shown.stderr
     text = shown.stdout.decode("utf-8")
     assert not CONTROLS.search(text) and "子任务" in text and "SUB-TITLE" in text
+
+
+def test_an_error_line_quoting_the_endpoint_shows_no_controls(workspace: Path) -> None:
+    bad = {"error": {"message": f"bad {TITLE} \x9b2J 参数错误", "type": "invalid_request_error"}}
+    with FakeOpenAIServer(lambda req: ErrorReply(400, bad)) as server:
+        proc = subprocess.run(
+            [sys.executable, "-m", "agentkit", "run", "hi", "-w", str(workspace)],
+            env=cli_env(server.base_url),
+            cwd=REPO,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=60,
+        )
+    assert proc.returncode == 1
+    err = proc.stderr.decode("utf-8")
+    assert err.startswith("agentkit: run failed: ") and "参数错误" in err and "PWNED-TITLE" in err
+    assert not CONTROLS.search(err.rstrip("\n")), err
 
 
 class PtyProcess:
