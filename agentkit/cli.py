@@ -265,6 +265,22 @@ def _safe_streams() -> None:
                 pass
 
 
+def _safe_log_lines() -> None:
+    # The library's warnings (they quote endpoint errors) would reach stderr through
+    # logging's last-resort handler as they are: the same lines, made terminal-safe.
+    import logging
+
+    from agentkit.terminal_text import SafeLogFormatter
+
+    logger = logging.getLogger("agentkit")
+    if any(isinstance(h.formatter, SafeLogFormatter) for h in logger.handlers):
+        return  # main() called again in this process
+    handler = logging.StreamHandler()  # sys.stderr at the time of each write
+    handler.setLevel(logging.WARNING)
+    handler.setFormatter(SafeLogFormatter("%(message)s"))
+    logger.addHandler(handler)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``agentkit`` console script.
 
@@ -280,6 +296,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return 2
     _safe_streams()
+    _safe_log_lines()
     try:
         return COMMANDS[args.command](args)
     except UsageError as exc:

@@ -13,18 +13,21 @@ silently. :func:`json_line` is the JSON-lines counterpart: ``json.dumps`` escape
 controls (ESC becomes ``\\u001b``) but with ``ensure_ascii=False`` writes DEL and the
 C1 controls raw; it escapes those too, so the parsed value is unchanged.
 
-Every front end that writes untrusted text to a terminal goes through these two
+Every front end that writes untrusted text to a terminal goes through these
 (``agentkit run``'s views and answer, ``agentkit chat``'s terminal mode, ``agentkit
-show``/``transcript``, error lines); our own styling escapes are added afterwards.
+show``/``transcript``, error lines, and the CLI's log warnings through
+:class:`SafeLogFormatter`, since they quote endpoint errors); our own styling
+escapes are added afterwards.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import re
 from typing import Any
 
-__all__ = ["json_line", "terminal_safe"]
+__all__ = ["SafeLogFormatter", "json_line", "terminal_safe"]
 
 # Characters a terminal may act on: C0 except TAB and LF, DEL, and C1 (U+0080-U+009F).
 _UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -80,3 +83,12 @@ def json_line(data: Any) -> str:
         return text
     # These characters can only occur inside JSON strings, where \\u00XX is valid.
     return _JSON_RAW.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+class SafeLogFormatter(logging.Formatter):
+    """A :class:`logging.Formatter` whose records (message, traceback) come out
+    terminal-safe: log lines quote endpoint errors and tool input."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        """Return the formatted record passed through :func:`terminal_safe`."""
+        return terminal_safe(super().format(record))

@@ -174,21 +174,24 @@ def test_run_plain_json_and_transcript_show_no_controls(workspace: Path) -> None
     assert not CONTROLS.search(text) and "子任务" in text and "SUB-TITLE" in text
 
 
-def test_an_error_line_quoting_the_endpoint_shows_no_controls(workspace: Path) -> None:
+def test_warning_and_error_lines_quoting_the_endpoint_show_no_controls(workspace: Path) -> None:
     bad = {"error": {"message": f"bad {TITLE} \x9b2J 参数错误", "type": "invalid_request_error"}}
     with FakeOpenAIServer(lambda req: ErrorReply(400, bad)) as server:
         proc = subprocess.run(
             [sys.executable, "-m", "agentkit", "run", "hi", "-w", str(workspace)],
-            env=cli_env(server.base_url),
+            # auto: the refusal also logs a warning quoting it, before the error line.
+            env=cli_env(server.base_url, AGENTKIT_TOOL_CALLING="auto"),
             cwd=REPO,
             stdin=subprocess.DEVNULL,
             capture_output=True,
             timeout=60,
         )
     assert proc.returncode == 1
-    err = proc.stderr.decode("utf-8")
-    assert err.startswith("agentkit: run failed: ") and "参数错误" in err and "PWNED-TITLE" in err
-    assert not CONTROLS.search(err.rstrip("\n")), err
+    warning, error = proc.stderr.decode("utf-8").splitlines()
+    assert warning.startswith("agentkit: native tool calls do not work") and "参数错误" in warning
+    assert error.startswith("agentkit: run failed: ") and "参数错误" in error
+    for line in (warning, error):
+        assert not CONTROLS.search(line) and "PWNED-TITLE" in line, line
 
 
 class PtyProcess:
