@@ -270,15 +270,11 @@ def _safe_log_lines() -> None:
     # logging's last-resort handler as they are: the same lines, made terminal-safe.
     import logging
 
-    from agentkit.terminal_text import SafeLogFormatter
+    from agentkit.terminal_text import SafeStderrHandler
 
     logger = logging.getLogger("agentkit")
-    if any(isinstance(h.formatter, SafeLogFormatter) for h in logger.handlers):
-        return  # main() called again in this process
-    handler = logging.StreamHandler()  # sys.stderr at the time of each write
-    handler.setLevel(logging.WARNING)
-    handler.setFormatter(SafeLogFormatter("%(message)s"))
-    logger.addHandler(handler)
+    if not any(isinstance(h, SafeStderrHandler) for h in logger.handlers):
+        logger.addHandler(SafeStderrHandler())  # once, if main() runs again in-process
 
 
 def main(argv: list[str] | None = None) -> int:

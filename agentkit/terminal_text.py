@@ -25,9 +25,10 @@ from __future__ import annotations
 import json
 import logging
 import re
-from typing import Any
+import sys
+from typing import IO, Any
 
-__all__ = ["SafeLogFormatter", "json_line", "terminal_safe"]
+__all__ = ["SafeLogFormatter", "SafeStderrHandler", "json_line", "terminal_safe"]
 
 # Characters a terminal may act on: C0 except TAB and LF, DEL, and C1 (U+0080-U+009F).
 _UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -92,3 +93,23 @@ class SafeLogFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         """Return the formatted record passed through :func:`terminal_safe`."""
         return terminal_safe(super().format(record))
+
+
+class SafeStderrHandler(logging.StreamHandler):
+    """A logging handler writing ``%(message)s`` lines, terminal-safe, to whatever
+    ``sys.stderr`` is at each record (as logging's last-resort handler does, so a
+    replaced or closed stderr is never kept). Level: WARNING by default."""
+
+    def __init__(self, level: int = logging.WARNING) -> None:
+        super().__init__()
+        self.setLevel(level)
+        self.setFormatter(SafeLogFormatter("%(message)s"))
+
+    @property
+    def stream(self) -> IO[str]:
+        """``sys.stderr`` now."""
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value: IO[str]) -> None:
+        pass  # StreamHandler.__init__ sets it; the property always answers sys.stderr

@@ -13,7 +13,9 @@ visible text (Chinese included) does.
 from __future__ import annotations
 
 import fcntl
+import io
 import json
+import logging
 import os
 import pty
 import re
@@ -30,7 +32,7 @@ import pytest
 from subagent_helpers import Router, call, calls, finish, wait_until
 from test_cli import REPO, agentkit, cli_env
 
-from agentkit.terminal_text import json_line, terminal_safe
+from agentkit.terminal_text import SafeStderrHandler, json_line, terminal_safe
 from agentkit.testing import ErrorReply, FakeOpenAIServer
 
 # Every control a terminal could act on (C0 but TAB and LF, DEL, C1).
@@ -82,6 +84,22 @@ def test_json_line_escapes_every_control_and_parses_back() -> None:
     assert not CONTROLS.search(line) and "\n" not in line and "中文" in line
     assert json.loads(line) == {"text": text, "n": 1}
     assert json_line({"a": "中"}) == json.dumps({"a": "中"}, ensure_ascii=False)
+
+
+def test_log_handler_writes_safe_lines_to_the_current_stderr(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    logger = logging.getLogger("agentkit.test_terminal_text")
+    handler = SafeStderrHandler()
+    logger.addHandler(handler)
+    later = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", later)  # replaced after the handler was made
+    try:
+        logger.warning("endpoint said %s", ANSWER)
+        logger.info("below the level")
+    finally:
+        logger.removeHandler(handler)
+    assert later.getvalue() == f"endpoint said {terminal_safe(ANSWER)}\n"
 
 
 # ------------------------------------------------------------ the scripted model
