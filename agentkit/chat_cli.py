@@ -21,7 +21,6 @@ mode when no round runs). Only the standard library is imported at load time.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import queue
 import signal
@@ -30,6 +29,7 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from agentkit.chat_commands import message_text
+from agentkit.terminal_text import json_line
 
 if TYPE_CHECKING:
     from agentkit.chat import Session, Workspace
@@ -235,7 +235,7 @@ class JsonLinesChat:
 
     def write(self, data: dict[str, Any]) -> None:
         """Print one JSON object as a line (thread-safe; a closed stdout ends the chat)."""
-        text = json.dumps(data, ensure_ascii=False, default=str)
+        text = json_line(data)  # DEL and C1 controls escaped too
         with self._out_lock:
             try:
                 sys.stdout.write(text + "\n")

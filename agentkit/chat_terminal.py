@@ -25,6 +25,7 @@ from agentkit import events as ev
 from agentkit.chat_cli import Signals
 from agentkit.chat_commands import ChatCommands, CommandError, message_text
 from agentkit.display import event_line, shorten
+from agentkit.terminal_text import terminal_safe
 
 if TYPE_CHECKING:
     from agentkit.chat import Session, Workspace
@@ -40,13 +41,14 @@ class _Leave(Exception):
 
 def render_markdown(text: str, width: int | None = None) -> str:
     """Return ``text`` rendered as Markdown for a terminal (ANSI styles), ``width`` columns
-    (default: the terminal's, at most 120)."""
+    (default: the terminal's, at most 120). ``text`` is made terminal-safe first: rich's
+    Markdown passes escape sequences in it through."""
     from rich.console import Console
     from rich.markdown import Markdown
 
     columns = width or min(shutil.get_terminal_size((100, 40)).columns, 120)
     buffer = io.StringIO()
-    Console(file=buffer, force_terminal=True, width=columns).print(Markdown(text))
+    Console(file=buffer, force_terminal=True, width=columns).print(Markdown(terminal_safe(text)))
     return buffer.getvalue().rstrip("\n")
 
 
@@ -106,9 +108,12 @@ class TerminalChat:
             try:
                 result = self.commands.execute(line)
             except CommandError as exc:
-                _say(_style(str(exc), "31"))
+                _show(_style(str(exc), "31"))
                 return True
-            _say(result.text if result.ok else _style(result.text, "31"))
+            if result.ok:
+                _say(result.text)
+            else:
+                _show(_style(result.text, "31"))
             return not result.quit
         self.commands.session.post(text)
         return True
@@ -124,7 +129,7 @@ class TerminalChat:
     def _interrupt(self) -> bool:
         """Ctrl-C: cancel the round, or say how to leave. Never ends the chat."""
         if self.commands.session.cancel():
-            _say(
+            _show(
                 _style(
                     "cancelling the round… (background sub-agents go on; /stop N ends one)", "33"
                 )
@@ -154,14 +159,14 @@ class TerminalChat:
                 parts.append("sub-agents running: " + " ".join(f"#{i}" for i in self._running))
             if self._streamed:
                 parts.append("answer: …" + shorten(self._streamed[-200:], 70)[-70:])
-        return " " + " · ".join(parts)
+        return terminal_safe(" " + " · ".join(parts))
 
     def _on_event(self, event: ev.Event) -> None:
         """Print what the event means (called on the session's threads, one at a time)."""
         with self._lock:
             lines = self._apply(event)
         for line in lines:
-            _say(line)
+            _show(line)  # built by _style and render_markdown, which made the text safe
 
     def _apply(self, event: ev.Event) -> list[str]:
         if isinstance(event, ev.StateChanged):
@@ -238,12 +243,20 @@ class TerminalChat:
 
 
 def _style(text: str, code: str) -> str:
-    """``text`` in an ANSI style (``"2"`` dim, ``"31"`` red, ``"32"`` green...)."""
-    return f"\x1b[{code}m{text}\x1b[0m"
+    """``text`` made terminal-safe, in an ANSI style (``"2"`` dim, ``"31"`` red...)."""
+    return f"\x1b[{code}m{terminal_safe(text)}\x1b[0m"
 
 
 def _say(text: str) -> None:
-    """Print a line above the input line (through prompt_toolkit's proxy when patched)."""
+    """Print plain text (model, tool or file text allowed) above the input line,
+    terminal-safe."""
+    _show(terminal_safe(text))
+
+
+def _show(text: str) -> None:
+    """Print a line already made for the terminal (by :func:`_style` or
+    :func:`render_markdown`, whose escapes are ours) above the input line, through
+    prompt_toolkit's proxy when patched."""
     try:
         sys.stdout.write(text + "\n")
         sys.stdout.flush()

@@ -17,12 +17,13 @@ Agent, rich and openai are imported inside the commands.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from agentkit.terminal_text import json_line, terminal_safe
 
 if TYPE_CHECKING:
     from agentkit.settings import Settings
@@ -116,11 +117,12 @@ def _workspace_arg(parser: argparse.ArgumentParser) -> None:
 
 
 def _err(message: str) -> None:
-    print(f"{PROG}: {' '.join(str(message).split())}", file=sys.stderr, flush=True)
+    # Errors quote input (paths, model text): terminal-safe, like all shown text.
+    print(terminal_safe(f"{PROG}: {' '.join(str(message).split())}"), file=sys.stderr, flush=True)
 
 
 def _print_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, ensure_ascii=False, default=str) + "\n")
+    sys.stdout.write(json_line(data) + "\n")
     sys.stdout.flush()
 
 
@@ -190,7 +192,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(data)
     else:
-        print(render_overview(data))
+        print(terminal_safe(render_overview(data)))
     return 0
 
 
@@ -206,7 +208,7 @@ def cmd_transcript(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(doc)
     else:
-        print(render_transcript(doc, tool_chars=0 if args.full else 800))
+        print(terminal_safe(render_transcript(doc, tool_chars=0 if args.full else 800)))
     return 0
 
 
@@ -263,6 +265,18 @@ def _safe_streams() -> None:
                 pass
 
 
+def _safe_log_lines() -> None:
+    # The library's warnings (they quote endpoint errors) would reach stderr through
+    # logging's last-resort handler as they are: the same lines, made terminal-safe.
+    import logging
+
+    from agentkit.terminal_text import SafeStderrHandler
+
+    logger = logging.getLogger("agentkit")
+    if not any(isinstance(h, SafeStderrHandler) for h in logger.handlers):
+        logger.addHandler(SafeStderrHandler())  # once, if main() runs again in-process
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``agentkit`` console script.
 
@@ -278,6 +292,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return 2
     _safe_streams()
+    _safe_log_lines()
     try:
         return COMMANDS[args.command](args)
     except UsageError as exc:

@@ -21,6 +21,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from agentkit import events as ev
 from agentkit.conversation import SEED_COUNTERS
+from agentkit.terminal_text import terminal_safe
 
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
@@ -65,8 +66,15 @@ def counters_text(info: dict[str, Any]) -> str:
 def event_line(event: ev.Event) -> str | None:
     """Return the plain progress line for ``event``, or None when it gets no line.
 
-    Lines: one per tool call, sub-agent start and finish, retry and compaction.
+    Lines: one per tool call, sub-agent start and finish, retry and compaction. The
+    line is terminal-safe (:func:`agentkit.terminal_text.terminal_safe`): arguments,
+    summaries and error messages come from the model or the tools.
     """
+    line = _event_text(event)
+    return None if line is None else terminal_safe(line)
+
+
+def _event_text(event: ev.Event) -> str | None:
     if isinstance(event, ev.ToolCallStarted):
         return f"tool {event.name} {format_arguments(event.arguments)}"
     if isinstance(event, ev.SubAgentStarted):
@@ -226,13 +234,13 @@ class LiveDisplay:
 
         text = Text()
         text.append("main ", style="bold")
-        text.append(f"[{self.state}] ", style="cyan")
+        text.append(f"[{terminal_safe(self.state)}] ", style="cyan")
         text.append(f"turn {self.turn} · {tokens:,} tokens · {elapsed}")
         if self.streamed_chars:
             text.append(f" · receiving ({self.streamed_chars} chars)")
         if self.last_action:
             text.append(" · ")
-            text.append(shorten(self.last_action, 80), style="italic")
+            text.append(terminal_safe(shorten(self.last_action, 80)), style="italic")
         return text
 
     def _table(self, rows: list[tuple[int, tuple[dict[str, Any], float]]]) -> Table:
@@ -254,26 +262,27 @@ class LiveDisplay:
             table.add_column(name, justify=justify, no_wrap=name != "last action")  # type: ignore[arg-type]
         now = time.monotonic()
         for agent_id, (info, seen) in rows:
-            status = str(info.get("status", "?"))
+            status = terminal_safe(str(info.get("status", "?")))
             runtime = info.get("runtime_seconds") or 0
             if status == "running":  # advance the clock between progress events
                 runtime = float(runtime) + (now - seen)
             style = {"running": "yellow", "completed": "green"}.get(status, "red")
             table.add_row(
                 str(agent_id),
-                shorten(info.get("summary", ""), 40),
+                terminal_safe(shorten(info.get("summary", ""), 40)),
                 Text(status, style=style),
                 format_runtime(runtime),
                 *(str(info.get(k, 0)) for k in SEED_COUNTERS),
-                shorten(info.get("last_action", "") or "", 50),
+                terminal_safe(shorten(info.get("last_action", "") or "", 50)),
             )
         return table
 
 
 def print_final_markdown(console: Console, text: str | None) -> None:
-    """Render the final answer as Markdown (nothing when there is no text)."""
+    """Render the final answer as Markdown (nothing when there is no text); the text is
+    made terminal-safe first (rich's Markdown passes escape sequences through)."""
     if text:
         from rich.markdown import Markdown
 
         console.print()
-        console.print(Markdown(text))
+        console.print(Markdown(terminal_safe(text)))

@@ -21,6 +21,7 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from agentkit.cli import UsageError, _err, _print_json, _settings, _workspace
+from agentkit.terminal_text import terminal_safe
 
 if TYPE_CHECKING:
     from agentkit.agent import Agent, RunResult
@@ -235,7 +236,9 @@ def _report(
         _print_json(result.to_dict())
     if result.status == "cancelled" or (interrupted and result.status != "done"):
         print(
-            f"interrupted: sub-agents stopped, conversation saved to {result.transcript_path}",
+            terminal_safe(
+                f"interrupted: sub-agents stopped, conversation saved to {result.transcript_path}"
+            ),
             file=sys.stderr,
             flush=True,
         )
@@ -273,5 +276,7 @@ def _print_final(text: str | None, view: Any) -> None:
     if text:
         # A blank line parts the progress lines from the answer.
         gap = "\n" if getattr(view, "lines", 0) else ""
-        sys.stdout.write(gap + text.rstrip("\n") + "\n")
+        # The answer is model text: terminal-safe on a pipe too (it often ends in one,
+        # `| tee`); --json gives the exact text to programs.
+        sys.stdout.write(gap + terminal_safe(text.rstrip("\n")) + "\n")
         sys.stdout.flush()
