@@ -16,6 +16,9 @@ conversation leaves no file behind; an opener therefore checks, once it holds a
 lock, that the file it locked is still the one at the path (else it locked a
 file just released and unlinked, and tries again).
 
+The descriptor is close-on-exec, so commands and workers (started by exec or
+the forkserver) never carry the lock; a bare ``os.fork`` child would share it.
+
 Where ``fcntl`` is missing (Windows) or the folder cannot hold the lock file,
 the claim is only the in-process table (the first save then fails with its own
 message when the folder is unwritable).
