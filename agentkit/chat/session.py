@@ -30,7 +30,7 @@ from agentkit import prompts
 from agentkit.chat.driver import RoundDriver
 from agentkit.chat.eventbus import EventBus, Numbered
 from agentkit.chat.inbox import RoundResult
-from agentkit.chat.lock import claim_conversation
+from agentkit.chat.lock import claim_conversation, claim_saved_conversation
 from agentkit.chat.notes import closing_notes, recovery_notes
 from agentkit.chat.setup import (
     as_tools,
@@ -41,7 +41,7 @@ from agentkit.chat.setup import (
     offer_tool,
     request_overhead,
 )
-from agentkit.chat.store import ConversationFile, clean_title, default_title, load_conversation
+from agentkit.chat.store import ConversationFile, clean_title, default_title
 from agentkit.conversation import Conversation, conversations_dir
 from agentkit.engine import Model
 from agentkit.errors import ConfigurationError
@@ -122,12 +122,14 @@ class Session:
         self._file = ConversationFile(self.workspace)
         self.last_result: RoundResult | None = None
         if conversation_id:
-            self.conversation = load_conversation(self.workspace, conversation_id)
+            self.conversation, self._release = claim_saved_conversation(
+                self.workspace, conversation_id, lambda: not self._closed
+            )
         else:
             self.conversation = Conversation(model=self.settings.model)
-        self._release = claim_conversation(
-            self.transcript_path.with_suffix(".lock"), self.id, lambda: not self._closed
-        )
+            self._release = claim_conversation(
+                self.transcript_path.with_suffix(".lock"), self.id, lambda: not self._closed
+            )
         notes: list[str] = []
         if conversation_id:
             conv = self.conversation
