@@ -28,6 +28,7 @@ from agentkit.conversation import Conversation
 from agentkit.errors import Cancelled, ContextLengthExceeded, LLMError
 from agentkit.llm.turns import AssistantTurn, ToolCall
 from agentkit.settings import Settings
+from agentkit.tool_lanes import lanes
 from agentkit.tools.base import ToolContext, ToolRegistry, ToolResult
 
 
@@ -297,14 +298,22 @@ class Engine:
             )
             if self.on_tool_call is not None:
                 self.on_tool_call(call.name, self.last_action)
-        if len(calls) == 1:
-            results = [self._execute(calls[0])]
+        groups = lanes([c.arguments for c in calls], self.ctx.workspace)
+        if len(groups) == 1:
+            results = [self._execute(call) for call in calls]
         else:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(
                     max_workers=self.settings.tool_workers, thread_name_prefix="agentkit-tool"
                 )
-            results = list(self._pool.map(self._execute, calls))
+            # Lanes at once; the calls of a lane (one path) in their order (tool_lanes).
+            ran = self._pool.map(lambda lane: [self._execute(calls[i]) for i in lane], groups)
+            by_index = dict(
+                zip(
+                    (i for lane in groups for i in lane), (r for rs in ran for r in rs), strict=True
+                )
+            )
+            results = [by_index[i] for i in range(len(calls))]
         for call, tool, (result, duration) in zip(calls, tools, results, strict=True):
             if result.ok or result.error_code in ("timeout", "killed"):  # the command ran
                 stats.count_done(tool.counter if tool else None)

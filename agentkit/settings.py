@@ -113,7 +113,11 @@ class Settings(BaseSettings):
     context_budget: float = Field(
         default=0.8, gt=0, le=1, description="Share of context_window a request may use."
     )
-    tool_workers: int = Field(default=8, ge=1, description="Tool calls of one message run at once.")
+    tool_workers: int = Field(
+        default=8,
+        ge=1,
+        description="Tool calls of one message run at once, this many at most; calls naming the same path run one after another, in order.",
+    )
 
     # --- files and search -----------------------------------------------------
     read_only_roots: CommaList = Field(
@@ -161,7 +165,8 @@ class Settings(BaseSettings):
             "run_command: let processes a command leaves running in the background (servers "
             "started with &, nohup, setsid) outlive the command; they end when the "
             "conversation is closed, and with the agent's process. Off: they are killed when "
-            "the command ends."
+            "the command ends. In the sandbox, later commands cannot reach them over the "
+            "network unless command_network is all."
         ),
     )
     command_max_output_chars: int = Field(

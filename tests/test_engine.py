@@ -491,3 +491,34 @@ def test_huge_arguments_of_answered_calls_are_shortened_to_fit(workspace: Path) 
     assert len(arguments["text"]) < 1000 and "chars removed" in arguments["text"]
     assert any(a.get("arguments") and huge in a["arguments"] for a in conv.archive)
     assert any(isinstance(e, ev.ContextCompacted) and e.how == "shrink arguments" for e in events)
+
+
+def test_calls_on_one_path_run_in_order_while_others_run_at_once(workspace: Path) -> None:
+    # A trial: write r.txt, read it, edit it, in one message; the read found no file
+    # and the edit missed it. Calls naming one path run in order (agentkit.tool_lanes);
+    # the rendezvous pair, on no path, still needs to run at the same time to return.
+    from agentkit.tools import base_tools
+
+    registry = ToolRegistry(base_tools())
+    barrier = threading.Barrier(2)
+    extra = make_registry(barrier)
+    registry.register(extra.get("rendezvous"))  # type: ignore[arg-type]
+    batch: list[dict] = []
+    for i in range(4):
+        name = f"r{i}.txt"
+        batch += [
+            call("write_file", path=name, content="alpha\n" + "gamma\n" * 200_000),
+            call("read_file", path=f"./{name}", limit=1),
+            call("edit_file", path=name, old_string="alpha\n", new_string="beta\n"),
+        ]
+    batch += [call("rendezvous", name="a"), call("rendezvous", name="b")]
+    with FakeOpenAIServer([{"tool_calls": batch}, "done"]) as server:
+        run_engine(server, workspace, registry=registry, tool_workers=8)
+        results = [m["content"] for m in server.requests[1]["messages"] if m["role"] == "tool"]
+    for i in range(4):
+        wrote, read, edited = results[3 * i : 3 * i + 3]
+        assert wrote.startswith("Created"), wrote
+        assert "alpha" in read and "not_found" not in read, read
+        assert edited.startswith("Edited"), edited
+        assert (workspace / f"r{i}.txt").read_text().startswith("beta\n")
+    assert results[-2:] == ["met:a", "met:b"]

@@ -257,3 +257,11 @@ def test_runs_in_the_chosen_sandbox(ctx: ToolContext, command_sandbox: str) -> N
     # A sandbox mounts a /proc of its own: pid 1 there is the command's init.
     output = run(ctx, "tr '\\0' ' ' </proc/1/cmdline").output
     assert ("agentkit-init" in output) == (command_sandbox == "bwrap"), output
+
+
+def test_a_command_too_long_to_start_says_so(ctx: ToolContext) -> None:
+    # Past the kernel's limit on one argument (E2BIG), the old error read
+    # "not_found: could not start bash: Argument list too long".
+    result = run(ctx, "echo " + "x" * 300_000)
+    assert result.error_code == "too_large", result.output
+    assert "too long to start" in result.output and "write_file" in result.output

@@ -531,3 +531,19 @@ def test_symlinks_in_deliverables_are_listed_with_their_targets_size(
     assert files.read_file(workspace, settings, where, "linkdir/a.txt")["text"] == "12345"
     with pytest.raises(files.ViewError):
         files.read_file(workspace, settings, where, "outdir/x.txt")
+
+
+@pytest.mark.parametrize(
+    ("body", "said"),
+    [
+        ({"text": 123}, '"text" must be a string, not int'),
+        ({"text": ["a"]}, '"text" must be a string, not list'),
+        ({"text": "   "}, "the message is empty"),
+        ({}, "the message is empty"),
+    ],
+)
+def test_a_message_that_is_not_text_says_so(workspace: Path, body: dict, said: str) -> None:
+    with running_web(workspace, ["never asked"]) as web:
+        cid = web.new_conversation()
+        response = web.post(f"/api/conversations/{cid}/messages", body)
+    assert response.status_code == 400 and said in response.json()["error"], response.text

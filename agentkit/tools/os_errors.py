@@ -31,6 +31,7 @@ _ERRNO_KINDS: dict[int, str] = {
     errno.ENFILE: "resource_exhausted",
     errno.ENOMEM: "resource_exhausted",
     errno.EIO: "io_error",
+    errno.E2BIG: "too_large",
 }
 
 
@@ -39,7 +40,7 @@ def os_error_kind(exc: OSError) -> str:
 
     ``disk_full`` (ENOSPC, EDQUOT), ``permission_denied`` (EACCES, EPERM),
     ``read_only_filesystem`` (EROFS), ``not_found`` (ENOENT),
-    ``is_directory``, ``already_exists``, ``too_large`` (EFBIG),
+    ``is_directory``, ``already_exists``, ``too_large`` (EFBIG, E2BIG),
     ``resource_exhausted`` (EMFILE, ENFILE, ENOMEM), ``io_error`` (EIO),
     ``invalid_argument`` (EINVAL, ENOTDIR, ENAMETOOLONG, ELOOP); any other errno gives
     ``os_error``.

@@ -15,6 +15,7 @@ Public API: :data:`SHELL_TOOLS`, :class:`RunCommandParams`, :func:`run_command`,
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import shutil
 import signal
@@ -35,6 +36,7 @@ from agentkit.tools._command_run import MARK_VAR, CommandRun, describe, kill, le
 from agentkit.tools._shell_output import OutputCapture
 from agentkit.tools._shell_policy import check_interactive, check_policy
 from agentkit.tools.base import Tool, ToolContext, ToolResult
+from agentkit.tools.os_errors import os_error_kind
 from agentkit.tools.workspace import display_path, resolve_path, workspace_root
 
 if TYPE_CHECKING:
@@ -164,7 +166,14 @@ def _launch_and_finish(
             shell, command, cwd, env, confinement.argv if confinement is not None else None
         )
     except OSError as exc:
-        raise ToolError("not_found", f"could not start {shell}: {exc}") from None
+        if exc.errno == errno.E2BIG:
+            raise ToolError(
+                "too_large",
+                f"the command is too long to start ({len(command):,} characters; the system "
+                "takes about 128 KB per argument): write it to a script file with write_file "
+                "and run the script",
+            ) from None
+        raise ToolError(os_error_kind(exc), f"could not start {shell}: {exc}") from None
     proc = launched.proc
     run = CommandRun(launched, capture, command_id, started, confinement)
     if confinement is not None and confinement.relay is not None:

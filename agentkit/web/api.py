@@ -242,6 +242,8 @@ async def switch(request: Request) -> Response:
 async def post_message(request: Request) -> Response:
     data = await _json(request)
     text = data.get("text")
+    if text is not None and not isinstance(text, str):
+        raise ApiError(400, f'"text" must be a string, not {type(text).__name__}')
     if not isinstance(text, str) or not text.strip():
         raise ApiError(400, "the message is empty")
     session = await _threaded(lambda: _session(request))
