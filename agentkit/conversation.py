@@ -92,8 +92,20 @@ class Stats:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Stats:
-        """Rebuild from :meth:`to_dict` output (unknown keys ignored)."""
-        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        """Rebuild from :meth:`to_dict` output. Unknown keys, and values of the wrong
+        type (a damaged file), are left out: those fields keep their defaults."""
+        known: dict[str, Any] = {}
+        for key, value in data.items():
+            if key == "tool_calls" and isinstance(value, dict):
+                known[key] = {
+                    str(k): v
+                    for k, v in value.items()
+                    if type(v) is int  # not bool
+                }
+            elif key in cls.__dataclass_fields__ and key != "tool_calls":
+                wanted = bool if key == "usage_estimated" else int
+                if type(value) is wanted:
+                    known[key] = value
         return cls(**known)
 
 
@@ -152,20 +164,34 @@ class Conversation:
         data = read_json(path)
         if not isinstance(data, dict) or not isinstance(data.get("messages"), list):
             raise ValueError(f"{path} is not an agentkit conversation file")
+        if not all(isinstance(m, dict) for m in data["messages"]):
+            raise ValueError(f"{path}: a message is not a JSON object")
+
+        def items(key: str, kind: type) -> list[Any]:
+            # A damaged field (a number where a list belongs) reads as empty, not a crash.
+            value = data.get(key)
+            return [v for v in value if isinstance(v, kind)] if isinstance(value, list) else []
+
+        def text(key: str) -> str | None:
+            value = data.get(key)
+            return value if isinstance(value, str) else None
+
+        stats = data.get("stats")
+        loaded = Stats.from_dict(stats) if isinstance(stats, dict) else Stats()
         return cls(
             id=str(data.get("conversation_id") or path.stem),
             messages=data["messages"],
-            state=str(data.get("state") or "idle"),
-            stats=Stats.from_dict(data.get("stats") or {}),
-            created_at=str(data.get("created_at") or utc_now()),
-            updated_at=str(data.get("updated_at") or utc_now()),
-            model=data.get("model"),
-            final_text=data.get("final_text"),
-            error=data.get("error"),
-            archive=list(data.get("archive") or []),
-            subagents=list(data.get("subagents") or []),
-            title=data.get("title") if isinstance(data.get("title"), str) else None,
-            pending_notes=[n for n in data.get("pending_notes") or [] if isinstance(n, str)],
+            state=text("state") or "idle",
+            stats=loaded,
+            created_at=text("created_at") or utc_now(),
+            updated_at=text("updated_at") or utc_now(),
+            model=text("model"),
+            final_text=text("final_text"),
+            error=text("error"),
+            archive=items("archive", dict),
+            subagents=items("subagents", dict),
+            title=text("title"),
+            pending_notes=items("pending_notes", str),
         )
 
 

@@ -10,6 +10,7 @@ shared start time.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -212,3 +213,56 @@ def test_a_claim_left_by_a_session_abandoned_in_this_process_passes_on_with_its_
     release_second()
     assert not lock.exists()
     claim_conversation(lock, "conv_x", lambda: True)()
+
+
+def test_deleting_a_conversation_open_in_another_process_is_refused(
+    workspace: Path, tmp_path: Path, children: list[subprocess.Popen[bytes]]
+) -> None:
+    # Deleted under a live session elsewhere, the file would be written back by it.
+    from agentkit.chat import Workspace
+
+    cid, ctl = saved_conversation(workspace), tmp_path / "ctl"
+    ctl.mkdir()
+    holder = start(children, "hold", workspace, ctl, cid)
+    assert wait_until(lambda: (ctl / "held").exists(), 60)
+    grandchild = int((ctl / "grandchild").read_text())
+    try:
+        with Workspace(workspace, SETTINGS) as space:
+            with pytest.raises(ConfigurationError, match="another agentkit process"):
+                space.delete(cid)
+            assert conversation_path(workspace, cid).is_file()
+            os.kill(holder.pid, signal.SIGKILL)
+            holder.wait(30)
+            space.delete(cid)  # the holder is gone: now it goes
+        assert not conversation_path(workspace, cid).exists()
+    finally:
+        os.kill(grandchild, signal.SIGKILL)
+
+
+def test_a_conversation_file_with_damaged_fields_still_opens(workspace: Path) -> None:
+    # Bad input from a file gets a clear error or a sane default, never a crash:
+    # a number where a list belongs, wrong types in the stats.
+    cid = saved_conversation(workspace)
+    path = conversation_path(workspace, cid)
+    data = json.loads(path.read_text())
+    data.update(
+        pending_notes=5,
+        subagents=[42, "x", {"agent_id": 1, "status": "running", "deliverables_dir": 5}],
+        archive="x",
+        title=7,
+        state=["x"],
+        stats={"turns": "3", "tool_calls": {"read_file": "2", "edit_file": 1}, "commands": True},
+    )
+    path.write_text(json.dumps(data))
+    session = open_here(workspace, cid)
+    try:
+        conv = session.conversation
+        assert conv.pending_notes == [] and conv.archive == [] and conv.title is None
+        assert conv.stats.turns == 0 and conv.stats.tool_calls == {"edit_file": 1}
+        assert conv.stats.commands == 0 and conv.state == "idle"
+    finally:
+        session.close()
+    data["messages"] = ["not a message"]
+    path.write_text(json.dumps(data))
+    with pytest.raises(ConfigurationError, match="damaged"):
+        open_here(workspace, cid)

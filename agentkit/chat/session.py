@@ -130,6 +130,14 @@ class Session:
             self._release = claim_conversation(
                 self.transcript_path.with_suffix(".lock"), self.id, lambda: not self._closed
             )
+        try:
+            self._start(conversation_id, prewarm and subagents and launcher is None)
+        except BaseException:
+            self._release()  # the claim must not outlive a session that never started
+            raise
+
+    def _start(self, conversation_id: str | None, prewarm: bool) -> None:
+        """The rest of ``__init__``, once the conversation is claimed."""
         notes: list[str] = []
         if conversation_id:
             conv = self.conversation
@@ -157,7 +165,7 @@ class Session:
         )
         self.inbox = self._driver.inbox
         self._driver.start()
-        if prewarm and subagents and launcher is None:
+        if prewarm:
             from agentkit.subagent.local_launcher import prewarm_in_background
 
             prewarm_in_background(self.settings)

@@ -14,9 +14,11 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from agentkit.chat.lock import claim_conversation
 from agentkit.chat.session import Session
 from agentkit.chat.store import (
     ConversationInfo,
+    conversation_path,
     delete_conversation,
     list_conversations,
     rename_conversation,
@@ -122,14 +124,25 @@ class Workspace:
 
     def delete(self, conversation_id: str) -> None:
         """Close (if open) and delete a conversation's file; its sub-agents'
-        deliverables stay. Raises FileNotFoundError when nothing was saved or open."""
+        deliverables stay. Raises FileNotFoundError when nothing was saved or open,
+        ConfigurationError when another process has it open."""
         was_open = self.get(conversation_id) is not None
         self.close_session(conversation_id)
+        # Claimed while deleting: a session of another process would write it back.
+        lock = conversation_path(self.path, conversation_id).with_suffix(".lock")
+        release = (
+            claim_conversation(lock, conversation_id, lambda: True)
+            if lock.parent.is_dir()
+            else None
+        )
         try:
             delete_conversation(self.path, conversation_id)
         except FileNotFoundError:
             if not was_open:
                 raise
+        finally:
+            if release is not None:
+                release()
 
     def switch(self, leaving: str | None, to: str | None = None) -> Session:
         """Leave conversation ``leaving`` (its sub-agents end: §8.5) and open ``to``
