@@ -147,7 +147,14 @@ class ChatCommands:
         return CommandResult("help", True, HELP)
 
     def _cmd_quit(self, args: list[str], rest: str) -> CommandResult:
-        return CommandResult("quit", True, "leaving", quit=True)
+        # Leaving is at once: say what is left unsent rather than drop it silently.
+        waiting = len(self.session.inbox)
+        text = (
+            "leaving"
+            if not waiting
+            else (f"leaving; {waiting} queued message{'s' if waiting != 1 else ''} not sent")
+        )
+        return CommandResult("quit", True, text, quit=True, data={"unsent": waiting})
 
     _cmd_exit = _cmd_quit
 

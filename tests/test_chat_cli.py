@@ -247,6 +247,27 @@ def test_message_sent_during_a_round_is_queued_after_the_tool_results(workspace:
     assert len(of_type(chat.seen, "RoundStarted")) == 1  # one round answered both
 
 
+def test_quit_says_how_many_queued_messages_it_leaves_unsent(workspace: Path) -> None:
+    # /quit leaves at once; a trial saw it drop queued messages without a word.
+    gate = Gate()
+    router = Router(main=[gate.hold("first answer"), "later"])
+    with FakeOpenAIServer(router) as server:
+        chat = JsonlChat(workspace, cli_env(server.base_url))
+        try:
+            chat.send("one")
+            chat.until(lambda e: e["type"] == "RoundStarted")
+            chat.send("two")
+            chat.until(lambda e: e["type"] == "MessageQueued")
+            result = chat.command("/quit")
+            gate.event.set()
+            code, err = chat.wait()
+        finally:
+            gate.event.set()
+            chat.kill()
+    assert code == 0, err
+    assert result["unsent"] == 1 and "1 queued message not sent" in result["text"]
+
+
 def test_a_double_slash_sends_a_message_that_starts_with_a_slash(workspace: Path) -> None:
     with FakeOpenAIServer(["a path", "no command"]) as server:
         chat = JsonlChat(workspace, cli_env(server.base_url))
