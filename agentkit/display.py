@@ -267,13 +267,14 @@ class LiveDisplay:
             if status == "running":  # advance the clock between progress events
                 runtime = float(runtime) + (now - seen)
             style = {"running": "yellow", "completed": "green"}.get(status, "red")
+            # Text, not str: rich reads a str cell as markup ("[link=...]" from a model).
             table.add_row(
                 str(agent_id),
-                terminal_safe(shorten(info.get("summary", ""), 40)),
+                Text(terminal_safe(shorten(str(info.get("summary", "")), 40))),
                 Text(status, style=style),
                 format_runtime(runtime),
                 *(str(info.get(k, 0)) for k in SEED_COUNTERS),
-                terminal_safe(shorten(info.get("last_action", "") or "", 50)),
+                Text(terminal_safe(shorten(str(info.get("last_action", "") or ""), 50))),
             )
         return table
 

@@ -388,3 +388,24 @@ def test_a_process_flood_ends_at_the_timeout_with_nothing_left(workspace: Path) 
         assert wait_until(lambda: not running_with(f"sleep {n}"), 20)
     finally:
         reap(f"sleep {n}")
+
+
+@pytest.mark.parametrize("how", ["ignores_sigterm", "kills_its_group"])
+def test_a_timed_out_command_ends_even_when_the_init_watcher_is_gone(
+    workspace: Path, how: str
+) -> None:
+    # The timeout's SIGTERM reaches the init's whole process group, the init's
+    # watcher included; a command that ignores SIGTERM then outlived the release
+    # (found by a review). `kill -9 0` removes the watcher too.
+    n = marker()
+    command = {
+        "ignores_sigterm": f"trap '' TERM; sleep {n}",
+        # A subshell SIGKILLs the whole group (the watcher too) but the TERM-proof one.
+        "kills_its_group": f"(trap '' TERM; setsid sleep {n}) & (sleep 0.3; kill -9 0) & wait",
+    }[how]
+    ctx = make_ctx(workspace)
+    result = REGISTRY.execute("run_command", {"command": command, "timeout_seconds": 2}, ctx)
+    try:
+        assert wait_until(lambda: not running_with(f"sleep {n}"), 15), result.output
+    finally:
+        reap(f"sleep {n}")

@@ -306,3 +306,23 @@ def test_chat_in_a_terminal_shows_no_controls(workspace: Path) -> None:
         "left: conversation",
     ):
         assert visible in text, visible
+
+
+@pytest.mark.parametrize("summary", ["[link=http://evil.example]click[/link]", "oops [/x] [bold]"])
+def test_sub_agent_rows_are_text_not_rich_markup(summary: str) -> None:
+    # A model's summary in the live table was read as rich markup: a hyperlink
+    # escape (OSC 8), or a MarkupError that broke the view (found by a review).
+    from rich.console import Console
+
+    from agentkit import events as ev
+    from agentkit.display import LiveDisplay
+
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=True, width=200)
+    view = LiveDisplay(console)
+    row = {"agent_id": 1, "summary": summary, "status": "running", "last_action": summary}
+    view(ev.SubAgentStarted(info=row))
+    console.print(view.render())
+    shown = out.getvalue()
+    assert "\x1b]8;" not in shown
+    assert summary[:12] in re.sub(r"\x1b\[[0-9;]*m", "", shown)

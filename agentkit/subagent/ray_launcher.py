@@ -98,9 +98,10 @@ def marker_path(spec: WorkerSpec) -> Path:
 def write_marker(spec: WorkerSpec) -> str:
     """Write a fresh random token into the marker file; return the token."""
     token = secrets.token_hex(16)
-    from agentkit.confined import write_text_atomic
+    from agentkit.confined import write_bytes_atomic
 
-    write_text_atomic(Path(spec.workspace), marker_path(spec), token)
+    # 0644: a worker on another node may run as another user of the shared storage.
+    write_bytes_atomic(Path(spec.workspace), marker_path(spec), token.encode("ascii"), mode=0o644)
     return token
 
 

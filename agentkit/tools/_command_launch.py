@@ -91,12 +91,18 @@ log = logging.getLogger(__name__)
 # writable), then wait for the caller to close it. The watcher, a subshell of the init
 # (same command line, no output), blocks on the control socket; at EOF (the caller
 # released it, or the owner died, even before any parent-death signal was set) it
-# SIGKILLs every process of the namespace but the init, again and again, so a command
+# SIGKILLs every process of the namespace but the init, again and again (then once a
+# second: an init stuck in the kernel must not cost a spinning core), so a command
 # started after the EOF dies too, until the init, woken by the same EOF, exits and
-# the kernel ends the namespace. The command runs in the foreground: an asynchronous
-# command would start with SIGINT and SIGQUIT ignored.
+# the kernel ends the namespace. It ignores SIGTERM, SIGHUP and SIGINT (a timeout
+# signals the init's whole group); a command can still SIGKILL it (``kill -9 0``),
+# so the caller also ends the launcher when the namespace outlives the release
+# (agentkit.tools._command_run). The command runs in the foreground: an
+# asynchronous command would start with SIGINT and SIGQUIT ignored.
 _INIT = (
-    "exec 3<&0; { read -r _; while :; do kill -9 -1; done; } <&3 >/dev/null 2>&1 & "
+    "exec 3<&0; { trap '' TERM HUP INT; read -r _; n=0; while [ $n -lt 100 ]; do "
+    "kill -9 -1; n=$((n+1)); done; while :; do kill -9 -1; sleep 1; done; } "
+    "<&3 >/dev/null 2>&1 & "
     '"$1" -c "$2" </dev/null 3<&-; s=$?; exec >/dev/null 2>&1 3<&-; echo $s >&0; '
     "read -r _; exit 0"
 )

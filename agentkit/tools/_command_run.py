@@ -217,7 +217,26 @@ def _end_namespace(
     run.launched.release()
     if init is not None and include_shell:
         signalled.add(init.pid)
+    _end_launcher(run)
     return sorted(signalled), names
+
+
+LAUNCHER_WAIT = 1.0
+"""Seconds the namespace may take to end after its control socket closed."""
+
+
+def _end_launcher(run: CommandRun) -> None:
+    """When the namespace is still there a moment after the release (the command
+    SIGKILLed the init's watcher with ``kill -9 0``, or ignored SIGTERM after a
+    timeout signalled the watcher's group), SIGKILL the launcher (bwrap, unshare):
+    ``--die-with-parent`` / ``--kill-child`` then kill the init, and the kernel
+    the rest."""
+    deadline = time.monotonic() + LAUNCHER_WAIT
+    while run.proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    if run.proc.poll() is None:
+        with contextlib.suppress(OSError):
+            run.proc.kill()
 
 
 def list_procs(pids: list[int], names: dict[int, str], shell_pid: int) -> str:
