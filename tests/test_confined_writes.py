@@ -40,7 +40,11 @@ def test_a_running_sub_agents_folder_swapped_for_a_link_gets_no_write_outside(
     # and leaves a link to a folder outside the workspace in its place.
     before = tree(outside)
     gate = Gate()
+    # Once the worker has written its first record: a worker starting after the `mv`
+    # would make the folder again, and `ln -s` would then put the link inside it.
+    record = "sub_agent_results/agent_5/.subagent/conversations.json"
     swap = (
+        f"while [ ! -e {record} ]; do sleep 0.05; done; "
         f"mv sub_agent_results/agent_5 moved_agent_5 && ln -s {outside} sub_agent_results/agent_5"
     )
     router = Router(
