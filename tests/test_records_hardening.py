@@ -22,7 +22,7 @@ from subagent_helpers import Router, call, calls, finish, scripted_settings, wai
 
 from agentkit import Agent, Settings
 from agentkit.proctree import processes_with_mark
-from agentkit.subagent.record import KILLED_ERROR
+from agentkit.subagent.sweep import KILLED_ERROR
 from agentkit.testing import FakeOpenAIServer
 from agentkit.tools import base_tools
 from agentkit.tools.base import ToolContext, ToolRegistry

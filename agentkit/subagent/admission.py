@@ -28,8 +28,9 @@ from agentkit import prompts
 from agentkit.settings import Settings
 from agentkit.subagent import inputs
 from agentkit.subagent.claims import Claims
-from agentkit.subagent.record import RECORD_DIR, folder_in_use
+from agentkit.subagent.record import RECORD_DIR
 from agentkit.subagent.state import SubAgent
+from agentkit.subagent.sweep import folder_in_use
 
 
 @dataclass(frozen=True)

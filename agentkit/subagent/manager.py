@@ -34,10 +34,10 @@ from agentkit.subagent.record import (
     archive_record,
     list_deliverables,
     record_relpath,
-    sweep_record,
 )
 from agentkit.subagent.state import STATUS_KEYS, SubAgent, earlier_rows
 from agentkit.subagent.supervisor import Supervisor
+from agentkit.subagent.sweep import sweep_record
 
 
 class SubAgentManager:

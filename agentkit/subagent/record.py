@@ -15,7 +15,7 @@ parent-gone handler, the parent's finalise), with one exception: the worker's
 account of losing its parent (:data:`ORPHANED_ERROR`) is a guess, and the parent,
 when it is alive after all (a Ray node died under the relay, say), replaces it
 with what happened. A record left ``running`` by a process group killed at once is
-swept at the next start (:func:`sweep_record`).
+swept at the next start (agentkit.subagent.sweep).
 """
 
 from __future__ import annotations
@@ -47,10 +47,6 @@ RECORD_DIR = ".subagent"
 RECORD_FILE = "conversations.json"
 NO_TOKENS = {"prompt": 0, "completion": 0, "total": 0}
 FINAL_STATUSES = ("completed", "failed", "timeout", "terminated")
-# Written into a record found "running" at the next start whose worker is gone.
-KILLED_ERROR = (
-    "the agentkit process ended without stopping this sub-agent (killed); found at the next start"
-)
 # Where the parent writes a record it cannot write in the deliverables folder.
 FALLBACK_DIR = Path(".agentkit") / "subagent-records"
 
@@ -92,7 +88,7 @@ def build_record(
     """Return the conversations.json document (docs/specification.md §6 fields plus status).
 
     ``worker_pid`` (with ``worker_started``, its start time in seconds since the
-    epoch, and the spec's process_mark) is written when given: worker_alive and
+    epoch, and the spec's process_mark) is written when given: agentkit.subagent.sweep's worker_alive and
     sweep_record read them to tell a live worker from a dead one; ``ending`` adds
     completed_at (now when empty), result_summary and error, else the record is
     still running (completed_at and result_summary null, no error).
@@ -327,69 +323,6 @@ def archive_record(deliverables: Path, root: Path | None = None) -> Path | None:
         with confined_folder(root, current.parent) as fd:
             os.replace(current.name, target.name, src_dir_fd=fd, dst_dir_fd=fd)
     return target
-
-
-def worker_alive(record: dict[str, Any]) -> bool:
-    """True when the record's worker process still runs: its ``worker_pid`` exists,
-    is not a zombie, and (when the record holds ``worker_started``) started at
-    that time, so a reused pid does not count."""
-    pid = record.get("worker_pid")
-    if not isinstance(pid, int) or pid == os.getpid():
-        return False
-    import psutil
-
-    try:
-        process = psutil.Process(pid)
-        if process.status() == psutil.STATUS_ZOMBIE:
-            return False
-        started = record.get("worker_started")
-        if isinstance(started, (int, float)) and abs(process.create_time() - started) > 1.0:
-            return False
-    except psutil.Error:
-        return False
-    return True
-
-
-def folder_in_use(deliverables: Path) -> str | None:
-    """Return the sub-conversation id of a sub-agent still running in this folder
-    (its record says running and its worker process is alive), else None.
-
-    Guards folders across Agents: two conversations on one workspace must not
-    both start ``sub_agent_results/agent_1``.
-    """
-    record = read_record(deliverables)
-    if not record or record.get("status") != "running" or not worker_alive(record):
-        return None
-    return str(record.get("sub_conversation_id") or "?")
-
-
-def sweep_record(deliverables: Path, root: Path | None = None) -> dict[str, Any] | None:
-    """Finish a record left ``running`` by a process group killed at once (nobody
-    could rewrite it): when its worker is gone (worker_alive), mark it terminated
-    with KILLED_ERROR and completed_at, and kill any process still carrying its
-    process mark. Returns the swept record, or None when there was nothing to do
-    (no record, a final one, or a live worker). Write errors are ignored
-    (``root``: as write_record's)."""
-    record = read_record(deliverables)
-    if not record or record.get("status") != "running" or worker_alive(record):
-        return None
-    mark = record.get("process_mark")
-    if isinstance(mark, str) and mark:
-        from agentkit.proctree import kill_tree
-
-        kill_tree(None, mark, grace=0.5)
-    clean_temp_files(deliverables, root=root)
-    record.update(
-        status="terminated",
-        completed_at=utc_now(),
-        result_summary=KILLED_ERROR,
-        error=KILLED_ERROR,
-    )
-    try:
-        write_record(deliverables, record, root=root)
-    except OSError:
-        pass
-    return record
 
 
 def clean_temp_files(deliverables: Path, *, root: Path | None = None) -> None:
