@@ -135,8 +135,7 @@ def write_bytes_atomic(
             with os.fdopen(fd, "wb") as handle:
                 handle.write(data)
                 handle.flush()
-                if mode != 0o600:
-                    os.fchmod(handle.fileno(), mode)
+                os.fchmod(handle.fileno(), mode)  # exactly, whatever the umask
                 if fsync:
                     os.fsync(handle.fileno())
             os.replace(tmp, path.name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)

@@ -307,13 +307,14 @@ class Engine:
                     max_workers=self.settings.tool_workers, thread_name_prefix="agentkit-tool"
                 )
             # Lanes at once; the calls of a lane (one path) in their order (tool_lanes).
-            ran = self._pool.map(lambda lane: [self._execute(calls[i]) for i in lane], groups)
-            by_index = dict(
-                zip(
-                    (i for lane in groups for i in lane), (r for rs in ran for r in rs), strict=True
-                )
-            )
-            results = [by_index[i] for i in range(len(calls))]
+            done: dict[int, tuple[ToolResult, float]] = {}
+
+            def run_lane(lane: list[int]) -> None:
+                for i in lane:
+                    done[i] = self._execute(calls[i])
+
+            list(self._pool.map(run_lane, groups))  # list(): wait, and raise what a lane raised
+            results = [done[i] for i in range(len(calls))]
         for call, tool, (result, duration) in zip(calls, tools, results, strict=True):
             if result.ok or result.error_code in ("timeout", "killed"):  # the command ran
                 stats.count_done(tool.counter if tool else None)

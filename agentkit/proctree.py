@@ -25,7 +25,15 @@ MARK_VAR = "AGENTKIT_PROCESS_MARK"
 
 _HAS_PROC = sys.platform.startswith("linux") and os.path.isdir("/proc/self")
 
-__all__ = ["MARK_VAR", "mark_env", "processes_with_mark", "descendants", "kill_tree", "is_gone"]
+__all__ = [
+    "MARK_VAR",
+    "mark_env",
+    "processes_with_mark",
+    "descendants",
+    "kill_tree",
+    "is_gone",
+    "wait_gone",
+]
 
 
 def mark_env(mark: str, var: str = MARK_VAR) -> dict[str, str]:
@@ -171,7 +179,9 @@ def _signal_all(procs: Iterable[psutil.Process], groups: Iterable[int], sig: int
             proc.send_signal(sig)
 
 
-def _wait_gone(procs: Iterable[psutil.Process], timeout: float) -> list[psutil.Process]:
+def wait_gone(procs: Iterable[psutil.Process], timeout: float) -> list[psutil.Process]:
+    """Wait up to ``timeout`` seconds for ``procs`` to end (is_gone, polled every
+    20 ms); returns those still alive."""
     deadline = time.monotonic() + max(0.0, timeout)
     alive = [p for p in procs if not is_gone(p)]
     while alive and time.monotonic() < deadline:
@@ -216,11 +226,11 @@ def kill_tree(
         return []
     signalled = {p.pid for p in targets}
     _signal_all(targets, groups, signal.SIGTERM)
-    alive = _wait_gone(targets, grace)
+    alive = wait_gone(targets, grace)
     again = [p for p in _collect(None, mark, var, [*alive, *extra]).values() if not is_gone(p)]
     signalled.update(p.pid for p in again)
     if again:
         groups |= _own_groups(again)
         _signal_all(again, groups, signal.SIGKILL)
-        _wait_gone(again, 2.0)
+        wait_gone(again, 2.0)
     return sorted(signalled)

@@ -59,6 +59,16 @@ def start(
     return proc
 
 
+def hold_elsewhere(
+    children: list[subprocess.Popen[bytes]], workspace: Path, ctl: Path, cid: str
+) -> tuple[subprocess.Popen[bytes], int]:
+    """Open ``cid`` in another process (lock_child ``hold``) and wait until it holds
+    it; returns that process and the pid of the grandchild it started."""
+    holder = start(children, "hold", workspace, ctl, cid)
+    assert wait_until(lambda: (ctl / "held").exists(), 60)
+    return holder, int((ctl / "grandchild").read_text())
+
+
 def saved_conversation(workspace: Path) -> str:
     conversation = Conversation(model="m")
     conversation.save(conversation_path(workspace, conversation.id))
@@ -129,9 +139,7 @@ def test_opening_right_after_kill_9_of_the_holder_succeeds_before_it_is_reaped(
     descriptor must not be among that (close-on-exec), or the claim would live on."""
     cid, ctl = saved_conversation(workspace), tmp_path / "ctl"
     ctl.mkdir()
-    holder = start(children, "hold", workspace, ctl, cid)
-    assert wait_until(lambda: (ctl / "held").exists(), 60)
-    grandchild = int((ctl / "grandchild").read_text())
+    holder, grandchild = hold_elsewhere(children, workspace, ctl, cid)
     try:
         with pytest.raises(
             ConfigurationError, match=f"another agentkit process \\(pid {holder.pid}\\)"
@@ -155,9 +163,7 @@ def test_a_release_in_one_process_never_frees_a_claim_held_by_another(
     lock = conversations_dir(workspace) / f"{cid}.lock"
     mine = open_here(workspace, cid)
     mine.close()  # released here...
-    holder = start(children, "hold", workspace, ctl, cid)  # ...and claimed there
-    assert wait_until(lambda: (ctl / "held").exists(), 60)
-    grandchild = int((ctl / "grandchild").read_text())
+    holder, grandchild = hold_elsewhere(children, workspace, ctl, cid)  # ...and claimed there
     try:
         mine._release()  # a stale release, again, and the session's close again
         mine.close()
@@ -223,9 +229,7 @@ def test_deleting_a_conversation_open_in_another_process_is_refused(
 
     cid, ctl = saved_conversation(workspace), tmp_path / "ctl"
     ctl.mkdir()
-    holder = start(children, "hold", workspace, ctl, cid)
-    assert wait_until(lambda: (ctl / "held").exists(), 60)
-    grandchild = int((ctl / "grandchild").read_text())
+    holder, grandchild = hold_elsewhere(children, workspace, ctl, cid)
     try:
         with Workspace(workspace, SETTINGS) as space:
             with pytest.raises(ConfigurationError, match="another agentkit process"):

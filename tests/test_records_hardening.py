@@ -90,12 +90,14 @@ def test_a_final_record_refuses_to_be_replaced(tmp_path: Path) -> None:
 
     folder = tmp_path / "d"
     done = {"sub_conversation_id": "s1", "status": "completed", "messages": []}
-    assert write_record(folder, done) is True
+    assert write_record(folder, done, root=tmp_path) is True
     for status in ("terminated", "running", "failed"):
-        assert write_record(folder, {**done, "status": status}) is False
+        assert write_record(folder, {**done, "status": status}, root=tmp_path) is False
     assert read_record(folder) == done
     # Another sub-conversation in the folder (a new agent) may replace it.
-    assert write_record(folder, {**done, "sub_conversation_id": "s2", "status": "running"})
+    assert write_record(
+        folder, {**done, "sub_conversation_id": "s2", "status": "running"}, root=tmp_path
+    )
 
 
 def test_the_living_parent_replaces_a_workers_account_of_losing_it(tmp_path: Path) -> None:
@@ -112,17 +114,19 @@ def test_the_living_parent_replaces_a_workers_account_of_losing_it(tmp_path: Pat
     spec = WorkerSpec(1, "s", "t", 60, "d", str(folder), str(tmp_path), "s1", {}, "m", "now")
     said = [{"role": "user", "content": "t"}]
     orphan = {"sub_conversation_id": "s1", "status": "terminated", "error": ORPHANED_ERROR}
-    assert write_record(folder, {**orphan, "messages": said})  # the worker, relay gone
+    assert write_record(
+        folder, {**orphan, "messages": said}, root=tmp_path
+    )  # the worker, relay gone
     # The parent lived after all (its relay died under the worker): its verdict wins,
     # and the worker's messages stay.
     record, where = finalise_record(spec, "failed", {}, {}, Ending("node died", "node died"))
     assert where is not None and read_record(folder) == record
     assert record["status"] == "failed" and record["messages"] == said
     # Any other final record, and the parent's own, stay as they are.
-    assert write_record(folder, {**orphan, "messages": []}) is False
+    assert write_record(folder, {**orphan, "messages": []}, root=tmp_path) is False
     for sub_id, status, error in (("s2", "completed", None), ("s3", "terminated", "by user")):
         done = {"sub_conversation_id": sub_id, "status": status, "error": error, "messages": []}
-        assert write_record(folder, done)
+        assert write_record(folder, done, root=tmp_path)
         later = dataclasses.replace(spec, sub_conversation_id=sub_id)
         finalise_record(later, "failed", {}, {}, Ending("late", "late"))
         assert read_record(folder) == done

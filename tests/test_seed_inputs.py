@@ -340,7 +340,7 @@ def test_folder_of_another_process_says_so(workspace: Path) -> None:
     other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
         record = {"status": "running", "worker_pid": other.pid, "sub_conversation_id": "conv_x"}
-        write_record(workspace / "shared", record)
+        write_record(workspace / "shared", record, root=workspace)
         manager = SubAgentManager(workspace=workspace, settings=Settings(language="en"))
         answer = manager.create(agent_id=1, summary="s", task="t", deliverables_dir="shared")
     finally:

@@ -16,14 +16,14 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["tool_call_response_format", "tool_call_schema"]
+__all__ = ["allowed_calls", "tool_call_response_format", "tool_call_schema"]
 
-_ANSWER_ARGUMENTS = {
+ANSWER_ARGUMENTS: dict[str, Any] = {
     "type": "object",
     "properties": {"text": {"type": "string"}},
     "required": ["text"],
-    "additionalProperties": False,
 }
+"""The final-answer pseudo tool's arguments: ``{"text": string}``."""
 # Keywords kept as they are; the rest (descriptions, titles, defaults, formats a
 # decoder may not know) is left out of the constraint.
 _KEPT = ("type", "enum", "const", "minLength", "maxLength", "minimum", "maximum")
@@ -54,6 +54,26 @@ def narrow(schema: Any) -> dict[str, Any]:
     return out
 
 
+def allowed_calls(
+    tools: list[dict[str, Any]], answer_name: str | None
+) -> list[tuple[str, dict[str, Any]]]:
+    """The ``(name, parameters schema)`` of each call a constrained reply may make:
+    the offered tools (``{"type": "function", "function": {"name", "parameters"}}``;
+    entries of another shape, or without a name, are skipped; a missing schema
+    allows any arguments) and, unless ``answer_name`` is None, the final-answer
+    pseudo tool. Shared by the JSON schema here and the grammar (_grammar)."""
+    found: list[tuple[str, dict[str, Any]]] = []
+    for tool in tools:
+        function = tool.get("function") if isinstance(tool, dict) else None
+        name = function.get("name") if isinstance(function, dict) else None
+        if isinstance(function, dict) and isinstance(name, str) and name:
+            parameters = function.get("parameters")
+            found.append((name, parameters if isinstance(parameters, dict) else {}))
+    if answer_name:
+        found.append((answer_name, ANSWER_ARGUMENTS))
+    return found
+
+
 def tool_call_schema(tools: list[dict[str, Any]], answer_name: str | None) -> dict[str, Any]:
     """Return the JSON schema whose instances are exactly the valid calls.
 
@@ -67,13 +87,6 @@ def tool_call_schema(tools: list[dict[str, Any]], answer_name: str | None) -> di
         ``{"anyOf": [{"type": "object", "properties": {"name": {"enum": [N]},
         "arguments": ...}, ...}, ...]}``.
     """
-    named: list[tuple[Any, Any]] = [
-        (f.get("name"), f.get("parameters"))
-        for t in tools
-        if isinstance(t, dict) and isinstance(f := t.get("function"), dict)
-    ]
-    if answer_name:
-        named.append((answer_name, _ANSWER_ARGUMENTS))
     choices = [
         {
             "type": "object",
@@ -81,8 +94,7 @@ def tool_call_schema(tools: list[dict[str, Any]], answer_name: str | None) -> di
             "required": ["name", "arguments"],
             "additionalProperties": False,
         }
-        for name, parameters in named
-        if isinstance(name, str) and name
+        for name, parameters in allowed_calls(tools, answer_name)
     ]
     return {"anyOf": choices}
 

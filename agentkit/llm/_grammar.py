@@ -20,6 +20,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from agentkit.llm._call_schema import allowed_calls
+
 _BASE = r"""ws ::= ([ \t\n] ([ \t\n])?)?
 char ::= [^"\\\x7F\x00-\x1F] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F])
 string ::= "\"" char* "\""
@@ -135,18 +137,8 @@ def tool_call_grammar(tools: list[dict[str, Any]], answer_name: str | None) -> s
     """
     builder = _Builder()
     choices: list[str] = []
-    answer = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
-    named = [
-        (f.get("name"), f.get("parameters"))
-        for t in tools
-        if isinstance(t, dict) and isinstance(f := t.get("function"), dict)
-    ]
-    if answer_name:
-        named.append((answer_name, answer))
-    for name, parameters in named:
-        if not isinstance(name, str) or not name:
-            continue
-        arguments = builder.schema(parameters if isinstance(parameters, dict) else {})
+    for name, parameters in allowed_calls(tools, answer_name):
+        arguments = builder.schema(parameters)
         body = f'{_literal(name)} ws "," ws "\\"arguments\\"" ws ":" ws {arguments}'
         choices.append(builder.rule(body, "call"))
     root = f'root ::= "{{" ws "\\"name\\"" ws ":" ws ({" | ".join(choices)}) ws "}}"'

@@ -203,15 +203,10 @@ def orphaned_account(stored: dict[str, Any]) -> bool:
 
 
 @contextlib.contextmanager
-def _folder_lock(deliverables: Path, root: Path | None) -> Iterator[None]:
+def _folder_lock(deliverables: Path, root: Path) -> Iterator[None]:
     """Hold an exclusive flock on the record folder (across processes and threads),
-    made if missing (``root``: through no link below it, agentkit.confined)."""
-    folder = deliverables / RECORD_DIR
-    if root is not None:
-        fd = open_folder(root, folder, create=True)
-    else:
-        folder.mkdir(parents=True, exist_ok=True)
-        fd = os.open(folder, os.O_RDONLY)
+    made if missing through no link below ``root`` (agentkit.confined)."""
+    fd = open_folder(root, deliverables / RECORD_DIR, create=True)
     if fcntl is None:
         os.close(fd)
         yield
@@ -248,7 +243,7 @@ def guarded(
     write: Callable[[], None],
     by_parent: bool = False,
     *,
-    root: Path | None = None,
+    root: Path,
 ) -> bool:
     """Run ``write()`` (which replaces the record file with ``record``) unless
     may_replace refuses it, under the folder lock. Returns whether it wrote;
@@ -269,7 +264,7 @@ def write_record(
     record: dict[str, Any],
     by_parent: bool = False,
     *,
-    root: Path | None = None,
+    root: Path,
 ) -> bool:
     """Atomically (temp file + rename) write ``record`` as the agent's
     conversations.json, unless a final record of the same sub-conversation is
@@ -285,7 +280,7 @@ def write_record(
     return guarded(deliverables, record, write, by_parent, root=root)
 
 
-def record_writer(deliverables: Path, root: Path | None = None) -> JsonFileWriter:
+def record_writer(deliverables: Path, root: Path) -> JsonFileWriter:
     """Return a JsonFileWriter of the record whose every write obeys may_replace
     (``root``: as write_record's)."""
 
@@ -304,7 +299,7 @@ def read_record(deliverables: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
-def archive_record(deliverables: Path, root: Path | None = None) -> Path | None:
+def archive_record(deliverables: Path, root: Path) -> Path | None:
     """Move an earlier sub-agent's record out of the way before a new one starts in
     the same folder: ``.subagent/conversations.<sub_conversation_id>.json``.
 
@@ -317,29 +312,20 @@ def archive_record(deliverables: Path, root: Path | None = None) -> Path | None:
     old = read_record(deliverables) or {}
     name = str(old.get("sub_conversation_id") or f"archived-{int(current.stat().st_mtime)}")
     target = current.with_name(f"conversations.{name}.json")
-    if root is None:
-        os.replace(current, target)
-    else:  # through the folder's descriptor: no link below root is followed
-        with confined_folder(root, current.parent) as fd:
-            os.replace(current.name, target.name, src_dir_fd=fd, dst_dir_fd=fd)
+    with confined_folder(root, current.parent) as fd:  # no link below root is followed
+        os.replace(current.name, target.name, src_dir_fd=fd, dst_dir_fd=fd)
     return target
 
 
-def clean_temp_files(deliverables: Path, *, root: Path | None = None) -> None:
-    """Remove temp files a killed worker may have left beside the record
-    (``root``: as write_record's)."""
-    folder = deliverables / RECORD_DIR
+def clean_temp_files(deliverables: Path, *, root: Path) -> None:
+    """Remove temp files a killed worker may have left beside the record (through
+    no link below ``root``, as write_record)."""
     try:
-        with contextlib.ExitStack() as stack:
-            fd = stack.enter_context(confined_folder(root, folder)) if root is not None else None
-            names = os.listdir(fd if fd is not None else folder)
-            for name in names:
+        with confined_folder(root, deliverables / RECORD_DIR) as fd:
+            for name in os.listdir(fd):
                 if name.startswith(f".{RECORD_FILE}.") and name.endswith(".tmp"):
                     with contextlib.suppress(OSError):
-                        if fd is not None:
-                            os.unlink(name, dir_fd=fd)
-                        else:
-                            os.unlink(folder / name)
+                        os.unlink(name, dir_fd=fd)
     except OSError:
         return
 

@@ -59,7 +59,7 @@ def folder_in_use(deliverables: Path) -> str | None:
     return str(record.get("sub_conversation_id") or "?")
 
 
-def sweep_record(deliverables: Path, root: Path | None = None) -> dict[str, Any] | None:
+def sweep_record(deliverables: Path, root: Path) -> dict[str, Any] | None:
     """Finish a record left ``running`` by a process group killed at once (nobody
     could rewrite it): when its worker is gone (worker_alive), mark it terminated
     with KILLED_ERROR and completed_at, and kill any process still carrying its

@@ -208,11 +208,7 @@ def _end_namespace(
         for proc in members:
             with contextlib.suppress(psutil.Error):
                 proc.terminate()
-        deadline = time.monotonic() + grace
-        alive = [p for p in members if not proctree.is_gone(p)]
-        while alive and time.monotonic() < deadline:
-            time.sleep(0.02)
-            alive = [p for p in alive if not proctree.is_gone(p)]
+        proctree.wait_gone(members, grace)
     # The init's watcher SIGKILLs everything left at this EOF, then the init exits.
     run.launched.release()
     if init is not None and include_shell:
@@ -231,10 +227,9 @@ def _end_launcher(run: CommandRun) -> None:
     timeout signalled the watcher's group), SIGKILL the launcher (bwrap, unshare):
     ``--die-with-parent`` / ``--kill-child`` then kill the init, and the kernel
     the rest."""
-    deadline = time.monotonic() + LAUNCHER_WAIT
-    while run.proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.01)
-    if run.proc.poll() is None:
+    try:
+        run.proc.wait(LAUNCHER_WAIT)
+    except subprocess.TimeoutExpired:
         with contextlib.suppress(OSError):
             run.proc.kill()
 

@@ -3,11 +3,9 @@ staleness checks and atomic writes (docs/tools.md §1 "Atomic writes", read snap
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
 import stat
-import tempfile
 import threading
 from pathlib import Path
 from typing import Any
@@ -175,43 +173,22 @@ def stale_error(ctx: ToolContext, path: Path, text: str | None) -> ToolError:
     return ToolError("stale_read", "\n".join(parts))
 
 
-def atomic_write(path: Path, data: bytes, mode: int | None, root: Path | None = None) -> None:
+def atomic_write(path: Path, data: bytes, mode: int | None, root: Path) -> None:
     """Write ``data`` to ``path`` atomically: temp file in the same folder, flush, fsync,
-    ``os.replace``, then fsync of the folder (best effort).
+    rename, then fsync of the folder (agentkit.confined.write_bytes_atomic).
 
     Args:
         mode: permission bits to give the file (an existing file's), or None for a new
             file (0o666 minus the umask, like ``open()`` would).
-        root: the workspace: the folders below it are opened without following links
-            (agentkit.confined), so a folder a command swapped for a link after the
-            path guard checked it is refused, not followed out of the workspace.
+        root: the workspace: the folders below it are opened without following links,
+            so a folder a command swapped for a link after the path guard checked it
+            is refused, not followed out of the workspace.
     Raises:
         OSError from the file system (the temp file is removed first).
     """
-    if root is not None:
-        from agentkit.confined import write_bytes_atomic
+    from agentkit.confined import write_bytes_atomic
 
-        new_mode = _NEW_FILE_MODE if mode is None else mode
-        write_bytes_atomic(root, path, data, mode=new_mode, fsync=True)
-        return
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, _NEW_FILE_MODE if mode is None else mode)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    with contextlib.suppress(OSError):
-        dfd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
+    write_bytes_atomic(root, path, data, mode=_NEW_FILE_MODE if mode is None else mode, fsync=True)
 
 
 def os_error(ctx: ToolContext, path: Path, exc: OSError, doing: str) -> ToolError:
