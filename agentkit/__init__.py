@@ -17,11 +17,13 @@ from typing import TYPE_CHECKING, Any
 from agentkit import events as _events
 from agentkit.errors import (
     AgentkitError,
+    ApprovalError,
     Cancelled,
     ConfigurationError,
     ContextLengthExceeded,
     LLMError,
     ToolError,
+    WorkspaceFull,
 )
 
 if TYPE_CHECKING:
@@ -29,9 +31,14 @@ if TYPE_CHECKING:
     from agentkit.chat import RoundResult, Session, Workspace
     from agentkit.events import (
         AllWorkDone,
+        ApprovalAnswered,
+        ApprovalRequested,
+        ApprovalWithdrawn,
         AssistantMessage,
+        BudgetWarning,
         ContextCompacted,
         Event,
+        HookFailed,
         MessageQueued,
         Notification,
         RetryScheduled,
@@ -40,8 +47,11 @@ if TYPE_CHECKING:
         RunFinished,
         RunStarted,
         StateChanged,
+        SubAgentAnswered,
         SubAgentFinished,
+        SubAgentMessage,
         SubAgentProgress,
+        SubAgentQuestion,
         SubAgentStarted,
         TextDelta,
         ToolCallFinished,
@@ -49,7 +59,8 @@ if TYPE_CHECKING:
         UserMessage,
     )
     from agentkit.settings import Settings
-    from agentkit.tools.base import Tool, ToolContext, ToolRegistry, ToolResult
+    from agentkit.tools.base import Tool, ToolContext, ToolResult
+    from agentkit.tools.registry import ToolRegistry
 
 # Loaded on first use, so `import agentkit` (and `agentkit --help`) stays fast:
 # pydantic-settings alone costs ~300 ms and openai ~0.4 s (docs/architecture.md §8).
@@ -60,7 +71,7 @@ _LAZY = {
     "Settings": "agentkit.settings",
     "Tool": "agentkit.tools.base",
     "ToolContext": "agentkit.tools.base",
-    "ToolRegistry": "agentkit.tools.base",
+    "ToolRegistry": "agentkit.tools.registry",
     "ToolResult": "agentkit.tools.base",
     "Session": "agentkit.chat",
     "Workspace": "agentkit.chat",
@@ -74,12 +85,18 @@ __all__ = [
     "Agent",
     "AgentkitError",
     "AllWorkDone",
+    "ApprovalAnswered",
+    "ApprovalError",
+    "ApprovalRequested",
+    "ApprovalWithdrawn",
     "AssistantMessage",
+    "BudgetWarning",
     "Cancelled",
     "ConfigurationError",
     "ContextCompacted",
     "ContextLengthExceeded",
     "Event",
+    "HookFailed",
     "LLMError",
     "MessageQueued",
     "Notification",
@@ -93,8 +110,11 @@ __all__ = [
     "Session",
     "Settings",
     "StateChanged",
+    "SubAgentAnswered",
     "SubAgentFinished",
+    "SubAgentMessage",
     "SubAgentProgress",
+    "SubAgentQuestion",
     "SubAgentStarted",
     "TextDelta",
     "Tool",
@@ -106,6 +126,7 @@ __all__ = [
     "ToolResult",
     "UserMessage",
     "Workspace",
+    "WorkspaceFull",
 ]
 
 

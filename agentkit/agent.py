@@ -32,7 +32,7 @@ from agentkit.chat.setup import (
     check_message,
     check_settings,
 )
-from agentkit.conversation import Conversation
+from agentkit.conversation import Conversation, usage_total
 from agentkit.engine import Model
 from agentkit.errors import ConfigurationError
 from agentkit.settings import Settings
@@ -41,7 +41,7 @@ from agentkit.tools.base import Tool, tool_from_function
 if TYPE_CHECKING:
     from agentkit.subagent.manager import SubAgentManager
 
-__all__ = ["Agent", "RunResult", "check_settings"]
+__all__ = ["Agent", "RunResult"]
 
 
 @dataclass
@@ -52,7 +52,9 @@ class RunResult:
         final_text: the main agent's last answer (None if it gave none).
         conversation_id: id of the conversation (its file is ``transcript_path``).
         status: ``done``, ``failed`` or ``cancelled``.
-        stats: conversation stats (turns, tool_calls by name, token_usage, seed counters).
+        stats: the main agent's conversation stats (turns, tool_calls by name,
+            token_usage, seed counters, cost_usd: None when unknown) and ``usage_total``,
+            ``{"tokens", "cost_usd"}`` of the main agent and every sub-agent summed.
         error: one line saying why, when status is not ``done``.
         error_kind: the LLMError kind when a model error ended the run (``connection``,
             ``authentication``, ``quota_exhausted``...), else None.
@@ -92,9 +94,21 @@ class Agent:
         model: an object with the engine's ``complete()`` (tests, custom clients);
             default is agentkit.llm.LLMClient(settings).
         subagents: offer the three sub-agent tools (default True).
+        hooks: Python hooks ``{event: func or [funcs]}`` for every conversation of this
+            Agent (see :meth:`add_hook`; docs/approvals.md §5).
+        on_approval: answers approval requests (see :meth:`Session.on_approval
+            <agentkit.chat.Session.on_approval>`); without one, an ``ask`` is settled by
+            ``Settings.approvals_default`` (deny: "no one to ask").
+        prewarm: start the sub-agent worker process server now, in the background,
+            so the first sub-agent starts in tens of milliseconds (default False: it
+            starts at the first create_sub_agent, about a second then, and a task
+            that creates none never pays its 1-2 s of CPU; a chat session prewarms).
+        tracer_provider: an OpenTelemetry ``TracerProvider`` that this process's
+            agentkit spans go through (agentkit.tracing.configure; docs/tracing.md);
+            default: the ``OTEL_*`` variables decide.
 
-    Raises ConfigurationError for a missing workspace, model or key, and
-    FileNotFoundError for an unknown conversation_id.
+    Raises ConfigurationError for a missing workspace, model or key, a malformed hooks
+    file or ``approvals`` value, and FileNotFoundError for an unknown conversation_id.
     """
 
     def __init__(
@@ -106,8 +120,17 @@ class Agent:
         conversation_id: str | None = None,
         model: Model | None = None,
         subagents: bool = True,
+        hooks: dict[str, Any] | None = None,
+        on_approval: Callable[[dict[str, Any]], Any] | None = None,
+        prewarm: bool = False,
+        tracer_provider: Any = None,
     ) -> None:
         from agentkit.tools.imported import worker_settings
+
+        if tracer_provider is not None:
+            from agentkit import tracing
+
+            tracing.configure(tracer_provider)
 
         # Tools for sub-agents travel to workers by import reference, in Settings.tools;
         # one that cannot is refused here (ToolNotImportable), not at its first call.
@@ -131,13 +154,16 @@ class Agent:
             self.settings,
         )
         self._subagents = subagents
+        self._hooks: dict[str, list[Any]] = {e: list(f) if isinstance(f, (list, tuple)) else [f]
+                                             for e, f in (hooks or {}).items()}  # fmt: skip
+        self._answerers = [on_approval] if on_approval is not None else []
         self._closed = False
         self._run_lock = threading.Lock()
-        self.session = self._open(workspace, conversation_id, prewarm=True)
+        self.session = self._open(workspace, conversation_id, prewarm=prewarm)
         self.workspace = self.session.workspace
 
     def _open(self, workspace: str | Path, conversation_id: str | None, prewarm: bool) -> Session:
-        return Session(
+        session = Session(
             workspace,
             self.settings,
             conversation_id=conversation_id,
@@ -145,7 +171,11 @@ class Agent:
             registry=self.registry,
             subagents=self._subagents,
             prewarm=prewarm,
+            hooks=self._hooks,
         )
+        for answerer in self._answerers:
+            session.on_approval(answerer)
+        return session
 
     # ------------------------------------------------------------- the session
     @property
@@ -196,6 +226,28 @@ class Agent:
         sub-agents and defined in ``__main__``, in a closure or as a lambda."""
         self.session.add_tool(tool)  # the session shares this Agent's registry
         self.settings = self.session.settings
+
+    def add_hook(
+        self, event: str, func: Callable[[dict[str, Any]], Any], matcher: str = ""
+    ) -> None:
+        """Call ``func(payload)`` at hook ``event`` in this and every later conversation
+        (see :meth:`Session.add_hook <agentkit.chat.Session.add_hook>`): it gets the
+        payload a command hook reads on stdin and may return a dict like a command's JSON
+        output (``{"decision": "deny", "reason": ...}``) or None. Raises
+        ConfigurationError for an unknown event."""
+        self.session.add_hook(event, func, matcher)
+        from agentkit.policy.hooks import PythonHook
+
+        self._hooks.setdefault(event, []).append(PythonHook(func, matcher))
+
+    def on_approval(self, answerer: Callable[[dict[str, Any]], Any]) -> None:
+        """Answer approval requests with ``answerer(request)`` from now on, in this and
+        every later conversation (see :meth:`Session.on_approval
+        <agentkit.chat.Session.on_approval>`): it may return ``"allow"``,
+        ``"allow_always"``, ``"deny"`` or ``("deny", reason)``, or None and answer later
+        with ``agent.session.approve``."""
+        self.session.on_approval(answerer)
+        self._answerers.append(answerer)
 
     def _replace_session(self, conversation_id: str | None) -> None:
         self.session.close()  # its sub-agents end first (§8.5)
@@ -278,7 +330,10 @@ class Agent:
             final_text=last.final_text,
             conversation_id=last.conversation_id,
             status=last.status,
-            stats=session.conversation.stats.to_dict(),
+            stats={
+                **session.conversation.stats.to_dict(),
+                "usage_total": usage_total(session.conversation.stats, session.subagents()),
+            },
             error=last.error,
             transcript_path=last.transcript_path,
             error_kind=last.error_kind,

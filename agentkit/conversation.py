@@ -8,6 +8,7 @@ in flight and ``Agent(conversation_id=...)`` can load it and continue.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -15,6 +16,18 @@ from typing import Any
 
 from agentkit.jsonfile import read_json, write_json_atomic
 from agentkit.llm.turns import Usage
+
+STATE_DIR = ".agentkit"
+"""agentkit's own folder at the workspace root (conversations, records, logs): the one
+spelling; commands never write it (docs/architecture.md §6)."""
+
+PROCESS_GONE = "ended (process gone)"
+"""What a view shows (``agentkit show``, the conversation list, the web list) for a
+conversation or sub-agent its file says is running whose owning process is gone
+(killed before it could write how it ended)."""
+
+LIVE_STATES = ("running", "waiting_for_subagents")
+"""Conversation states that only a live session can be in."""
 
 # The seed's four activity counters (docs/specification.md §1 stats, §3.2 template), in display order;
 # the one definition every module (Stats, records, status rows, views) uses.
@@ -24,6 +37,11 @@ SEED_COUNTERS = ("files_read", "searches", "web_pages", "commands")
 def utc_now() -> str:
     """Return the current UTC time as ``2026-03-10T12:00:00Z`` (docs/specification.md §6 format)."""
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def utc_from(timestamp: float) -> str:
+    """Return a POSIX ``timestamp`` (seconds) in :func:`utc_now`'s format."""
+    return datetime.fromtimestamp(timestamp, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def new_conversation_id() -> str:
@@ -37,7 +55,10 @@ class Stats:
 
     ``turns`` counts model requests answered; ``tool_calls`` counts calls by tool
     name; token fields are summed usage (tokens), ``usage_estimated`` is True if any
-    turn's usage was counted locally. The four seed counters (docs/specification.md §1 stats) count
+    turn's usage was counted locally; ``cached_tokens`` is the part of the prompt
+    tokens the server had cached, ``cost_usd`` the priced responses' cost in US dollars
+    (agentkit.cost) and ``unpriced_responses`` those without a known price: then the
+    cost is unknown (:meth:`cost` is None, never 0). The four seed counters (docs/specification.md §1 stats) count
     successful calls: files_read = read_file, searches = search_workspace +
     web_search, web_pages = extract_webpage, commands = run_command (a command
     that ran counts whatever its exit code).
@@ -49,6 +70,9 @@ class Stats:
     completion_tokens: int = 0
     total_tokens: int = 0
     usage_estimated: bool = False
+    cached_tokens: int = 0
+    cost_usd: float = 0.0
+    unpriced_responses: int = 0
     files_read: int = 0
     searches: int = 0
     web_pages: int = 0
@@ -60,6 +84,18 @@ class Stats:
         self.completion_tokens += usage.completion_tokens
         self.total_tokens += usage.total_tokens or usage.prompt_tokens + usage.completion_tokens
         self.usage_estimated = self.usage_estimated or usage.estimated
+
+    def add_cost(self, cached_tokens: int, cost_usd: float | None) -> None:
+        """Add one response's cached prompt tokens and its cost (None: no known price)."""
+        self.cached_tokens += cached_tokens
+        if cost_usd is None:
+            self.unpriced_responses += 1
+        else:
+            self.cost_usd += cost_usd
+
+    def cost(self) -> float | None:
+        """The cost in US dollars so far, or None when a response had no known price."""
+        return None if self.unpriced_responses else round(self.cost_usd, 10)
 
     def count_call(self, name: str) -> None:
         """Count one call of tool ``name`` (every attempt, failed ones included)."""
@@ -88,6 +124,7 @@ class Stats:
         data = asdict(self)
         data["tool_calls"] = dict(self.tool_calls)
         data["token_usage"] = self.token_usage()
+        data["cost_usd"] = self.cost()
         return data
 
     @classmethod
@@ -102,11 +139,34 @@ class Stats:
                     for k, v in value.items()
                     if type(v) is int  # not bool
                 }
+            elif key == "cost_usd":
+                if isinstance(value, (int, float)) and not isinstance(value, bool):
+                    known[key] = float(value)
             elif key in cls.__dataclass_fields__ and key != "tool_calls":
                 wanted = bool if key == "usage_estimated" else int
                 if type(value) is wanted:
                     known[key] = value
+        if known.get("turns") and not isinstance(data.get("cost_usd"), (int, float)):
+            # Saved before costs were counted, or with an unknown price: unknown.
+            known["unpriced_responses"] = max(known.get("unpriced_responses", 0), 1)
         return cls(**known)
+
+
+def usage_total(stats: Stats, subagents: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """The whole conversation's usage, the main agent's ``stats`` and every sub-agent's
+    row (``tokens``, ``cost_usd``) summed: ``{"tokens": int, "cost_usd": float | None}``
+    (tokens are prompt plus completion; the cost is None when any agent's is unknown,
+    never a partial sum; issue 21, docs/control-plane.md §3)."""
+    tokens = stats.prompt_tokens + stats.completion_tokens
+    cost = stats.cost()
+    for row in subagents:
+        used, spent = row.get("tokens"), row.get("cost_usd")
+        tokens += used if isinstance(used, int) and not isinstance(used, bool) else 0
+        if cost is not None and isinstance(spent, (int, float)) and not isinstance(spent, bool):
+            cost += spent
+        else:
+            cost = None
+    return {"tokens": tokens, "cost_usd": None if cost is None else round(cost, 10)}
 
 
 @dataclass
@@ -114,7 +174,19 @@ class Conversation:
     """One conversation: its messages (OpenAI shape), state and stats.
 
     ``archive`` keeps the original text of messages shrunk or compacted to fit the
-    context window, so nothing is lost from the record.
+    context window, so nothing is lost from the record. ``queued`` holds user
+    messages accepted but not yet in ``messages`` (a live session keeps it current,
+    so a message is on disk from the moment it is accepted; the next opening
+    delivers them). ``last_event_seq`` is the number of the last event its session
+    streamed, written when that session closed cleanly (0 for a new conversation;
+    None: unknown, e.g. the process was killed): the next session numbers its events
+    on from there (agentkit.chat.eventbus). ``round_ends`` notes each chat
+    round that ended without an answer (stopped or failed: ``{"round", "status",
+    "error", "error_kind", "background", "after"}``, ``after`` the number of messages
+    then), so that a reloaded conversation shows it where it happened; the model never
+    reads it. ``rounds`` counts the chat rounds so far, so that a reopened
+    conversation numbers its next round on from there (older files: the highest
+    round in ``round_ends``).
     """
 
     id: str = field(default_factory=new_conversation_id)
@@ -130,10 +202,21 @@ class Conversation:
     subagents: list[dict[str, Any]] = field(default_factory=list)
     title: str | None = None
     pending_notes: list[str] = field(default_factory=list)  # owed to the model's next round
+    # The AGENTS.md files and skills in the system prompt (agentkit.conventions.gather);
+    # saved only when there are some, so files without conventions stay as they were.
+    conventions: dict[str, Any] = field(default_factory=dict)
+    queued: list[str] = field(default_factory=list)
+    last_event_seq: int | None = 0  # a new conversation's events start at 1
+    round_ends: list[dict[str, Any]] = field(default_factory=list)
+    rounds: int = 0
+    # Approval requests waiting for an answer and the allow_always rules of this
+    # conversation (agentkit.chat.approvals); saved only when there are some.
+    approvals: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        """Return the JSON document saved on disk."""
-        return {
+        """Return the JSON document saved on disk (``conventions`` and ``approvals``
+        only when set)."""
+        data = {
             "conversation_id": self.id,
             "title": self.title,
             "state": self.state,
@@ -143,11 +226,21 @@ class Conversation:
             "final_text": self.final_text,
             "error": self.error,
             "stats": self.stats.to_dict(),
+            "usage_total": usage_total(self.stats, self.subagents),
             "subagents": self.subagents,
             "pending_notes": self.pending_notes,
+            "queued": self.queued,
+            "last_event_seq": self.last_event_seq,
             "messages": self.messages,
             "archive": self.archive,
+            "round_ends": self.round_ends,
+            "rounds": self.rounds,
         }
+        if self.conventions:
+            data["conventions"] = self.conventions
+        if self.approvals:
+            data["approvals"] = self.approvals
+        return data
 
     def save(self, path: Path, root: Path | None = None) -> None:
         """Write the conversation atomically to ``path`` (temp file + rename); ``root``
@@ -161,7 +254,14 @@ class Conversation:
 
         Raises FileNotFoundError, or ValueError when the file is not a conversation.
         """
-        data = read_json(path)
+        return cls.load_data(read_json(path), path)
+
+    @classmethod
+    def load_data(cls, data: Any, path: Path) -> Conversation:
+        """Build a conversation from the parsed content of its file ``path`` (named in
+        errors; its name is the id when the content has none). Raises ValueError
+        when ``data`` is not a conversation (not an object, messages not a list of
+        objects); damaged fields of the wrong type read as empty."""
         if not isinstance(data, dict) or not isinstance(data.get("messages"), list):
             raise ValueError(f"{path} is not an agentkit conversation file")
         if not all(isinstance(m, dict) for m in data["messages"]):
@@ -178,6 +278,11 @@ class Conversation:
 
         stats = data.get("stats")
         loaded = Stats.from_dict(stats) if isinstance(stats, dict) else Stats()
+        conventions = data.get("conventions")
+        approvals = data.get("approvals")
+        round_ends = items("round_ends", dict)
+        ended = [n for n in (_count(e.get("round")) for e in round_ends) if n is not None]
+        rounds = _count(data.get("rounds"))
         return cls(
             id=str(data.get("conversation_id") or path.stem),
             messages=data["messages"],
@@ -192,9 +297,25 @@ class Conversation:
             subagents=items("subagents", dict),
             title=text("title"),
             pending_notes=items("pending_notes", str),
+            conventions=conventions if isinstance(conventions, dict) else {},
+            queued=items("queued", str),
+            last_event_seq=_count(data.get("last_event_seq")),
+            round_ends=round_ends,
+            rounds=rounds if rounds is not None else max(ended, default=0),
+            approvals=approvals if isinstance(approvals, dict) else {},
         )
+
+
+def state_path(workspace: Path, *parts: str) -> Path:
+    """Return ``<workspace>/.agentkit/<parts...>`` (:data:`STATE_DIR`); nothing is created."""
+    return workspace.joinpath(STATE_DIR, *parts)
+
+
+def _count(value: object) -> int | None:
+    """``value`` when it is a plain non-negative int (not a bool), else None."""
+    return value if type(value) is int and value >= 0 else None
 
 
 def conversations_dir(workspace: Path) -> Path:
     """Return ``<workspace>/.agentkit/conversations``."""
-    return workspace / ".agentkit" / "conversations"
+    return state_path(workspace, "conversations")

@@ -3,17 +3,24 @@
 Roles, as small protocols: a *model* (``Model.complete``: messages in, one
 normalised AssistantTurn out), an *environment* (the ToolRegistry and its
 ToolContext), and *hooks* that differ between the main agent and a sub-agent
-(notifications, waiting for sub-agents, the finish_task nudge). The loop:
+(:class:`Hooks`: the conversation's state, progress, notifications, the finish_task
+nudge). The loop:
 
-    request → append assistant message → run its tool calls concurrently →
-    append results in the model's order → hooks.after_tool_results → repeat;
-    an answer without tool calls → hooks.on_final_answer (stop, nudge or wait).
+    hooks.before_run → hooks.before_request (messages to add, or the end) → request →
+    hooks.after_response → append assistant message → hooks.before_tool_call
+    for each call → run them concurrently (registry.run) → append results in the
+    model's order, hooks.after_tool_call for each, then the messages a result
+    carries (ToolResult.messages) → hooks.after_tool_results → repeat; an answer
+    without tool calls → hooks.on_final_answer (stop, nudge or wait); at the end
+    hooks.after_run.
 
-The conversation is saved after every turn.
+One place each: a model request is ``Engine._complete``, a tool call's run is
+``Engine._call_tool``. The conversation is saved after every turn.
 """
 
 from __future__ import annotations
 
+import contextvars
 import threading
 import time
 from collections.abc import Callable
@@ -22,14 +29,16 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from agentkit import events as ev
-from agentkit import prompts
-from agentkit.compaction import ContextWindow
+from agentkit import prompts, tracing
+from agentkit.context import ContextWindow
 from agentkit.conversation import Conversation
 from agentkit.errors import Cancelled, ContextLengthExceeded, LLMError
 from agentkit.llm.turns import AssistantTurn, ToolCall
 from agentkit.settings import Settings
-from agentkit.tool_lanes import lanes
-from agentkit.tools.base import ToolContext, ToolRegistry, ToolResult
+from agentkit.tools.base import ToolContext, ToolResult
+from agentkit.tools.lanes import lanes
+from agentkit.tools.registry import ToolRegistry
+from agentkit.tools.repeats import FailureStreak, call_key
 
 
 class Model(Protocol):
@@ -48,14 +57,51 @@ class Model(Protocol):
 
 @dataclass
 class Step:
-    """A hook's answer: messages to append, and whether the run ends now."""
+    """A hook's answer: messages to append, and whether the run ends now. With
+    ``error`` (one line) the run ends as ``failed`` with it, ``error_kind`` its kind
+    (a spent budget: ``budget_exhausted``)."""
 
     messages: list[dict[str, Any]] = field(default_factory=list)
     stop: bool = False
+    error: str | None = None
+    error_kind: str | None = None
 
 
 class Hooks:
-    """Default hooks: nothing after tool results; stop on an answer without tool calls."""
+    """Where a role changes the loop. The defaults are a plain agent's: the engine
+    keeps the conversation's state, nothing is added after tool results, and an
+    answer without tool calls stops the run. Hooks run on the engine's thread."""
+
+    def before_run(self, engine: Engine) -> None:
+        """Called once when the run starts (history repaired): the state becomes
+        ``running`` (a chat round, whose session keeps the state, does nothing)."""
+        engine.set_state("running")
+
+    def after_run(self, engine: Engine, result: EngineResult) -> None:
+        """Called once when the run ends, ``conversation.error`` set, before the last
+        save: the state becomes ``done``, ``failed``, or ``idle`` after a cancel (a
+        cancelled conversation can simply be continued)."""
+        engine.set_state({"done": "done", "cancelled": "idle"}.get(result.status, "failed"))
+
+    def before_request(self, engine: Engine) -> Step:
+        """Called before each model request (the first one too); its messages go in
+        first (a steering message, a budget's wrap-up), or it ends the run (a spent
+        budget)."""
+        return Step()
+
+    def after_response(self, engine: Engine, turn: AssistantTurn) -> None:
+        """Called once per model response, its usage counted in the stats, before the
+        assistant message is appended (cost and budgets count here: retries and
+        streaming give one response, so usage is counted once)."""
+
+    def before_tool_call(self, engine: Engine, call: ToolCall) -> None:
+        """Called for each tool call of a reply, in the model's order, once it is
+        counted in the stats and announced (ToolCallStarted), before any call of the
+        reply runs; ``engine.last_action`` describes it."""
+
+    def after_tool_call(self, engine: Engine, call: ToolCall, result: ToolResult) -> None:
+        """Called for each tool call, in the model's order, once its ``result`` is in
+        the conversation and announced (ToolCallFinished)."""
 
     def after_tool_results(self, engine: Engine) -> Step:
         """Called after each batch of tool results; may inject messages or stop."""
@@ -92,11 +138,9 @@ class Engine:
         emit: event callback (see agentkit.events).
         save: called with the conversation after every turn (atomic JSON write).
         max_turns: model requests allowed in this run (default settings.max_turns).
-        on_tool_call: called as ``(name, last_action)`` before each tool call runs,
-            after the stats were counted (sub-agents report progress with it).
 
     Attributes:
-        window: the :class:`~agentkit.compaction.ContextWindow`: the messages as
+        window: the :class:`~agentkit.context.ContextWindow`: the messages as
             sent, their token sizes, the budget and the fitting.
     """
 
@@ -111,8 +155,6 @@ class Engine:
         emit: ev.EventHandler | None = None,
         save: Callable[[Conversation], None] | None = None,
         max_turns: int | None = None,
-        on_tool_call: Callable[[str, str], None] | None = None,
-        manage_state: bool = True,
     ) -> None:
         self.model = model
         self.registry = registry
@@ -123,9 +165,8 @@ class Engine:
         self.emit = emit or _noop
         self._save = save
         self.max_turns = max_turns or self.settings.max_turns
-        self.on_tool_call = on_tool_call
-        self.manage_state = manage_state
         self.last_action = ""
+        self._failures = FailureStreak(self.settings.repeated_failure_note, self.settings.language)
         self.window = ContextWindow(conversation, self.settings, self._tools_schema, self.emit)
         self._pool: ThreadPoolExecutor | None = None
 
@@ -162,8 +203,7 @@ class Engine:
         ``failed`` with the error's one line); raises nothing on cancel either."""
         conv = self.conversation
         self._repair_history()
-        if self.manage_state:
-            self.set_state("running")
+        self.hooks.before_run(self)
         turns = 0
         try:
             while True:
@@ -173,16 +213,23 @@ class Engine:
                     return self._finish(
                         "failed", conv.final_text, f"max_turns ({self.max_turns}) reached"
                     )
+                before = self.hooks.before_request(self)
+                for message in before.messages:
+                    self.append(message)
+                if before.stop or before.error:
+                    return self._end(before, conv.final_text)
                 turn = self._request()
                 turns += 1
                 conv.stats.turns += 1
                 conv.stats.add_usage(turn.usage)
+                self.hooks.after_response(self, turn)
                 self.append(turn.message())
                 self.emit(
                     ev.AssistantMessage(
                         content=turn.content,
                         tool_calls=[c.wire() for c in turn.tool_calls],
                         turn=conv.stats.turns,
+                        reasoning=turn.reasoning,
                     )
                 )
                 if turn.tool_calls:
@@ -200,25 +247,30 @@ class Engine:
                 for message in step.messages:
                     self.append(message)
                 self.save()
-                if step.stop:
-                    return self._finish("done", conv.final_text, None)
+                if step.stop or step.error:
+                    return self._end(step, conv.final_text)
         except Cancelled:
             return self._finish("cancelled", conv.final_text, "cancelled")
         except LLMError as exc:
             return self._finish("failed", conv.final_text, exc.one_line(), exc.kind)
 
     # ----------------------------------------------------------------- helpers
+    def _end(self, step: Step, final_text: str | None) -> EngineResult:
+        """End the run as a hook's Step says: ``failed`` with its error, else ``done``."""
+        if step.error:
+            return self._finish("failed", final_text, step.error, step.error_kind)
+        return self._finish("done", final_text, None)
+
     def _finish(
         self, status: str, final_text: str | None, error: str | None, error_kind: str | None = None
     ) -> EngineResult:
         self.conversation.error = error
-        if self.manage_state:
-            # A cancelled conversation can simply be continued: it goes back to idle.
-            self.set_state({"done": "done", "cancelled": "idle"}.get(status, "failed"))
-        self.save()
-        return EngineResult(
+        result = EngineResult(
             status=status, final_text=final_text, error=error, error_kind=error_kind
         )
+        self.hooks.after_run(self, result)
+        self.save()
+        return result
 
     def _repair_history(self) -> None:
         """Answer tool calls left without a result (an interrupted run), rule H1."""
@@ -261,18 +313,22 @@ class Engine:
             return self._complete(tools)
 
     def _complete(self, tools: list[dict[str, Any]] | None) -> AssistantTurn:
-        return self.model.complete(
-            self.window.wire,
-            tools,
-            cancel=self.ctx.cancel,
-            on_text=self._on_text,
-            on_retry=self._on_retry,
-        )
+        with tracing.chat_span(self) as span:
+            turn = self.model.complete(
+                self.window.wire,
+                tools,
+                cancel=self.ctx.cancel,
+                on_text=self._on_text,
+                on_retry=self._on_retry,
+            )
+            span.turn(turn)
+        return turn
 
     def _on_text(self, text: str) -> None:
         self.emit(ev.TextDelta(text=text))
 
     def _on_retry(self, error: LLMError, attempt: int, delay: float) -> None:
+        tracing.retry_event(error, attempt, delay)
         self.emit(
             ev.RetryScheduled(
                 kind=error.kind, attempt=attempt, delay_seconds=delay, message=error.one_line()
@@ -296,26 +352,11 @@ class Engine:
                     last_action=self.last_action,
                 )
             )
-            if self.on_tool_call is not None:
-                self.on_tool_call(call.name, self.last_action)
-        groups = lanes([c.arguments for c in calls], self.ctx.workspace)
-        if len(groups) == 1:
-            results = [self._execute(call) for call in calls]
-        else:
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(
-                    max_workers=self.settings.tool_workers, thread_name_prefix="agentkit-tool"
-                )
-            # Lanes at once; the calls of a lane (one path) in their order (tool_lanes).
-            done: dict[int, tuple[ToolResult, float]] = {}
-
-            def run_lane(lane: list[int]) -> None:
-                for i in lane:
-                    done[i] = self._execute(calls[i])
-
-            list(self._pool.map(run_lane, groups))  # list(): wait, and raise what a lane raised
-            results = [done[i] for i in range(len(calls))]
+            self.hooks.before_tool_call(self, call)
+        results = self._run_lanes(calls)
         for call, tool, (result, duration) in zip(calls, tools, results, strict=True):
+            key = call_key(call.name, call.arguments, call.arguments_raw or call.error or "")
+            result = self._failures.observe(key, result)
             if result.ok or result.error_code in ("timeout", "killed"):  # the command ran
                 stats.count_done(tool.counter if tool else None)
             self.append(
@@ -335,16 +376,36 @@ class Engine:
                     duration_seconds=duration,
                 )
             )
-        if self.on_tool_call is not None:
-            self.on_tool_call(calls[-1].name, self.last_action)  # counters after the batch
+            self.hooks.after_tool_call(self, call, result)
+        for message in (m for result, _ in results for m in result.messages):
+            self.append(message)  # the user's text a tool fetched (a skill), after the batch
 
-    def _execute(self, call: ToolCall) -> tuple[ToolResult, float]:
+    def _run_lanes(self, calls: list[ToolCall]) -> list[tuple[ToolResult, float]]:
+        """Run the calls, lanes at once and each lane's calls (one path) in their
+        order (agentkit.tools.lanes); returns the results in the calls' order."""
+        groups = lanes([c.arguments for c in calls], self.ctx.workspace)
+        if len(groups) == 1:
+            return [self._call_tool(call) for call in calls]
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(
+                max_workers=self.settings.tool_workers, thread_name_prefix="agentkit-tool"
+            )
+        done: dict[int, tuple[ToolResult, float]] = {}
+
+        def run_lane(lane: list[int]) -> None:
+            for i in lane:
+                done[i] = self._call_tool(calls[i])
+
+        # Each lane runs in a copy of this thread's context (the current span among it).
+        contexts = [contextvars.copy_context() for _ in groups]
+        # list(): wait, and raise what a lane raised.
+        list(self._pool.map(lambda c, lane: c.run(run_lane, lane), contexts, groups))
+        return [done[i] for i in range(len(calls))]
+
+    def _call_tool(self, call: ToolCall) -> tuple[ToolResult, float]:
+        """Run one tool call (on a lane's thread); returns its result and seconds."""
         started = time.monotonic()
-        if self.registry.get(call.name) is None:  # unknown, empty or malformed name
-            result = self.registry.execute(call.name, None, self.ctx)  # unknown_tool, never run
-        elif call.error is not None or call.arguments is None:
-            reason = call.error or "the arguments are not a JSON object"
-            result = self.registry.unusable_arguments(call.name, reason, self.ctx)
-        else:
-            result = self.registry.execute(call.name, call.arguments, self.ctx)
+        with tracing.tool_span(call, self.settings) as span:
+            result = self.registry.run(call, self.ctx)
+            span.result(result)
         return result, round(time.monotonic() - started, 3)

@@ -98,3 +98,22 @@ class ToolError(AgentkitError):
 
 class Cancelled(AgentkitError):
     """The run was cancelled from another thread (Agent.cancel, Ctrl-C, close)."""
+
+
+class WorkspaceFull(AgentkitError):
+    """A :class:`agentkit.chat.Workspace` cannot open one more conversation: it holds
+    ``max_open_conversations`` and none is idle (to be closed to make room), or the
+    process ran out of file descriptors or threads. Nothing was created or changed;
+    trying again later may succeed. The web chat answers it with 503."""
+
+
+class ApprovalError(AgentkitError):
+    """An answer to an approval request that cannot be taken: an unknown id, one
+    already answered or withdrawn, or a decision that is not ``allow``,
+    ``allow_always`` or ``deny`` (``Session.approve``). ``code`` is ``unknown``,
+    ``answered``, ``withdrawn`` or ``invalid``; the message says which and why."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message

@@ -10,6 +10,13 @@ Conversation events (docs/architecture.md §9): :class:`RoundStarted` /
 :class:`RoundFinished` bracket each round; ``RoundFinished.background`` lists the
 sub-agents still running (work goes on), and :class:`AllWorkDone` follows once no
 round and no sub-agent is left (the moment to ring a bell).
+
+Approvals (docs/approvals.md): every :class:`ApprovalRequested` is followed by exactly
+one :class:`ApprovalAnswered` or :class:`ApprovalWithdrawn` with its ``request_id``.
+
+Control-plane events (docs/control-plane.md): :class:`SubAgentMessage` (a message sent
+to a running sub-agent), :class:`SubAgentQuestion` / :class:`SubAgentAnswered` (a
+sub-agent waits for an answer; then how the wait ended) and :class:`BudgetWarning`.
 """
 
 from __future__ import annotations
@@ -20,10 +27,15 @@ from typing import Any
 
 __all__ = [
     "AllWorkDone",
+    "ApprovalAnswered",
+    "ApprovalRequested",
+    "ApprovalWithdrawn",
     "AssistantMessage",
+    "BudgetWarning",
     "ContextCompacted",
     "Event",
     "EventHandler",
+    "HookFailed",
     "MessageQueued",
     "Notification",
     "RetryScheduled",
@@ -32,8 +44,11 @@ __all__ = [
     "RunFinished",
     "RunStarted",
     "StateChanged",
+    "SubAgentAnswered",
     "SubAgentFinished",
+    "SubAgentMessage",
     "SubAgentProgress",
+    "SubAgentQuestion",
     "SubAgentStarted",
     "TextDelta",
     "ToolCallFinished",
@@ -78,11 +93,12 @@ class TextDelta(Event):
 
 @dataclass(frozen=True)
 class AssistantMessage(Event):
-    """The model answered: ``content`` (text or None) and ``tool_calls`` (OpenAI shape), at model request number ``turn``."""
+    """The model answered: ``content`` (text or None) and ``tool_calls`` (OpenAI shape), at model request number ``turn``; ``reasoning`` is the reply's reasoning text (``reasoning_content``), when the model sent one (not streamed: it comes whole with the reply)."""
 
     content: str | None
     tool_calls: list[dict[str, Any]]
     turn: int
+    reasoning: str | None = None
 
 
 @dataclass(frozen=True)
@@ -198,8 +214,9 @@ class Notification(Event):
 
 @dataclass(frozen=True)
 class RoundStarted(Event):
-    """A round began (``round`` counts from 1 per session); ``trigger`` is "user" (a
-    message) or "notification" (a background sub-agent ended while no round ran)."""
+    """A round began (``round`` counts from 1 per conversation, on across its
+    reopenings); ``trigger`` is "user" (a message) or "notification" (a background
+    sub-agent ended while no round ran)."""
 
     round: int
     trigger: str
@@ -209,13 +226,18 @@ class RoundStarted(Event):
 class RoundFinished(Event):
     """A round ended: ``status`` done, failed or cancelled; ``final_text`` the answer;
     ``background`` the ids of sub-agents still running (non-empty: the conversation
-    waits for them and a completion will start a round by itself)."""
+    waits for them and a completion will start a round by itself); ``error_kind`` the
+    LLMError kind when a model error ended it (docs/providers.md §4.2), else None;
+    ``explanation``, for a failed round, one sentence for people: what failed (naming
+    the endpoint when it is at fault) and what to do (agentkit.chat.explain)."""
 
     round: int
     status: str
     final_text: str | None
     error: str | None = None
     background: list[int] = field(default_factory=list)
+    error_kind: str | None = None
+    explanation: str | None = None
 
 
 @dataclass(frozen=True)
@@ -223,3 +245,107 @@ class AllWorkDone(Event):
     """No round runs and no sub-agent works: the conversation is idle (after the last
     round, or after the last background sub-agent of a conversation whose round had
     already ended without news to announce)."""
+
+
+@dataclass(frozen=True)
+class ApprovalRequested(Event):
+    """A tool call waits for a person's answer (``Session.approve``): ``request_id``
+    names the request; ``agent_id`` the sub-agent asking (None: the main agent);
+    ``tool`` and ``arguments`` the call; ``reason`` why it asks (the rule, or a hook's
+    reason); ``key`` what ``allow_always`` would remember; ``call_id`` the model's id of
+    the call."""
+
+    request_id: str
+    agent_id: int | None
+    tool: str
+    arguments: dict[str, Any]
+    reason: str
+    key: str = ""
+    call_id: str | None = None
+
+
+@dataclass(frozen=True)
+class ApprovalAnswered(Event):
+    """An approval request was answered: ``decision`` ``allow``, ``allow_always`` or
+    ``deny``; ``note`` the reason given; ``by`` ``user`` (Session.approve), ``default``
+    (no one to ask: Settings.approvals_default) or ``timeout``
+    (approval_timeout_seconds passed)."""
+
+    request_id: str
+    agent_id: int | None
+    decision: str
+    note: str | None = None
+    by: str = "user"
+
+
+@dataclass(frozen=True)
+class ApprovalWithdrawn(Event):
+    """An approval request can no longer be answered (its sub-agent ended, its round
+    was cancelled, the conversation was closed, or the process that asked ended):
+    ``reason`` says which; the call did not run and the model is told."""
+
+    request_id: str
+    agent_id: int | None
+    reason: str
+
+
+@dataclass(frozen=True)
+class HookFailed(Event):
+    """A hook failed and was passed over (a timeout, an exit status other than 0 and 2,
+    a program that cannot start, output that is not JSON): ``hook_event_name`` the
+    event (PreToolUse...), ``hook`` its command, ``problem`` one line. It did not block."""
+
+    hook_event_name: str
+    hook: str
+    problem: str
+    agent_id: int | None = None
+
+
+@dataclass(frozen=True)
+class SubAgentMessage(Event):
+    """A message was sent to running sub-agent ``agent_id`` (message_sub_agent, or a
+    person: ``by`` "main" or "user"); ``delivered`` False when it was not (the agent
+    ended or was finishing). A delivered one reaches its model before its next request."""
+
+    agent_id: int
+    text: str
+    delivered: bool
+    by: str = "main"
+
+
+@dataclass(frozen=True)
+class SubAgentQuestion(Event):
+    """Sub-agent ``agent_id`` (its ``summary``) asked its parent ``question`` with
+    ask_parent and waits for the answer (its timeout clock paused); answer it with
+    ``Session.answer_subagent`` (or the main agent does, with answer_sub_agent)."""
+
+    agent_id: int
+    summary: str
+    question: str
+
+
+@dataclass(frozen=True)
+class SubAgentAnswered(Event):
+    """Sub-agent ``agent_id``'s question is no longer pending: ``outcome`` "answered"
+    (``answer`` the text, ``by`` "main" or "user"), "timed_out" (it stopped waiting:
+    ask_parent_max_wait_seconds) or "agent_ended" (withdrawn: it ended while it waited)."""
+
+    agent_id: int
+    answer: str | None
+    outcome: str
+    by: str = ""
+
+
+@dataclass(frozen=True)
+class BudgetWarning(Event):
+    """A budget passed its wrap-up point (85 %) or, ``exhausted``, ran out: ``scope``
+    "subagent" (``agent_id``'s run) or "session" (the whole conversation). ``tokens``
+    and ``cost_usd`` used of ``max_tokens`` and ``max_cost_usd`` (None: no limit)."""
+
+    scope: str
+    exhausted: bool
+    tokens: int
+    max_tokens: int | None
+    cost_usd: float | None
+    max_cost_usd: float | None
+    agent_id: int | None = None

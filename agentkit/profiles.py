@@ -9,19 +9,27 @@ A profile is a Markdown file with a YAML header, ``NAME.md`` in
     name: searcher
     description: Finds things on the web and in the code; cheap model.
     tools: [read_file, search_workspace, web_search, extract_webpage, mcp__time__*]
+    skills: [web-research]
     model: gpt-4o-mini
     temperature: 0.2
     max_turns: 30
     timeout_seconds: 300
+    approvals: {"run_command": "ask"}
     ---
     Search broadly first, then read the best sources in full. Cite every URL.
 
 Header keys (those other agent tools use): ``name`` (default: the file name),
 ``description``, ``tools`` (allow-list of built-in, custom and MCP tool names, ``*``
 patterns allowed, a list or a comma-separated string; ``finish_task`` is always
-kept; absent: every tool), ``model``, ``base_url``, ``api_key_env`` (the name of the
-variable holding the key, never the key), ``temperature``, ``max_turns``,
-``timeout_seconds`` (the default when create_sub_agent gives none). The body is
+kept; absent: every tool), ``skills`` (allow-list of the Agent Skills its sub-agents
+see, names or ``*`` patterns, in the same forms; absent: every skill; agentkit.conventions),
+``model``, ``base_url``, ``api_key_env`` (the name of the variable holding the key, never
+the key), ``temperature``, ``max_turns``,
+``timeout_seconds`` (the default when create_sub_agent gives none), ``max_tokens`` (the
+token budget of one run, instead of ``subagent_max_tokens``), ``output_schema`` (a
+JSON Schema: finish_task then takes a ``result`` object valid against it;
+docs/control-plane.md) and ``approvals`` (approval rules for its sub-agents, over
+``Settings.approvals``: agentkit.policy.approvals; docs/approvals.md). The body is
 appended after the seed's sub-agent system prompt, which stays word for word.
 """
 
@@ -29,18 +37,20 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
+from agentkit.conversation import state_path
 from agentkit.settings import Settings
 
 __all__ = ["AgentProfile", "ProfileError", "load_profiles", "parse_profile", "profile_dirs"]
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,39}$")
-_KEYS = {"name", "description", "tools", "model", "base_url", "api_key_env", "temperature",
-         "max_turns", "timeout_seconds"}  # fmt: skip
+_KEYS = {"name", "description", "tools", "skills", "model", "base_url", "api_key_env",
+         "temperature", "max_turns", "timeout_seconds", "max_tokens",
+         "output_schema", "approvals"}  # fmt: skip
 
 
 class ProfileError(ValueError):
@@ -51,25 +61,32 @@ class ProfileError(ValueError):
 class AgentProfile:
     """One agent profile (see the module docstring for the meaning of each field).
 
-    ``tools`` None means every tool; ``source`` is the file it came from or ``python``.
+    ``tools`` None means every tool, ``skills`` None every skill; ``max_tokens`` None
+    means ``subagent_max_tokens``; ``output_schema`` None the seed's finish_task;
+    ``source`` is the file it came from or ``python``.
     """
 
     name: str
     description: str = ""
     prompt: str = ""
     tools: tuple[str, ...] | None = None
+    skills: tuple[str, ...] | None = None
     model: str | None = None
     base_url: str | None = None
     api_key_env: str | None = None
     temperature: float | None = None
     max_turns: int | None = None
     timeout_seconds: int | None = None
+    max_tokens: int | None = None
+    output_schema: dict[str, Any] | None = None
     source: str = "python"
+    approvals: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-able dict (for Settings.agent_profiles and the worker)."""
         data = asdict(self)
         data["tools"] = list(self.tools) if self.tools is not None else None
+        data["skills"] = list(self.skills) if self.skills is not None else None
         return data
 
     @classmethod
@@ -84,13 +101,8 @@ class AgentProfile:
         name = str(data.get("name") or "")
         if not _NAME.match(name):
             raise ProfileError(f"name {name!r}: use 1-40 letters, digits, _ or -")
-        tools = data.get("tools")
-        if isinstance(tools, str):
-            tools = [t.strip() for t in tools.split(",") if t.strip()]
-        if tools is not None and not (
-            isinstance(tools, list) and all(isinstance(t, str) for t in tools)
-        ):
-            raise ProfileError("tools must be a list of tool names")
+        tools = _names(data.get("tools"), "tools must be a list of tool names")
+        skills = _names(data.get("skills"), "skills must be a list of skill names")
 
         def number(key: str, kind: type) -> Any:
             value = data.get(key)
@@ -101,6 +113,8 @@ class AgentProfile:
             if kind is int and value != int(value):
                 raise ProfileError(f"{key} must be a whole number (got {value!r})")
             return kind(value)
+
+        approvals = _rules(data.get("approvals"))
 
         def text(key: str) -> str | None:
             value = data.get(key)
@@ -113,13 +127,17 @@ class AgentProfile:
             description=" ".join(str(data.get("description") or "").split()),
             prompt=str(data.get("prompt") or "").strip(),
             tools=tuple(tools) if tools is not None else None,
+            skills=tuple(skills) if skills is not None else None,
             model=text("model"),
             base_url=text("base_url"),
             api_key_env=text("api_key_env"),
             temperature=number("temperature", float),
             max_turns=number("max_turns", int) or None,
             timeout_seconds=number("timeout_seconds", int) or None,
+            max_tokens=number("max_tokens", int) or None,
+            output_schema=_output_schema(data.get("output_schema")),
             source=str(data.get("source") or source),
+            approvals=approvals,
         )
 
     def allows(self, tool: str) -> bool:
@@ -143,6 +161,52 @@ class AgentProfile:
         if self.max_turns:
             update["subagent_max_turns"] = self.max_turns
         return settings.model_copy(update=update) if update else settings
+
+
+def _rules(value: Any) -> dict[str, str]:
+    """A profile's approval rules (agentkit.policy.approvals.check_rules); raises
+    ProfileError naming the bad key."""
+    if value is None:
+        return {}
+    from agentkit.policy.approvals import check_rules
+
+    try:
+        return check_rules(value)
+    except ValueError as exc:
+        raise ProfileError(f"approvals: {exc}") from None
+
+
+def _output_schema(value: Any) -> dict[str, Any] | None:
+    """The profile's output_schema (None when absent): an object the jsonschema package
+    accepts as a schema of its draft (draft 2020-12 unless ``$schema`` names another).
+    Raises ProfileError naming where it is wrong."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise ProfileError("output_schema must be a JSON Schema object")
+    from jsonschema import SchemaError
+    from jsonschema.validators import validator_for
+
+    try:
+        validator_for(value).check_schema(value)
+    except SchemaError as exc:
+        where = "".join(f"[{p!r}]" for p in exc.path) or "(the schema)"
+        raise ProfileError(
+            f"output_schema is not a valid JSON Schema at {where}: {exc.message}"
+        ) from None
+    return dict(value)
+
+
+def _names(value: Any, problem: str) -> list[str] | None:
+    """An allow-list given as a list or a comma-separated string (None when absent).
+    Raises ProfileError(``problem``) for anything else."""
+    if isinstance(value, str):
+        value = [t.strip() for t in value.split(",") if t.strip()]
+    if value is not None and not (
+        isinstance(value, list) and all(isinstance(t, str) for t in value)
+    ):
+        raise ProfileError(problem)
+    return value
 
 
 def parse_profile(text: str, source: str, default_name: str) -> AgentProfile:
@@ -172,7 +236,7 @@ def parse_profile(text: str, source: str, default_name: str) -> AgentProfile:
 def profile_dirs(workspace: Path) -> list[Path]:
     """The profile folders, lowest priority first: the user's, then the workspace's."""
     base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return [Path(base) / "agentkit" / "agents", workspace / ".agentkit" / "agents"]
+    return [Path(base) / "agentkit" / "agents", state_path(workspace, "agents")]
 
 
 def load_profiles(
@@ -230,6 +294,7 @@ def check_profiles(workspace: Path, settings: Settings) -> tuple[list[str], bool
     known = {t.name for t in base_tools()} | {"finish_task"}
     known |= {t.name for t in tools_for(settings.tools, "subagents")}
     usable, refused = load_profiles(workspace, settings)
+    skills = _skill_names(workspace, settings)
     lines: list[str] = []
     good = not refused
     for profile in usable.values():
@@ -237,13 +302,20 @@ def check_profiles(workspace: Path, settings: Settings) -> tuple[list[str], bool
         lines.append(
             f"{profile.name}: {profile.description or '-'}\n"
             f"    source: {profile.source}\n    model: {profile.model or '(the default)'}"
-            f"  timeout_seconds: {profile.timeout_seconds or '-'}\n    tools: {tools}"
+            f"  timeout_seconds: {profile.timeout_seconds or '-'}\n    tools: {tools}\n"
+            f"    skills: {_allowed_skills(profile, skills)}"
         )
-        for pattern in profile.tools or ():
-            if pattern.startswith("mcp__") or any(fnmatchcase(n, pattern) for n in known):
-                continue
-            good = False
-            lines.append(f"    problem: {pattern!r} names no known tool")
+        problems = [
+            f"{pattern!r} names no known tool"
+            for pattern in profile.tools or ()
+            if not pattern.startswith("mcp__") and not any(fnmatchcase(n, pattern) for n in known)
+        ] + [
+            f"{pattern!r} names no skill found"
+            for pattern in profile.skills or ()
+            if not any(fnmatchcase(n, pattern) for n in skills)
+        ]
+        good = good and not problems
+        lines.extend(f"    problem: {problem}" for problem in problems)
     for name, why in refused.items():
         lines.append(f"{name}: refused: {why}")
     if not usable and not refused:
@@ -253,3 +325,20 @@ def check_profiles(workspace: Path, settings: Settings) -> tuple[list[str], bool
             + ")"
         )
     return lines, good
+
+
+def _skill_names(workspace: Path, settings: Settings) -> list[str]:
+    """The names of the skills found (none when skills are off)."""
+    if not settings.skills:
+        return []
+    from agentkit.conventions.skills import discover_skills
+
+    return [s.name for s in discover_skills(workspace, warn=False).skills]
+
+
+def _allowed_skills(profile: AgentProfile, names: list[str]) -> str:
+    """The skills line of ``agentkit profiles``: those the profile lets its sub-agents see."""
+    if profile.skills is None:
+        return "(all skills)" + (f": {', '.join(names)}" if names else ": none found")
+    allowed = [n for n in names if any(fnmatchcase(n, p) for p in profile.skills)]
+    return ", ".join(allowed) or "(none)"

@@ -3,14 +3,18 @@
 Every text the model reads (system prompts, tool descriptions, the seed's message
 templates) is a plain file there, so it can be reviewed and translated without
 touching code. ``zh`` holds the seed's templates word for word; ``en`` a faithful
-rendering.
+rendering. The values the templates fill in about the machine (``{workspace}``,
+``{system}``, ``{current_time}``) are here too (:func:`prompt_values`).
 """
 
 from __future__ import annotations
 
 import functools
+import platform
 import string
+from datetime import datetime
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 LANGUAGES = ("zh", "en")
@@ -99,9 +103,32 @@ def last_action(language: str, tool: str, arguments: dict[str, Any] | None) -> s
     generic ``default`` entry of ``actions.txt``.
     """
     actions = table(language, "actions.txt")
-    template = actions.get(tool) or actions.get("default", "{tool}")
+    generic = actions.get("default", "{tool}")
+    template = actions.get(tool) or generic
     values: dict[str, Any] = {"tool": tool}
     for key, value in (arguments or {}).items():
         text = " ".join(str(value).split())
         values[key] = text if len(text) <= 60 else text[:57] + "..."
+    fields = {name for _, name, _, _ in string.Formatter().parse(template) if name}
+    if not fields <= values.keys():  # a call without an argument its phrase names
+        template = generic  # (never "Creating sub-agent {agent_id}" to a person)
     return string.Formatter().vformat(template, (), _Missing(values))
+
+
+def describe_system() -> str:
+    """Return e.g. ``Linux 6.1 (x86_64), Python 3.11.7``."""
+    return f"{platform.system()} {platform.release()} ({platform.machine()}), Python {platform.python_version()}"
+
+
+def current_time() -> str:
+    """Return the local time as ``2026-03-10 12:00:00 +0800``."""
+    return datetime.now().astimezone().strftime("%Y-%m-%d %H:%M:%S %z")
+
+
+def prompt_values(workspace: Path) -> dict[str, str]:
+    """Return the ``{workspace}``, ``{system}`` and ``{current_time}`` template values (docs/specification.md §5)."""
+    return {
+        "workspace": str(workspace),
+        "system": describe_system(),
+        "current_time": current_time(),
+    }

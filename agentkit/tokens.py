@@ -15,15 +15,28 @@ failure or timeout this module falls back for the rest of the process to
 The estimate is deliberately a little high for English prose, which is safe for
 budgeting. Set ``AGENTKIT_TOKENIZER=estimate`` to skip tiktoken altogether, and
 ``AGENTKIT_TIKTOKEN_TIMEOUT`` (seconds) to change the load timeout.
+
+A failed load is tried once per machine, not once per process: it is remembered in
+:data:`FAILURE_FILE` in tiktoken's cache folder for :data:`RETRY_SECONDS`, and
+processes started meanwhile use the estimate at once (a sub-agent would otherwise
+lose 0.1-1 s offline, up to the timeout when the network hangs). A table put into
+the cache folder, or ``AGENTKIT_TOKENIZER=tiktoken``, makes the next process try
+again. :func:`describe` says which counting is in use, and why; it is logged once at
+debug level.
 Nothing here raises: counting never fails a run.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import logging
 import os
 import re
+import stat
+import tempfile
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -32,6 +45,15 @@ from typing import Any
 LOAD_TIMEOUT = 5.0
 #: Encodings tried in order: o200k_base (gpt-4o and later), then cl100k_base (gpt-4, 3.5).
 ENCODINGS = ("o200k_base", "cl100k_base")
+#: The file, in tiktoken's cache folder, that remembers a failed load for the machine.
+FAILURE_FILE = "agentkit-tiktoken-unavailable"
+#: Seconds a remembered failure holds; then a process tries to load the tables again.
+RETRY_SECONDS = 24 * 3600.0
+# The tables of ENCODINGS as tiktoken caches them (a file named by the SHA-1 of the URL,
+# tiktoken_ext.openai_public): one present means the remembered failure is out of date.
+_TABLE_URLS = tuple(
+    f"https://openaipublic.blob.core.windows.net/encodings/{name}.tiktoken" for name in ENCODINGS
+)
 
 # OpenAI's chat format costs (openai-cookbook "How to count tokens with tiktoken"):
 # 3 tokens per message, 1 more when it has a name, 3 to prime the reply.
@@ -49,6 +71,7 @@ _CJK = re.compile(
 _lock = threading.Lock()
 _encode: Callable[[str], int] | None = None
 _backend: str | None = None
+_why = ""  # why the estimate is used
 # Counts of long strings, keyed by the string itself: str caches its hash, so a
 # transcript re-counted before every request costs one dict lookup per message.
 _cache: dict[str, int] = {}
@@ -75,21 +98,88 @@ def estimate_text(text: str) -> int:
     return cjk + (len(rest.encode("utf-8", "replace")) + 3) // 4
 
 
-def _load_tiktoken() -> tuple[Callable[[str], int], str] | None:
-    """Load the first available tiktoken encoding in a helper thread, bounded in time."""
-    if os.environ.get("AGENTKIT_TOKENIZER", "").lower() == "estimate":
+def _cache_folder() -> str:
+    """tiktoken's cache folder, chosen as tiktoken.load.read_file_cached does ("" when
+    its caching is off)."""
+    for name in ("TIKTOKEN_CACHE_DIR", "DATA_GYM_CACHE_DIR"):
+        if name in os.environ:
+            return os.environ[name]
+    return os.path.join(tempfile.gettempdir(), "data-gym-cache")
+
+
+def _remembered_failure() -> str | None:
+    """The reason of a failed load this machine remembers and that still holds, else
+    None. The file may be anyone's (``/tmp``): read without following a link or
+    blocking on a FIFO, at most 1 KB."""
+    folder = _cache_folder()
+    if not folder:
         return None
+    if any(os.path.exists(os.path.join(folder, _table_name(url))) for url in _TABLE_URLS):
+        return None
+    try:
+        fd = os.open(
+            os.path.join(folder, FAILURE_FILE), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
+        )
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or not 0 <= time.time() - info.st_mtime < RETRY_SECONDS:
+            return None
+        text = os.read(fd, 1024).decode("utf-8", "replace").strip()
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return " ".join(text.split()) or "unknown"
+
+
+def _table_name(url: str) -> str:
+    return hashlib.sha1(url.encode()).hexdigest()  # noqa: S324 (tiktoken's file name)
+
+
+def _remember_failure(reason: str) -> None:
+    """Write the failure file (atomically); a folder that cannot take it is left alone."""
+    folder = _cache_folder()
+    if not folder:
+        return
+    try:
+        os.makedirs(folder, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{FAILURE_FILE}.", dir=folder)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(reason[:500] + "\n")
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, os.path.join(folder, FAILURE_FILE))
+    except OSError:
+        pass
+
+
+def _load_tiktoken() -> tuple[Callable[[str], int], str] | str:
+    """Load the first available tiktoken encoding in a helper thread, bounded in time.
+    Returns ``(counter, backend)``, or the reason the estimate is used."""
+    choice = os.environ.get("AGENTKIT_TOKENIZER", "").lower()
+    if choice == "estimate":
+        return "AGENTKIT_TOKENIZER=estimate"
+    remembered = _remembered_failure() if choice != "tiktoken" else None
+    if remembered is not None:
+        where = os.path.join(_cache_folder(), FAILURE_FILE)
+        return (
+            f"tiktoken's tables did not load on this machine: {remembered}; remembered in {where}"
+        )
     result: list[tuple[Callable[[str], int], str]] = []
+    errors: list[str] = []
 
     def load() -> None:
         try:
             import tiktoken
-        except Exception:
+        except Exception as exc:
+            errors.append(_one_line(f"tiktoken is not importable: {exc}"))
             return
         for name in ENCODINGS:
             try:
                 enc = tiktoken.get_encoding(name)
-            except Exception:
+            except Exception as exc:
+                errors.append(_one_line(f"{type(exc).__name__}: {exc}"))
                 continue
             result.append((_counter(enc.encode_ordinary), f"tiktoken:{name}"))
             return
@@ -102,7 +192,17 @@ def _load_tiktoken() -> tuple[Callable[[str], int], str] | None:
     except ValueError:
         timeout = LOAD_TIMEOUT
     worker.join(timeout)
-    return result[0] if result else None
+    if result:
+        return result[0]
+    reason = errors[0] if errors else f"loading took over {timeout:g} s"
+    if not reason.startswith("tiktoken is not importable"):
+        _remember_failure(reason)  # a machine without network: the next process knows
+    return f"tiktoken's tables did not load: {reason}"
+
+
+def _one_line(text: str, limit: int = 160) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 def _counter(encode: Callable[[str], list[int]]) -> Callable[[str], int]:
@@ -110,15 +210,16 @@ def _counter(encode: Callable[[str], list[int]]) -> Callable[[str], int]:
 
 
 def _encoder() -> Callable[[str], int]:
-    global _encode, _backend
+    global _encode, _backend, _why
     if _encode is None:
         with _lock:
             if _encode is None:
                 loaded = _load_tiktoken()
-                if loaded is None:
-                    _encode, _backend = estimate_text, "estimate"
+                if isinstance(loaded, str):
+                    _encode, _backend, _why = estimate_text, "estimate", loaded
                 else:
                     _encode, _backend = loaded
+                logging.getLogger("agentkit").debug("token counting: %s", describe())
     return _encode
 
 
@@ -126,6 +227,13 @@ def backend() -> str:
     """Return what counts tokens: ``"tiktoken:<encoding>"`` or ``"estimate"`` (loads once)."""
     _encoder()
     return _backend or "estimate"
+
+
+def describe() -> str:
+    """Return one line saying which counting is in use and, for the estimate, why
+    (``"estimate (AGENTKIT_TOKENIZER=estimate)"``, ``"tiktoken:o200k_base"``...)."""
+    name = backend()
+    return f"{name} ({_why})" if name == "estimate" and _why else name
 
 
 def clear_cache() -> None:
@@ -235,10 +343,11 @@ def count_messages(
     Follows OpenAI's counting rules (3 tokens per message, +1 per name, +3 to prime the
     reply); tool schemas are counted as their compact JSON, which slightly overestimates
     OpenAI's internal rendering. Uses tiktoken, or the estimate described in the module
-    docstring when its tables are unavailable. Fast on long transcripts: a message's
-    count is cached until its ``content`` or ``tool_calls`` object is replaced (edit a
-    message in place by assigning a new value, as the engine does), and counts of long
-    strings are cached by value.
+    docstring when its tables are unavailable. Fast on long transcripts: a
+    :class:`~agentkit.llm.wire.WireMessage` (what the engine sends) is counted once
+    for its life; another message's count is cached until its ``content`` or
+    ``tool_calls`` object is replaced (edit a message in place by assigning a new
+    value, as the engine does), and counts of long strings are cached by value.
 
     Args:
         messages: OpenAI-shape message dicts (content may be a string, None or parts).
@@ -251,6 +360,12 @@ def count_messages(
     cache = _message_cache
     for message in messages:
         if not isinstance(message, dict):
+            continue
+        # A WireMessage (agentkit.llm.wire) keeps its count: counted once for its life.
+        # By attribute, not by class: llm.wire imports this module.
+        known = getattr(message, "tokens", None)
+        if known is not None:
+            total += known
             continue
         content, calls = message.get("content"), message.get("tool_calls")
         entry = cache.get(id(message))

@@ -91,7 +91,8 @@ def main() -> None:
     from agentkit.llm import LLMClient
     from agentkit.llm.turns import AssistantTurn, ToolCall, Usage
     from agentkit.settings import Settings
-    from agentkit.tools.base import Tool, ToolContext, ToolRegistry
+    from agentkit.tools.base import Tool, ToolContext
+    from agentkit.tools.registry import ToolRegistry
 
     class NoopParams(BaseModel):
         note: str = ""

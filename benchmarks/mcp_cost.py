@@ -26,7 +26,8 @@ from agentkit.mcp.config import parse_server
 from agentkit.mcp.tools import MCPTools
 from agentkit.settings import Settings
 from agentkit.tools import base_tools
-from agentkit.tools.base import ToolContext, ToolRegistry
+from agentkit.tools.base import ToolContext
+from agentkit.tools.registry import ToolRegistry
 
 ROOT = Path(__file__).resolve().parents[1]
 CALLS = 200

@@ -9,6 +9,9 @@ Usage: ``python benchmarks/sandbox.py [--reps N]``
   the loopback bridge and the command's own relay add per command (the bridge's Python
   start and port binds, the relay's socket and thread; 20 repetitions
   by default, interleaved), with the number of host loopback ports it bound.
+* ``true`` with the default limits (``command_max_processes`` 2048; a cgroup where
+  the agent may create one, else ``prlimit``) against none (``0``), both unsandboxed
+  (interleaved): what the limits add per command, and by what they are enforced.
 * The number of socket folders (``pymp-*``, ``agentkit-loopback-*``) in the temporary
   folder, which every launch checks: run it with ``TMPDIR`` set to an empty folder to
   compare a clean machine with a busy one.
@@ -28,11 +31,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from agentkit.process.limits import prepare  # noqa: E402
+from agentkit.process.loopback.ports import listening_ports  # noqa: E402
+from agentkit.process.sandbox import bwrap_works  # noqa: E402
+from agentkit.process.sandbox_folders import socket_folders  # noqa: E402
+from agentkit.process.spawn import user_namespace  # noqa: E402
 from agentkit.settings import Settings  # noqa: E402
-from agentkit.tools._loopback_ports import listening_ports  # noqa: E402
-from agentkit.tools._sandbox import bwrap_works  # noqa: E402
-from agentkit.tools._sandbox_folders import socket_folders  # noqa: E402
-from agentkit.tools.base import ToolContext, ToolRegistry  # noqa: E402
+from agentkit.tools.base import ToolContext  # noqa: E402
+from agentkit.tools.registry import ToolRegistry  # noqa: E402
 from agentkit.tools.shell import SHELL_TOOLS  # noqa: E402
 
 REGISTRY = ToolRegistry(SHELL_TOOLS)
@@ -49,6 +55,10 @@ def timed(ctx: ToolContext, command: str) -> float:
 
 
 SANDBOX = {"bwrap": {"command_sandbox": "bwrap"}, "none": {"command_sandbox": "none"}}
+LIMITS = {
+    "limits": {"command_sandbox": "none"},
+    "off": {"command_sandbox": "none", "command_max_processes": 0, "command_max_memory_mb": 0},
+}
 NETWORK = {
     "loopback": {"command_sandbox": "bwrap", "command_network": "loopback"},
     "none": {"command_sandbox": "bwrap", "command_network": "none"},
@@ -73,6 +83,18 @@ def compare(
     return {name: statistics.median(values) for name, values in times.items()}
 
 
+def _enforced() -> str:
+    """By what the default limits bind here (agentkit.process.limits)."""
+    settings = Settings(model="m", api_key="k")
+    bounds = prepare(settings, user_namespace())
+    if bounds is None:
+        return "no limit binds here"
+    bounds.close()
+    how = [f"processes: {bounds.processes[1]}"] if bounds.processes else []
+    how += [f"memory: {bounds.memory_mb[1]}"] if bounds.memory_mb else []
+    return ", ".join(how) or "no limit binds here"
+
+
 def main() -> None:
     """Print the two tables (milliseconds)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -87,6 +109,7 @@ def main() -> None:
         workspace = Path(tmp).resolve()
         small = compare(workspace, "true", args.reps)
         loop = compare(workspace, "true", args.loopback_reps, NETWORK)
+        bounded = compare(workspace, "true", args.reps, LIMITS)
         for i in range(20):
             (workspace / f"test_t{i}.py").write_text(f"def test_{i}():\n    assert {i} == {i}\n")
         suite = compare(workspace, f"{sys.executable} -m pytest -q -p no:cacheprovider", 10)
@@ -96,6 +119,11 @@ def main() -> None:
             f"{label:18} sandbox {figures['bwrap'] * 1000:8.1f} ms   "
             f"none {figures['none'] * 1000:8.1f} ms   added {added:+.1f} ms (median)"
         )
+    added = (bounded["limits"] - bounded["off"]) * 1000
+    print(
+        f"{'true, limits':18} limits {bounded['limits'] * 1000:9.1f} ms   "
+        f"off {bounded['off'] * 1000:9.1f} ms   added {added:+.1f} ms (median, {_enforced()})"
+    )
     added = (loop["loopback"] - loop["none"]) * 1000
     print(
         f"{'true, network':18} loopback {loop['loopback'] * 1000:7.1f} ms   "

@@ -9,7 +9,7 @@ Usage: ``python benchmarks/search.py [--tree DIR] [--reps N]``
   Repetitions are interleaved; the table shows medians and the ratio to plain rg
   (docs/architecture.md §8 target: within 1.5x of plain rg when ripgrep is present).
 * Child process cost: the pure-Python engine runs in a child process (killable at the
-  deadline, see agentkit/tools/_pyscan.py); on a one-file workspace the whole tool call
+  deadline, see agentkit/tools/search/_pyscan.py); on a one-file workspace the whole tool call
   is compared with the same scan run in-process, the difference is the cost per search.
 * read_file: a 1 GiB sparse file (text at both ends, a hole in the middle) read near its
   end, in a fresh subprocess; peak RSS (``ru_maxrss``) is compared with the baseline after
@@ -33,9 +33,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from agentkit.settings import Settings  # noqa: E402
-from agentkit.tools._ripgrep import find_rg  # noqa: E402
-from agentkit.tools.base import ToolContext, ToolRegistry  # noqa: E402
+from agentkit.tools.base import ToolContext  # noqa: E402
+from agentkit.tools.registry import ToolRegistry  # noqa: E402
 from agentkit.tools.search import SEARCH_TOOLS  # noqa: E402
+from agentkit.tools.search._ripgrep import find_rg  # noqa: E402
 
 QUERIES: list[dict[str, object]] = [
     {"pattern": "def __init__"},
@@ -159,8 +160,7 @@ def bench_read_file() -> None:
 def bench_child_cost(reps: int) -> None:
     import io
 
-    from agentkit.tools import _pyscan
-    from agentkit.tools.search import SearchParams, _make_job
+    from agentkit.tools.search import SearchParams, _make_job, _pyscan
 
     registry = ToolRegistry(SEARCH_TOOLS)
     with tempfile.TemporaryDirectory() as tmp:

@@ -10,8 +10,14 @@ Prints:
 - first paint in headless Chromium (Performance API ``first-contentful-paint``),
   median of 5 loads on loopback. Goal: under 300 ms. Skipped without Playwright or
   /usr/bin/chromium.
+- many readers of one conversation (issue 20 item 22): ``READERS`` (200) streams of
+  one conversation, followed from another process, while ``RATE`` (200) events a
+  second are published for ``SECONDS`` (8); meanwhile a third process times
+  ``GET /api/conversations`` every 50 ms. Prints that API latency (median, p90, max)
+  idle and under the load, and whether every reader got every event, in order.
 
-Run: python benchmarks/web_server.py   (benchmarks/web.py measures web_search, not this)
+Run: python benchmarks/web_server.py [--readers-only]
+(benchmarks/web.py measures web_search, not this)
 """
 
 from __future__ import annotations
@@ -37,15 +43,18 @@ from subagent_helpers import Router, call, calls, finish  # noqa: E402
 from agentkit import events as ev  # noqa: E402
 from agentkit.settings import Settings  # noqa: E402
 from agentkit.testing import FakeOpenAIServer, Reply  # noqa: E402
-from agentkit.web import create_app  # noqa: E402
-from agentkit.web.app import STATIC_DIR  # noqa: E402
-from agentkit.web.serve import BackgroundServer  # noqa: E402
+from agentkit.webchat import create_app  # noqa: E402
+from agentkit.webchat.app import STATIC_DIR  # noqa: E402
+from agentkit.webchat.serve import BackgroundServer  # noqa: E402
 
 CONVERSATIONS = 50
 WITH_SUBAGENT = 10
 PROBE_HZ = 10
 PROBE_SECONDS = 5.0
 CHROMIUM = "/usr/bin/chromium"
+READERS = 200
+RATE = 200
+SECONDS = 8.0
 
 
 async def _read(
@@ -123,7 +132,7 @@ def first_paint(url: str) -> list[float] | None:
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=args)
         for _ in range(6):
-            context = browser.new_context()
+            context = browser.new_context(bypass_csp=True)  # the probe below is evaluated text
             page = context.new_page()
             page.goto(url)
             page.wait_for_function(
@@ -205,9 +214,114 @@ def main() -> None:
         )
 
 
+# ------------------------------------------------ many readers of one conversation
+async def _follow(url: str, expected: int, out: list[list[int]], connected: list[int]) -> None:
+    async with (
+        httpx.AsyncClient(timeout=httpx.Timeout(60, read=None)) as client,
+        client.stream("GET", url) as response,
+    ):
+        connected.append(1)
+        if len(connected) == READERS:
+            print("ready", flush=True)
+        seqs: list[int] = []
+        async for line in response.aiter_lines():
+            if line.startswith("id:"):
+                seqs.append(int(line[3:]))
+                if len(seqs) >= expected:
+                    break
+        out.append(seqs)
+
+
+def followers_main() -> None:
+    """``--followers URL EXPECTED``: READERS streams; prints what they got as JSON."""
+    url, expected = sys.argv[2], int(sys.argv[3])
+    out: list[list[int]] = []
+    connected: list[int] = []
+
+    async def run() -> None:
+        readers = (_follow(url, expected, out, connected) for _ in range(READERS))
+        try:
+            await asyncio.wait_for(asyncio.gather(*readers), 300)
+        except TimeoutError:
+            pass
+
+    asyncio.run(run())
+    in_order = sum(1 for s in out if s and s == list(range(s[0], s[0] + len(s))))
+    lost = sum(expected - len(s) for s in out) + (READERS - len(out)) * expected
+    print(json.dumps({"finished": len(out), "in_order": in_order, "lost": lost}), flush=True)
+
+
+def timer_main() -> None:
+    """``--timer URL SECONDS``: time GET /api/conversations every 50 ms; prints seconds."""
+    url, seconds = sys.argv[2], float(sys.argv[3])
+    times: list[float] = []
+    with httpx.Client(base_url=url, timeout=120) as client:
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            start = time.monotonic()
+            client.get("/api/conversations")
+            times.append(time.monotonic() - start)
+            time.sleep(0.05)
+    print(json.dumps(times), flush=True)
+
+
+def _ms(values: list[float]) -> str:
+    ms = sorted(v * 1000 for v in values)
+    p90 = ms[min(len(ms) - 1, int(len(ms) * 0.9))]
+    return f"median {statistics.median(ms):.1f} ms, p90 {p90:.1f}, max {ms[-1]:.1f} (n={len(ms)})"
+
+
+def readers() -> None:
+    with tempfile.TemporaryDirectory() as tmp, FakeOpenAIServer(["ok"]) as model:
+        settings = Settings(model="m", base_url=model.base_url, api_key="k", language="en")
+        app = create_app(Path(tmp), settings)
+        with BackgroundServer(app) as server, httpx.Client(base_url=server.url) as client:
+            body = json.dumps({"title": "followed"})
+            cid = client.post(
+                "/api/conversations", content=body, headers={"Content-Type": "application/json"}
+            ).json()["id"]
+            session = app.state.agentkit.workspace.get(cid)
+            expected = int(RATE * SECONDS)
+            url = f"{server.url}/api/conversations/{cid}/events"
+            followers = subprocess.Popen(
+                [sys.executable, __file__, "--followers", url, str(expected)],
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+            assert followers.stdout is not None
+            assert followers.stdout.readline().strip() == "ready"
+            idle = subprocess.run(
+                [sys.executable, __file__, "--timer", server.url, "2"],
+                stdout=subprocess.PIPE, text=True, check=True,
+            )  # fmt: skip
+            timer = subprocess.Popen(
+                [sys.executable, __file__, "--timer", server.url, str(SECONDS)],
+                stdout=subprocess.PIPE, text=True,
+            )  # fmt: skip
+            start = time.monotonic()
+            for i in range(expected):
+                session.publish(ev.TextDelta(text=f"token {i} "))
+                time.sleep(max(0.0, start + (i + 1) / RATE - time.monotonic()))
+            took = time.monotonic() - start
+            loaded = json.loads(timer.communicate()[0])
+            got = json.loads(followers.communicate()[0].strip().splitlines()[-1])
+    print(f"{READERS} readers of one conversation, {RATE} events/s for {SECONDS:.0f} s "
+          f"(published in {took:.1f} s)")  # fmt: skip
+    print(f"GET /api/conversations from another process, idle:  {_ms(json.loads(idle.stdout))}")
+    print(f"GET /api/conversations from another process, load:  {_ms(loaded)}")
+    print(f"readers: {got['finished']} finished, {got['in_order']} got every event in order, "
+          f"{got['lost']} events lost")  # fmt: skip
+
+
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--reader":
         reader_main()
+    elif len(sys.argv) > 1 and sys.argv[1] == "--followers":
+        followers_main()
+    elif len(sys.argv) > 1 and sys.argv[1] == "--timer":
+        timer_main()
     else:
         threading.current_thread().name = "bench"
-        main()
+        if "--readers-only" not in sys.argv:
+            main()
+        readers()

@@ -61,7 +61,7 @@ def command_sandbox(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPa
     """Run a test twice: commands in the bubblewrap sandbox, then without it
     (``AGENTKIT_COMMAND_SANDBOX``, read by every Settings the test builds). The sandboxed
     run is skipped where bubblewrap cannot run."""
-    from agentkit.tools._sandbox import bwrap_works
+    from agentkit.process.sandbox import bwrap_works
 
     if request.param == "bwrap" and bwrap_works("bwrap") is None:
         pytest.skip("bubblewrap is missing or cannot create namespaces here")

@@ -4,7 +4,7 @@ Run as ``python tests/mcp_test_server.py stdio`` or ``... http PORT`` (streamabl
 HTTP on 127.0.0.1:PORT, path /mcp). Tools: echo, add (structured output), slow
 (sleeps), crash (the process dies), huge (a long text), picture (an image),
 broken (raises: an MCP error result), env (one variable of its environment),
-pid (its process id).
+pid (its process id), trace_context (the traceparent the call's ``_meta`` carried).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import os
 import sys
 import time
 
-from mcp.server.mcpserver import Image, MCPServer
+from mcp.server.mcpserver import Context, Image, MCPServer
 from pydantic import BaseModel
 
 server = MCPServer("agentkit-test")
@@ -79,6 +79,13 @@ def broken() -> str:
 def env(name: str) -> str:
     """Return the value of one environment variable, or (unset)."""
     return os.environ.get(name, "(unset)")
+
+
+@server.tool()
+def trace_context(ctx: Context) -> str:
+    """Return the traceparent the call's _meta carried (MCP SEP-414), or (none)."""
+    meta = ctx.request_context.meta or {}
+    return str(meta.get("traceparent") or "(none)")
 
 
 @server.tool()

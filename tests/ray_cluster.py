@@ -6,7 +6,7 @@ these helpers refuse to start anything unless the process runs in a network
 namespace where no interface but ``lo`` is up (``unshare -n`` + ``ip link set lo
 up``; see .ci/run). Every process a node starts carries ``CLUSTER_VAR=<mark>`` in
 its environment, and nodes are stopped by killing exactly those processes
-(agentkit.proctree), never by ``ray stop`` (which kills every Ray process of the
+(agentkit.process.tree), never by ``ray stop`` (which kills every Ray process of the
 machine).
 """
 
@@ -25,7 +25,7 @@ from typing import Any
 
 import psutil
 
-from agentkit.proctree import kill_tree, processes_with_mark
+from agentkit.process.tree import kill_tree, processes_with_mark
 
 CLUSTER_VAR = "AGENTKIT_TEST_RAY_NODE"
 ROOT = Path(__file__).resolve().parents[1]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 SUB_SYSTEM_STARTS = ("你是一个专注的子智能体", "You are a focused sub-agent")
@@ -70,6 +70,25 @@ def wait_until(predicate: Callable[[], bool], timeout: float = 20.0) -> bool:
     return predicate()
 
 
+def running(processes: Iterable[Any]) -> list[Any]:
+    """The psutil processes of ``processes`` that still run (not gone, not a zombie).
+
+    A process may exit between two questions about it; asking them one by one
+    (``is_running()`` then ``status()``) raised NoSuchProcess in CI, so this asks
+    the product's own :func:`agentkit.process.tree.is_gone`, which treats that as gone.
+    """
+    from agentkit.process.tree import is_gone
+
+    return [p for p in processes if not is_gone(p)]
+
+
+def no_process_left(mark: str) -> bool:
+    """True when no process carrying the process mark ``mark`` still runs."""
+    from agentkit.process.tree import processes_with_mark
+
+    return not running(processes_with_mark(mark))
+
+
 class Gate:
     """Holds scripted replies until released: ``gate.hold(reply)`` waits for
     ``gate.release(reply)`` (both return request handlers)."""
@@ -111,3 +130,21 @@ def scripted_settings(server: Any, language: str = "zh", **overrides: Any) -> An
     }
     values.update(overrides)
     return Settings(**values)
+
+
+class Switch:
+    """A FakeOpenAIServer handler that passes each request to ``handler`` (a Router, set
+    per test with :func:`script`): one real server per module, a script per test."""
+
+    def __init__(self) -> None:
+        self.handler: Any = Router(["(no script)"])
+
+    def __call__(self, request: dict[str, Any]) -> Any:
+        return self.handler(request)
+
+
+def script(
+    served: tuple[Any, Switch], main: list[Any], subs: dict[int, list[Any]] | None = None
+) -> None:
+    """Script the module's server for one test (``served[1]``: its Switch)."""
+    served[1].handler = Router(main, subs)

@@ -23,10 +23,19 @@ from typing import Any
 
 import psutil
 import pytest
-from subagent_helpers import Gate, Router, call, calls, finish, wait_until, who
+from subagent_helpers import (
+    Gate,
+    Router,
+    call,
+    calls,
+    finish,
+    no_process_left,
+    wait_until,
+    who,
+)
 from test_cli import REPO, cli_env
 
-from agentkit.proctree import MARK_VAR, processes_with_mark
+from agentkit.process.tree import AGENT_MARK_VAR
 from agentkit.testing import FakeOpenAIServer
 
 pytestmark = pytest.mark.slow
@@ -122,20 +131,12 @@ def marks_under(pid: int) -> set[str]:
     marks = set()
     for proc in psutil.Process(pid).children(recursive=True):
         try:
-            mark = proc.environ().get(MARK_VAR)
+            mark = proc.environ().get(AGENT_MARK_VAR)
         except psutil.Error:
             continue
         if mark and proc.name() == "sleep":
             marks.add(mark)
     return marks
-
-
-def no_process_left(mark: str) -> bool:
-    return not [
-        p
-        for p in processes_with_mark(mark)
-        if p.is_running() and p.status() != psutil.STATUS_ZOMBIE
-    ]
 
 
 def background(agent_id: int, summary: str) -> dict[str, Any]:
@@ -264,8 +265,22 @@ def test_quit_says_how_many_queued_messages_it_leaves_unsent(workspace: Path) ->
         finally:
             gate.event.set()
             chat.kill()
-    assert code == 0, err
-    assert result["unsent"] == 1 and "1 queued message not sent" in result["text"]
+        assert code == 0, err
+        assert result["unsent"] == 1 and "1 queued message not sent yet: kept" in result["text"]
+        # Kept, as it says: continuing the conversation sends it.
+        before = main_requests(server)
+        conversation_id = next(e["conversation_id"] for e in chat.seen if e.get("conversation_id"))
+        again = JsonlChat(workspace, cli_env(server.base_url), "--continue", conversation_id)
+        try:
+            again.until(lambda e: e["type"] == "RoundFinished")
+            again.command("/quit")
+            again.wait()
+        finally:
+            again.kill()
+    two = {"role": "user", "content": "two"}
+    assert not any(two in r["messages"] for r in before)  # left unsent...
+    after = main_requests(server)[len(before) :]
+    assert after and two in after[-1]["messages"]  # ...then sent by the next opening
 
 
 def test_a_double_slash_sends_a_message_that_starts_with_a_slash(workspace: Path) -> None:
@@ -440,15 +455,156 @@ def test_terminal_chat_in_tmux(workspace: Path, tmp_path: Path) -> None:
         try:
             assert wait_until(lambda: "/help lists the commands" in screen(), 30), screen()
             subprocess.run([*tmux, "send-keys", "hello there", "Enter"], check=True)
-            assert wait_until(lambda: "all done" in screen(), 30), screen()
+            # The rendered answer, once the status line's streaming preview (raw text,
+            # "answer: …Hello **from…") has gone.
+            assert wait_until(
+                lambda: "• first point" in (now := screen()) and "answer: …" not in now, 30
+            ), screen()
             shown = screen()
+            assert "all done" not in shown  # said only after background work
             assert "from the model" in shown and "**" not in shown  # rendered as Markdown
             assert "• first point" in shown
             subprocess.run([*tmux, "send-keys", "/quit", "Enter"], check=True)
             assert wait_until(status_file.is_file, 30), screen()
             assert status_file.read_text().strip() == "0"
             assert "left: conversation conv_" in screen()
+            assert "continue it with: agentkit chat --continue conv_" in screen()
         finally:
             subprocess.run([*tmux, "kill-server"], check=False, capture_output=True)
     (saved,) = (workspace / ".agentkit" / "conversations").glob("*.json")
     assert json.loads(saved.read_text())["messages"][-1]["content"].startswith("Hello")
+
+
+@pytest.mark.skipif(
+    shutil.which("tmux") is None, reason="tmux is not installed (apt-get install tmux)"
+)
+def test_terminal_chat_takes_a_paste_sent_as_keys_and_ctrl_d_counts_unsent(
+    workspace: Path, tmp_path: Path
+) -> None:
+    # A trial: a 100 KB paste the terminal did not bracket froze the chat for 41 s;
+    # and leaving with Ctrl-D dropped queued messages without a word.
+    socket_path = str(tmp_path / "tmux.sock")
+    status_file = tmp_path / "status"
+    tmux = ["tmux", "-S", socket_path]
+    pasted = "all of this was pasted " * 4500  # ~100 KB on one line
+
+    def screen() -> str:
+        return subprocess.run(
+            [*tmux, "capture-pane", "-p"], capture_output=True, text=True, check=False
+        ).stdout
+
+    gate = Gate()
+    router = Router(main=["got the paste", gate.hold("late answer")])
+    with FakeOpenAIServer(router) as server:
+        env = cli_env(server.base_url, TERM="xterm-256color")
+        command = (
+            f"{sys.executable} -m agentkit chat -w {workspace}; echo $? > {status_file}; sleep 60"
+        )
+        subprocess.run(
+            [*tmux, "new-session", "-d", "-x", "120", "-y", "40", command], env=env, check=True
+        )
+        try:
+            assert wait_until(lambda: "/help lists the commands" in screen(), 30), screen()
+            (tmp_path / "paste.txt").write_text(pasted)
+            subprocess.run([*tmux, "load-buffer", str(tmp_path / "paste.txt")], check=True)
+            subprocess.run([*tmux, "paste-buffer", "-d"], check=True)  # as keys: no -p
+            subprocess.run([*tmux, "send-keys", "Enter"], check=True)
+            assert wait_until(lambda: "got the paste" in screen(), 90), screen()[-600:]
+            subprocess.run([*tmux, "send-keys", "one", "Enter"], check=True)
+            assert wait_until(lambda: len(main_requests(server)) == 2, 30)
+            subprocess.run([*tmux, "send-keys", "two", "Enter"], check=True)
+            assert wait_until(lambda: "queued (1)" in screen(), 30), screen()
+            subprocess.run([*tmux, "send-keys", "C-d"], check=True)
+            assert wait_until(status_file.is_file, 30), screen()
+            gate.event.set()
+            assert status_file.read_text().strip() == "0"
+            assert "1 queued message not sent yet: kept" in screen().replace("\n", "")
+        finally:
+            gate.event.set()
+            subprocess.run([*tmux, "kill-server"], check=False, capture_output=True)
+    first = main_requests(server)[0]["messages"][-1]
+    assert first == {"role": "user", "content": pasted.strip()}
+
+
+@pytest.mark.parametrize("controlling", [True, False], ids=["its-terminal", "a-pty"])
+def test_closing_the_terminal_exits_129_and_saves(
+    workspace: Path, tmp_path: Path, controlling: bool
+) -> None:
+    # A trial: closing the chat's pane exited 1 with "internal error: OSError EIO".
+    # The pty is closed under a running round (output still coming); as the chat's
+    # controlling terminal (a hang-up signal comes) or only its standard streams.
+    import os
+    import pty
+    import select
+
+    gate = Gate()
+    with FakeOpenAIServer(Router(main=[gate.hold("too late")])) as server:
+        env = cli_env(server.base_url, TERM="xterm-256color")
+        master, slave = pty.openpty()
+        err = (tmp_path / "stderr").open("w")
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "agentkit", "chat", "-w", str(workspace)],
+            env=env,
+            cwd=REPO,
+            stdin=slave,
+            stdout=slave,
+            stderr=err,
+            start_new_session=True,
+            preexec_fn=(lambda: _take_terminal(0)) if controlling else None,
+        )
+        os.close(slave)
+        shown = b""
+
+        def read_until(needle: bytes) -> bool:
+            nonlocal shown
+            deadline = time.monotonic() + 60
+            while needle not in shown and time.monotonic() < deadline:
+                if select.select([master], [], [], 0.2)[0]:
+                    try:
+                        shown += os.read(master, 65536)
+                    except OSError:
+                        break
+            return needle in shown
+
+        try:
+            assert read_until(b"/help lists the commands"), shown
+            os.write(master, b"hello\r")
+            assert wait_until(lambda: len(main_requests(server)) == 1, 30)
+            os.close(master)  # the pane is gone
+            code = proc.wait(60)
+        finally:
+            gate.event.set()
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            err.close()
+    stderr = (tmp_path / "stderr").read_text()
+    assert code == 129, stderr
+    assert "internal error" not in stderr and "Traceback" not in stderr
+    (saved,) = (workspace / ".agentkit" / "conversations").glob("*.json")
+    assert json.loads(saved.read_text())["state"] == "idle"
+
+
+def _take_terminal(fd: int) -> None:
+    """In the child, after setsid: make ``fd``'s terminal the controlling one."""
+    import fcntl
+    import termios
+
+    fcntl.ioctl(fd, termios.TIOCSCTTY, 0)
+
+
+def test_the_way_back_names_the_folder_a_demo_ran_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Regression (a new user's trial): ``chat --demo -w .`` printed a way back without
+    ``-w``, and ``--demo`` without it takes a fresh copy of the sample project, where
+    the conversation is not."""
+    from agentkit.cli.chat import _resume_hint
+
+    monkeypatch.chdir(tmp_path)
+    assert _resume_hint(tmp_path, demo=True) == "agentkit chat --continue {id} -w . --demo"
+    assert _resume_hint(tmp_path, demo=False) == "agentkit chat --continue {id}"
+    other = tmp_path / "other folder"
+    other.mkdir()
+    shown = _resume_hint(other, demo=True)
+    assert shown == f"agentkit chat --continue {{id}} -w '{other.resolve()}' --demo"

@@ -22,10 +22,10 @@ from typing import Any
 import psutil
 import pytest
 from rich.console import Console
-from subagent_helpers import Router, call, calls, finish
+from subagent_helpers import Router, call, calls, finish, running
 
 from agentkit import events as ev
-from agentkit.display import LiveDisplay, PlainPrinter
+from agentkit.cli.progress import LiveDisplay, PlainPrinter
 from agentkit.testing import ErrorReply, FakeOpenAIServer, Reply
 
 REPO = Path(__file__).resolve().parents[1]
@@ -112,6 +112,7 @@ def test_help_version_and_run_help() -> None:
         assert flag in run_help.stdout
     version = agentkit("--version", env=env)
     assert version.returncode == 0 and version.stdout.startswith("agentkit ")
+    assert "token counting: " in version.stdout  # tiktoken:<encoding>, or estimate (why)
 
 
 # ------------------------------------------------------------------------ run
@@ -375,7 +376,7 @@ def test_ctrl_c_to_the_process_group_ends_a_working_subagent(workspace: Path) ->
     assert proc.returncode == 130, err
     assert "Traceback" not in err and "interrupted: sub-agents stopped" in err
     psutil.wait_procs(family, timeout=5)
-    assert not [p for p in family if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    assert not running(family)
     (saved,) = (workspace / ".agentkit" / "conversations").glob("*.json")
     (row,) = json.loads(saved.read_text())["subagents"]
     assert row["status"] == "terminated", row
@@ -454,9 +455,7 @@ def test_run_with_subagent_then_show_and_transcript(workspace: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert any(line.startswith("sub-agent #1 started: Write the notes report") for line in lines)
-    assert any(
-        line.startswith("sub-agent #1 completed") and "files_read=1" in line for line in lines
-    )
+    assert any(line.startswith("sub-agent #1 done") and "files read 1," in line for line in lines)
     assert lines[-1] == "Main task done."
 
     shown = json.loads(agentkit("show", "-w", str(workspace), "--json", env=env).stdout)
@@ -578,14 +577,18 @@ def test_live_display_renders_status_and_subagent_table() -> None:
     )
     view(ev.SubAgentStarted(info=sub_info("running")))
     view(ev.SubAgentFinished(info=sub_info("completed", runtime_seconds=65)))
+    view(ev.SubAgentStarted(info=sub_info("running", agent_id=3)))
+    view(ev.StateChanged(state="waiting_for_subagents"))
     view.stop()
     out = buffer.getvalue()
+    assert "main [waiting for 1 sub-agent]" in out and "waiting_for_subagents" not in out
     assert "turn 3 · 1,234 tokens" in out and "Reading a.txt" in out
-    assert "tool read_file" in out and "sub-agent #2 completed after 1m05s" in out
+    assert "tool read_file" in out and "sub-agent #2 done after 1m05s" in out
     last = out[out.rindex("sub-agents") :]
     assert (
         "Collect figures" in last
-        and "completed" in last
+        and "done" in last
+        and "completed" not in last
         and "1m05s" in last
         and "Reading data.csv" in last
     )
@@ -601,7 +604,7 @@ def test_plain_printer_lines() -> None:
     assert buffer.getvalue().splitlines() == [
         "sub-agent #2 started: Collect figures (deliverables: out/b)",
         "retry: rate_limit (attempt 1) in 2.0s: slow down",
-        "sub-agent #2 timeout after 5s: files_read=3 searches=1 web_pages=0 commands=2",
+        "sub-agent #2 timed out after 5s: files read 3, searches 1, web pages 0, commands 2",
     ]
 
 
@@ -643,8 +646,8 @@ def test_task_from_standard_input(workspace: Path) -> None:
 def test_run_task_is_the_run_command_as_a_function(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from agentkit.cli import UsageError, make_settings
-    from agentkit.run_cli import run_task
+    from agentkit.cli.common import UsageError, make_settings
+    from agentkit.cli.run import run_task
 
     for name in list(os.environ):
         if name.startswith(("AGENTKIT_", "OPENAI_")):

@@ -24,10 +24,11 @@ import pytest
 from subagent_helpers import Router, call, calls, finish, wait_until
 from test_cli import cli_env
 
-from agentkit import proctree
+from agentkit.process import tree as proctree
 from agentkit.settings import Settings
 from agentkit.testing import FakeOpenAIServer
-from agentkit.tools.base import ToolContext, ToolRegistry
+from agentkit.tools.base import ToolContext
+from agentkit.tools.registry import ToolRegistry
 from agentkit.tools.shell import SHELL_TOOLS
 
 REPO = Path(__file__).resolve().parents[1]
@@ -93,7 +94,8 @@ OWNER = textwrap.dedent(
     import sys
     from pathlib import Path
     from agentkit.settings import Settings
-    from agentkit.tools.base import ToolContext, ToolRegistry
+    from agentkit.tools.base import ToolContext
+    from agentkit.tools.registry import ToolRegistry
     from agentkit.tools.shell import SHELL_TOOLS
 
     command, background = sys.argv[1], sys.argv[2] == "1"
@@ -161,7 +163,7 @@ def test_background_services_setting_in_process(workspace: Path) -> None:
         time.sleep(0.5)
         assert len(running_with(f"sleep {n}")) == 1  # still there after the command
     finally:
-        from agentkit.tools._command_launch import end_background_services
+        from agentkit.process.spawn import end_background_services
 
         end_background_services()
         assert wait_until(lambda: running_with(f"sleep {n}") == [], 10)
@@ -220,8 +222,7 @@ END_ALL_SCRIPT = textwrap.dedent(
     """
     import os, sys, time
     import psutil
-    from agentkit.tools import _command_launch as launch
-
+    from agentkit.process import spawn as launch
     def alive():
         return [p for p in psutil.process_iter(["cmdline", "status"])
                 if "sleep 976543" in " ".join(p.info["cmdline"] or [])
@@ -273,7 +274,7 @@ def test_an_exit_status_not_written_by_the_init_alone_reads_as_a_failure(
     import socket as socketlib
     import subprocess as sp
 
-    from agentkit.tools._command_launch import Launched
+    from agentkit.process.spawn import Launched
 
     ours, theirs = socketlib.socketpair()
     proc = sp.Popen(["true"])
@@ -306,7 +307,7 @@ def test_background_services_end_when_their_conversation_closes(workspace: Path)
             assert wait_until(lambda: running_with(f"sleep {n}") == [], 10)
             assert len(running_with(f"sleep {m}")) == 1
         finally:
-            from agentkit.tools._command_launch import end_background_services
+            from agentkit.process.spawn import end_background_services
 
             end_background_services()
             assert wait_until(lambda: running_with(f"sleep {m}") == [], 10)
@@ -322,7 +323,8 @@ def test_the_namespace_ends_with_the_owners_socket_even_without_a_death_signal(
     # so only the socket can end it: at EOF every process in the namespace must die.
     import socket as socketlib
 
-    from agentkit.tools import _command_launch, _sandbox
+    from agentkit.process import sandbox as _sandbox
+    from agentkit.process import spawn as _command_launch
 
     if _command_launch.launch_mode() != "pidns" and command_sandbox != "bwrap":
         pytest.skip("no pid namespaces here")
@@ -408,4 +410,43 @@ def test_a_timed_out_command_ends_even_when_the_init_watcher_is_gone(
     try:
         assert wait_until(lambda: not running_with(f"sleep {n}"), 15), result.output
     finally:
+        reap(f"sleep {n}")
+
+
+OWNED = """
+import sys, threading
+from agentkit.process.spawn import start_owned
+
+started = []
+# Called from a thread that ends at once: the program must outlive that thread (it is
+# forked by the spawner thread) and die only with this process.
+caller = threading.Thread(target=lambda: started.append(start_owned(["sleep", sys.argv[1]])))
+caller.start()
+caller.join()
+print("started", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_a_program_started_owned_dies_with_its_owner_even_by_sigkill() -> None:
+    """start_owned (MCP servers and the local model server use owned_argv too): alive
+    after the thread that asked for it ended, gone when its owner is SIGKILLed."""
+    n = marker()
+    owner = subprocess.Popen(
+        [sys.executable, "-c", OWNED, n],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    try:
+        assert owner.stdout is not None and owner.stdout.readline() == "started\n"
+        assert wait_until(lambda: len(running_with(f"sleep {n}")) == 1, 10)
+        time.sleep(0.3)
+        assert len(running_with(f"sleep {n}")) == 1  # the asking thread's end killed nothing
+        owner.kill()
+        owner.wait(10)
+        assert wait_until(lambda: running_with(f"sleep {n}") == [], 10)
+    finally:
+        owner.kill()
         reap(f"sleep {n}")

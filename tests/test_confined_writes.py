@@ -18,7 +18,7 @@ from subagent_helpers import Gate, Router, call, calls, finish, scripted_setting
 from agentkit import Agent
 from agentkit.confined import list_files, open_folder, write_text_atomic
 from agentkit.testing import FakeOpenAIServer
-from agentkit.tools._fileio import atomic_write
+from agentkit.tools.files._fileio import atomic_write
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ import pytest
 
 from agentkit.errors import ToolError
 from agentkit.settings import Settings
-from agentkit.tools.base import ToolContext, ToolRegistry, ToolResult
+from agentkit.tools.base import ToolContext, ToolResult
 from agentkit.tools.files import (
     FILE_TOOLS,
     EditFileParams,
@@ -25,6 +25,7 @@ from agentkit.tools.files import (
     read_file,
     write_file,
 )
+from agentkit.tools.registry import ToolRegistry
 
 REPO = Path(__file__).resolve().parents[1]
 

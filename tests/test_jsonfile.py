@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from agentkit.jsonfile import JsonFileWriter, read_json, write_json_atomic
 
@@ -38,3 +39,24 @@ def test_write_json_atomic_creates_folders(tmp_path: Path) -> None:
     path = tmp_path / "a" / "b" / "doc.json"
     write_json_atomic(path, {"x": [1, 2]})
     assert read_json(path) == {"x": [1, 2]}
+
+
+def test_writer_thread_ends_when_idle_and_a_later_save_still_lands(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """Regression: each writer kept a thread for the life of the process, so every
+    conversation ever opened by a server held one."""
+    from agentkit import jsonfile
+
+    monkeypatch.setattr(jsonfile, "IDLE_SECONDS", 0.05)
+    path = tmp_path / "c.json"
+    writer = JsonFileWriter(path)
+    writer.submit({"n": 1, "messages": []})
+    writer.flush()
+    thread = writer._thread  # noqa: SLF001 - the test looks at the thread itself
+    assert thread is not None
+    thread.join(5)
+    assert not thread.is_alive() and writer._thread is None  # noqa: SLF001
+    writer.submit({"n": 2, "messages": []})
+    writer.flush()
+    assert read_json(path) == {"n": 2, "messages": []}

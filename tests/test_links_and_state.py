@@ -9,8 +9,7 @@ import pytest
 
 from agentkit.errors import ToolError
 from agentkit.settings import Settings
-from agentkit.tools._ripgrep import find_rg
-from agentkit.tools.base import ToolContext, ToolRegistry
+from agentkit.tools.base import ToolContext
 from agentkit.tools.files import (
     EditFileParams,
     ReadFileParams,
@@ -19,7 +18,9 @@ from agentkit.tools.files import (
     read_file,
     write_file,
 )
+from agentkit.tools.registry import ToolRegistry
 from agentkit.tools.search import SEARCH_TOOLS
+from agentkit.tools.search._ripgrep import find_rg
 
 SECRET = "root:$6$topsecrethash:19000:0:99999:7:::\n"
 ENGINES = [

@@ -11,6 +11,7 @@ fixes the call's shape, the model fills in the arguments.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -295,3 +296,86 @@ def test_agentkit_run_local_as_a_new_user_types_it(tmp_path: Path) -> None:
     check_transcript(saved["messages"])
     assert result["stats"]["tool_calls"], "the model made no tool call"
     assert list((workspace / ".agentkit").glob("llama-server-*.log"))
+
+
+OWNER = """
+import sys
+import psutil
+from agentkit.local import LocalModelServer
+
+server = LocalModelServer(sys.argv[1]).start()
+launcher = psutil.Process(server._process.pid)
+tree = [launcher, *launcher.children(recursive=True)]
+print(" ".join(str(p.pid) for p in tree), flush=True)
+sys.stdin.read()
+"""
+
+
+@pytest.mark.timeout(300)
+def test_the_server_dies_with_its_owner_even_by_sigkill(tmp_path: Path) -> None:
+    """Issue 20 item 2: `agentkit run --local` left the server running with PPID 1.
+    Started like every child (a pid namespace, the parent-death signal), it goes
+    with its owner, whatever ends the owner."""
+    import psutil
+
+    repo = Path(__file__).resolve().parents[1]
+    owner = subprocess.Popen(
+        [sys.executable, "-c", OWNER, str(tmp_path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(repo)},
+    )
+    tree: list[psutil.Process] = []
+    try:
+        assert owner.stdout is not None
+        tree = [psutil.Process(int(pid)) for pid in owner.stdout.readline().split()]
+        assert any("agentkit.local.server" in " ".join(p.cmdline()) for p in tree)
+        owner.kill()
+        owner.wait(10)
+        _, alive = psutil.wait_procs(tree, timeout=30)
+        assert not alive, [p.cmdline() for p in alive]
+    finally:
+        owner.kill()
+        for proc in tree:
+            with contextlib.suppress(psutil.Error):
+                proc.kill()
+
+
+DIES_AT_FIRST_TOKEN = """
+import ctypes, http.server, json, sys
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = json.dumps({"data": []}).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_POST(self):
+        print("evaluating the first token", flush=True)
+        ctypes.string_at(0)  # a real fault, as an illegal instruction is (pid 1 ignores kill)
+
+http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()
+"""
+
+
+def test_a_server_that_dies_at_its_first_token_fails_the_start_saying_how(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A llama.cpp built for instructions the CPU refuses answers /v1/models, then
+    dies with SIGILL at the first request (seen in CI: every later request was
+    'connection refused'). The start makes one token, so it fails there, naming
+    the signal and quoting the log (here a real SIGSEGV stands for the SIGILL)."""
+    local = LocalModelServer(tmp_path, start_timeout=60)
+    monkeypatch.setattr(
+        local,
+        "_command",
+        lambda model, port: [sys.executable, "-c", DIES_AT_FIRST_TOKEN, str(port)],
+    )
+    with pytest.raises(RuntimeError) as failed:
+        local.start()
+    assert "killed by SIGSEGV" in str(failed.value)
+    assert "evaluating the first token" in str(failed.value)
+    assert local._process is None  # stopped

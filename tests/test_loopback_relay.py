@@ -1,4 +1,4 @@
-"""The loopback relay and its folders (agentkit/tools/_loopback_relay.py,
+"""The loopback relay and its folders (agentkit/process/loopback/relay.py,
 _loopback_folders.py) with real Unix and TCP sockets on 127.0.0.1 and real processes:
 only the canonical header of a listed port is relayed, connections are capped, close
 ends every connection on both sides, and folders of a killed owner are swept."""
@@ -21,7 +21,8 @@ from typing import Any
 import pytest
 from loopback_servers import Digest, Hold
 
-from agentkit.tools import _loopback_folders, _loopback_relay
+from agentkit.process.loopback import folders as _loopback_folders
+from agentkit.process.loopback import relay as _loopback_relay
 
 
 def _closed(sock: socket.socket) -> bool:
@@ -103,17 +104,14 @@ def test_relay_caps_connections_and_close_ends_both_sides() -> None:
             with contextlib.suppress(OSError):  # closed at once beyond the cap
                 sock.sendall(b"%d\n" % hold.port)
             clients.append(sock)
-        idle = 0
         for _ in range(300):  # idle: no header; beyond the kernel's queue, refused at once
             sock = socket.socket(socket.AF_UNIX)
             sock.setblocking(False)
-            try:
+            # Taken or refused: a relay that keeps up may take all 300 (CI saw it), so
+            # what must hold is the cap below, not how many the kernel queued.
+            with contextlib.suppress(BlockingIOError):
                 sock.connect(str(relay.folder / _loopback_relay.SOCKET_NAME))
-                idle += 1
-            except BlockingIOError:
-                pass
             clients.append(sock)
-        assert idle < 300
         time.sleep(1)
         assert relay.connections() <= 64  # MAX_CONNECTIONS, as documented
         assert hold.open_count() <= 64
@@ -160,7 +158,7 @@ def test_relay_ends_when_the_watched_process_exits() -> None:
 
 OWNER = (
     "import sys, time\n"
-    "from agentkit.tools import _loopback_relay\n"
+    "from agentkit.process.loopback import relay as _loopback_relay\n"
     "relay = _loopback_relay.start_relay([])\n"
     "print(relay.folder, flush=True)\n"
     "time.sleep(600)\n"

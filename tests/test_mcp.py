@@ -66,7 +66,7 @@ _registries: dict[int, Any] = {}
 
 def run(tools: MCPTools, tool: str, workspace: Path, **arguments: Any) -> Any:
     """Execute one tool call through a registry of ``tools`` (listed once)."""
-    from agentkit.tools.base import ToolRegistry
+    from agentkit.tools.registry import ToolRegistry
 
     if id(tools) not in _registries:
         _registries[id(tools)] = (tools, ToolRegistry(tools.tools()))

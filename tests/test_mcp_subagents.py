@@ -127,7 +127,7 @@ def test_worker_killed_by_sigkill_takes_its_mcp_server_with_it(workspace: Path) 
 
 
 def test_no_profiles_keeps_the_seed_schema_exactly(workspace: Path) -> None:
-    from agentkit.subagent.tools import make_main_tools
+    from agentkit.subagent.seed_tools import make_main_tools
 
     seed = make_main_tools(lambda: None)[0].schema("en")  # type: ignore[arg-type,return-value]
     with (
@@ -180,7 +180,7 @@ def test_profile_file_sets_prompt_tools_model_and_timeout(workspace: Path) -> No
     assert spec.timeout_seconds == 77
     assert sub[0]["model"] == "cheap-model" and sub[0]["temperature"] == 0.1
     from agentkit import prompts
-    from agentkit.environment import prompt_values
+    from agentkit.prompts import prompt_values
 
     # The prompt holds the time to the second: take it from the request, not from a second clock read.
     sent = sub[0]["messages"][0]["content"]

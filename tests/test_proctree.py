@@ -13,7 +13,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from agentkit import proctree
+from agentkit.process import tree as proctree
 
 
 def wait_for_file(path: Path, timeout: float = 10.0) -> str:
@@ -117,7 +117,7 @@ def test_kill_tree_never_kills_the_caller(mark: str) -> None:
     # A marked process that kills its own mark survives (and reports no targets).
     root = Path(proctree.__file__).resolve().parents[1]
     code = (
-        "import sys; from agentkit import proctree; "
+        "import sys; from agentkit.process import tree as proctree; "
         "print(proctree.kill_tree(None, sys.argv[1], 0.1)); print('alive')"
     )
     env = {**os.environ, **proctree.mark_env(mark), "PYTHONPATH": str(root)}

@@ -10,7 +10,7 @@ import pytest
 
 import agentkit
 
-PUBLIC_MODULES = ["agentkit", "agentkit.testing", "agentkit.events"]
+PUBLIC_MODULES = ["agentkit", "agentkit.testing", "agentkit.events", "agentkit.tracing"]
 
 
 @pytest.mark.parametrize("name", agentkit.__all__)
@@ -58,6 +58,7 @@ def test_import_is_lazy() -> None:
 
 def test_exceptions_form_one_tree() -> None:
     for name in [
+        "ApprovalError",
         "Cancelled",
         "ConfigurationError",
         "ContextLengthExceeded",

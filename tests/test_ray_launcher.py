@@ -16,7 +16,7 @@ from subagent_helpers import Router, call, calls, finish, wait_until, who
 
 from agentkit import Agent, Settings
 from agentkit.subagent.contract import Progress, Result
-from agentkit.subagent.ray_channel import Mailbox, empty_progress
+from agentkit.subagent.launchers.ray_channel import Mailbox, empty_progress
 from agentkit.testing import FakeOpenAIServer
 
 
@@ -37,6 +37,18 @@ def test_mailbox_forwards_in_order_once_and_take_acknowledges() -> None:
     rest, closed, code = box.take(2, 0)  # "after 2" acknowledges x and y
     assert rest == [(3, "z")] and not closed  # closed only once everything was taken
     assert box.take(3, 0) == ([], True, 0)
+
+
+def test_mailbox_holds_parent_messages_until_the_worker_is_attached() -> None:
+    forwarded: list[str] = []
+    box = Mailbox()  # a pool's actor: the job's calls may come before its worker runs
+    box.deliver(2, "b")
+    box.deliver(1, "a")
+    assert forwarded == []
+    box.attach(lambda m: forwarded.append(m) or True)
+    box.deliver(3, "c")
+    box.deliver(1, "a")
+    assert forwarded == ["a", "b", "c"]
 
 
 # ------------------------------------------------------------ on the cluster
@@ -137,7 +149,7 @@ def test_a_node_without_the_shared_workspace_fails_the_sub_agent_clearly(
 def test_a_node_dying_mid_task_fails_the_sub_agent_and_the_conversation_goes_on(
     workspace: Path, cluster: Any
 ) -> None:
-    from agentkit.proctree import processes_with_mark
+    from agentkit.process.tree import processes_with_mark
 
     mark = cluster.add_node({"doomed": 10})
     router = Router(
@@ -192,9 +204,74 @@ def test_an_address_nobody_answers_at_fails_at_once_with_the_reason() -> None:
 
     pytest.importorskip("ray")
     code = (
-        "from agentkit.subagent.ray_launcher import connect\n"
+        "from agentkit.subagent.launchers.ray import connect\n"
         "try:\n    connect('127.0.0.1:9')\nexcept ConnectionError as exc:\n    print(exc)\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert "no Ray cluster answers at 127.0.0.1:9" in done.stdout, done
     assert "ray_address" in done.stdout
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_the_pool_reuses_a_warm_actor_and_replaces_one_that_died(
+    workspace: Path, cluster: Any
+) -> None:
+    import ray
+
+    subs = {i: [finish(f"agent {i} done")] for i in range(1, 4)}
+    with FakeOpenAIServer(Router(main=["unused"], subs=subs)) as server:
+        settings = ray_settings(server, cluster, ray_pool_size=1)
+        with Agent(workspace=workspace, settings=settings) as agent:
+            manager = agent.manager
+            actors = []
+
+            def idle() -> bool:  # the ended agent's actor is back in the pool
+                pool = manager.launcher._pool
+                return pool is not None and not any(h.busy for h in pool.hosts())
+
+            for i in (1, 2):  # one after another: the second gets the first's actor back
+                manager.create(agent_id=i, summary=f"s{i}", task="t", deliverables_dir=f"d{i}")
+                actors.append(manager.agents[i].handle.actor._actor_id)
+                assert wait_until(idle, timeout=60)
+            pool = manager.launcher._pool
+            ray.kill(pool.hosts()[0].actor, no_restart=True)  # an idle actor dies
+            assert wait_until(
+                lambda: (
+                    [h.actor._actor_id for h in pool.hosts() if h.is_warm()]
+                    not in ([], [actors[0]])
+                ),
+                timeout=120,
+            )
+            manager.create(agent_id=3, summary="s3", task="t", deliverables_dir="d3")
+            actors.append(manager.agents[3].handle.actor._actor_id)
+            results = {i: a.result_summary for i, a in manager.agents.items()}
+            statuses = {a.status for a in manager.agents.values()}
+    assert statuses == {"completed"}
+    assert results == {i: f"agent {i} done" for i in (1, 2, 3)}  # no job saw another's
+    assert actors[0] == actors[1] and actors[2] != actors[0]
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_a_sub_agent_started_while_an_actor_is_released_waits_for_it(
+    workspace: Path, cluster: Any
+) -> None:
+    """Regression (benchmarks/ray_launcher.py, issue 27): a sub-agent created while the
+    previous one's actor was still being released (its leftovers killed) got a new,
+    cold actor (about 2 s of CPU), so fan-out on Ray ran 4-7x slower than local. A
+    blocking sub-agent's create returns at its result, before that release ends."""
+    subs = {i: [finish(f"agent {i} done")] for i in range(1, 4)}
+    with FakeOpenAIServer(Router(main=["unused"], subs=subs)) as server:
+        settings = ray_settings(server, cluster, ray_pool_size=1)
+        with Agent(workspace=workspace, settings=settings) as agent:
+            manager = agent.manager
+            actors = []
+            for i in (1, 2, 3):  # each at once after the previous one's result
+                manager.create(agent_id=i, summary=f"s{i}", task="t", deliverables_dir=f"d{i}")
+                actors.append(manager.agents[i].handle.actor._actor_id)
+            hosts = len(manager.launcher._pool.hosts())
+            statuses = {a.status for a in manager.agents.values()}
+    assert statuses == {"completed"}
+    assert actors[0] == actors[1] == actors[2]
+    assert hosts == 1

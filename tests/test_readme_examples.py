@@ -85,3 +85,49 @@ def test_the_chat_application_example_runs_as_written(tmp_path: Path) -> None:
     assert "The background job reports: done." in out
     assert "[a sub-agent finished; the agent reports]" in out
     assert out.rstrip().endswith("[all work done]")
+
+
+def test_the_control_plane_example_runs_as_written(tmp_path: Path) -> None:
+    (tmp_path / "proj").mkdir()
+    script = tmp_path / "control.py"
+    script.write_text(code_after("### The control plane: steer, ask, wait, continue"))
+    create = call(
+        "create_sub_agent", agent_id=1, summary="迁移测试", task="t", run_in_background=True
+    )
+    steer = "Put the new files in tests_new/."
+
+    def main(request: dict[str, Any]) -> Any:
+        messages = request["messages"]
+        last = messages[-1]
+        if not any(m["role"] == "assistant" for m in messages):
+            return calls(create)
+        if last["role"] == "user" and "answer_sub_agent" in last["content"]:
+            return calls(call("answer_sub_agent", agent_id=1, answer="Python 3.10"))
+        return "Working on it."
+
+    def sub(request: dict[str, Any]) -> Any:  # after its answer: work until the message came
+        if any(steer in str(m.get("content")) for m in request["messages"]):
+            return finish("Ported, in tests_new/.")
+        return calls(call("search_workspace", pattern="x"))
+
+    router = Router(
+        main=[main], subs={1: [calls(call("ask_parent", question="Oldest Python?")), sub]}
+    )
+    env: dict[str, Any] = {**os.environ, "AGENTKIT_MODEL": "fake-model", "OPENAI_API_KEY": "k"}
+    with FakeOpenAIServer(router) as server:
+        env["OPENAI_BASE_URL"] = server.base_url
+        proc = subprocess.run(
+            [sys.executable, str(script)],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            env=env,
+            timeout=90,
+        )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = proc.stdout.splitlines()
+    assert "sub-agent 1 asks: Oldest Python?" in lines
+    assert "delivered" in lines
+    cost, total = lines[-1].split("] ")
+    assert cost == "cost: [None"  # fake-model has no known price: null, never 0
+    assert total.startswith("{'tokens': ") and total.endswith(", 'cost_usd': None}")

@@ -21,12 +21,13 @@ import pytest
 from subagent_helpers import Router, call, calls, finish, scripted_settings, wait_until, who
 
 from agentkit import Agent, Settings
-from agentkit.proctree import processes_with_mark
+from agentkit.process.tree import processes_with_mark
 from agentkit.subagent.sweep import KILLED_ERROR
 from agentkit.testing import FakeOpenAIServer
 from agentkit.tools import base_tools
-from agentkit.tools.base import ToolContext, ToolRegistry
+from agentkit.tools.base import ToolContext
 from agentkit.tools.os_errors import os_error_kind
+from agentkit.tools.registry import ToolRegistry
 
 pytestmark = pytest.mark.slow
 RECORD = "sub_agent_results/agent_1/.subagent/conversations.json"
@@ -102,13 +103,8 @@ def test_a_final_record_refuses_to_be_replaced(tmp_path: Path) -> None:
 
 def test_the_living_parent_replaces_a_workers_account_of_losing_it(tmp_path: Path) -> None:
     from agentkit.subagent.contract import WorkerSpec
-    from agentkit.subagent.record import (
-        ORPHANED_ERROR,
-        Ending,
-        finalise_record,
-        read_record,
-        write_record,
-    )
+    from agentkit.subagent.finalise import finalise_record
+    from agentkit.subagent.record import ORPHANED_ERROR, Ending, read_record, write_record
 
     folder = tmp_path / "d"
     spec = WorkerSpec(1, "s", "t", 60, "d", str(folder), str(tmp_path), "s1", {}, "m", "now")

@@ -1,4 +1,4 @@
-"""The command sandbox (agentkit/tools/_sandbox.py) with real bubblewrap, processes,
+"""The command sandbox (agentkit/process/sandbox.py) with real bubblewrap, processes,
 files and sockets: escapes that must fail, development commands that must work, modes,
 the fallback, and a sub-agent confined to its deliverables and claims."""
 
@@ -20,11 +20,12 @@ import pytest
 from subagent_helpers import Router, call, calls, finish, who
 
 from agentkit import Agent, Settings
+from agentkit.process import sandbox as _sandbox
 from agentkit.subagent.contract import WorkerSpec
-from agentkit.subagent.sandbox_scope import command_settings
+from agentkit.subagent.worker.sandbox_scope import command_settings
 from agentkit.testing import FakeOpenAIServer
-from agentkit.tools import _sandbox
-from agentkit.tools.base import ToolContext, ToolRegistry, ToolResult
+from agentkit.tools.base import ToolContext, ToolResult
+from agentkit.tools.registry import ToolRegistry
 from agentkit.tools.shell import SHELL_TOOLS
 
 REGISTRY = ToolRegistry(SHELL_TOOLS)
@@ -263,7 +264,7 @@ def test_fallback_without_bubblewrap(
         fake.chmod(0o755)
         overrides["command_bwrap_path"] = str(fake)
     monkeypatch.setattr(_sandbox, "_warned", threading.Event())
-    with caplog.at_level(logging.WARNING, logger="agentkit.tools._sandbox"):
+    with caplog.at_level(logging.WARNING, logger="agentkit.process.sandbox"):
         first = run(make_ctx(workspace, **overrides), "echo unconfined")
         second = run(make_ctx(workspace, **overrides), "echo again")
     assert first.ok and first.output.startswith("unconfined\n[exit 0")
@@ -353,6 +354,24 @@ def test_sub_agent_writes_only_its_deliverables_and_claims(
         assert (workspace / "mine.txt").read_text() == "claimed\n"
         assert not report.exists()
         assert "read-only mode" in output
+
+
+@needs_bwrap
+def test_a_write_scope_binds_only_the_context_that_carries_it(workspace: Path) -> None:
+    """The scope travels in ToolContext.write_scope: two agents with one process mark
+    (as before, when a dict keyed by the mark held it) do not share it."""
+    mark = uuid.uuid4().hex
+    (workspace / "mine").mkdir()
+    scope = _sandbox.WriteScope((workspace / "mine",), lambda: (), "only mine/")
+    settings = Settings(model="m", api_key="k", language="en")
+    scoped = ToolContext(workspace, settings, process_mark=mark, write_scope=scope)
+    whole = ToolContext(workspace, settings, process_mark=mark)
+    refused = run(scoped, "echo a > mine/a.txt; echo b > b.txt")
+    assert (workspace / "mine/a.txt").read_text() == "a\n"
+    assert not (workspace / "b.txt").exists(), refused.output
+    assert "only mine/" in refused.output
+    assert run(whole, "echo c > c.txt").ok
+    assert (workspace / "c.txt").read_text() == "c\n"
 
 
 ESCAPE = r"""

@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 
 from agentkit.settings import Settings
-from agentkit.tools._ripgrep import find_rg
-from agentkit.tools.base import ToolContext, ToolRegistry, ToolResult
+from agentkit.tools.base import ToolContext, ToolResult
+from agentkit.tools.registry import ToolRegistry
 from agentkit.tools.search import SEARCH_TOOLS, preview_line
+from agentkit.tools.search._ripgrep import find_rg
 
 HAS_RG = find_rg() is not None
 ENGINES = [

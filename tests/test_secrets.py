@@ -1,4 +1,4 @@
-"""Which environment variables reach a command (agentkit/secrets.py; hardening item 7).
+"""Which environment variables reach a command (agentkit/process/secrets.py; hardening item 7).
 
 A table of names and values, each asserted dropped or kept, then the same table through
 a real ``run_command env``. Key-shaped values are assembled at run time (no key-like
@@ -14,10 +14,18 @@ from pathlib import Path
 
 import pytest
 
-from agentkit import proctree
-from agentkit.secrets import is_secret_name, is_secret_value, is_secret_var, scrub_env
+from agentkit.process import tree as proctree
+from agentkit.process.secrets import (
+    REDACTED,
+    is_secret_name,
+    is_secret_value,
+    is_secret_var,
+    scrub_env,
+    scrub_text,
+)
 from agentkit.settings import Settings
-from agentkit.tools.base import ToolContext, ToolRegistry
+from agentkit.tools.base import ToolContext
+from agentkit.tools.registry import ToolRegistry
 from agentkit.tools.shell import SHELL_TOOLS, command_env
 
 _rng = random.Random(7)
@@ -38,6 +46,10 @@ TABLE: list[tuple[str, str, bool]] = [
     ("OPENAI_API_KEY", "x", True),
     ("AGENTKIT_API_KEY", "x", True),
     ("AZURE_OPENAI_KEY", "abc", True),
+    # the OTLP exporter's headers carry the collector's credentials; its endpoint does not
+    ("OTEL_EXPORTER_OTLP_HEADERS", "x-api=abc", True),
+    ("OTEL_EXPORTER_OTLP_TRACES_HEADERS", "authorization=Basic%20abc", True),
+    ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4318", False),
     ("OPENAI_KEY", "abc", True),
     ("STRIPE_KEY", "abc", True),
     ("my_api_key", "abc", True),
@@ -179,7 +191,7 @@ def test_command_env_uses_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     env = command_env("mark", "cid", settings)
     assert env["GITHUB_TOKEN"] == "gh-visible"
     assert "PLAIN_VAR" not in env and "HOLDS_THE_KEY" not in env
-    assert env["AGENTKIT_COMMAND_ID"] == "cid" and env[proctree.MARK_VAR] == "mark"
+    assert env["AGENTKIT_COMMAND_ID"] == "cid" and env[proctree.AGENT_MARK_VAR] == "mark"
     assert "GITHUB_TOKEN" not in command_env("mark", "cid")  # no settings: built-in rule only
 
 
@@ -207,3 +219,22 @@ def test_run_command_env_shows_no_secret(workspace: Path, monkeypatch: pytest.Mo
             assert value not in output, name
         else:
             assert f"{name}={value}" in lines, name
+
+
+def test_scrub_text_redacts_what_the_rule_calls_secret_and_keeps_the_rest() -> None:
+    openai_like = "sk-proj-" + _rand(32)
+    cases = [
+        (f"key {openai_like} ok", f"key {REDACTED} ok"),
+        (f"token {B62} end", f"token {REDACTED} end"),
+        (f"jwt {JWT}", f"jwt {REDACTED}"),
+        ("postgres://app:pw1234@db/x", f"postgres://app:{REDACTED}@db/x"),
+        ("export DB_PASSWORD=hunter2 X=1", f"export DB_PASSWORD={REDACTED} X=1"),
+        ('{"api_key": "abc", "name": "bob"}', f'{{"api_key": "{REDACTED}", "name": "bob"}}'),
+        ("the endpoint key hidden-value-123 here", f"the endpoint key {REDACTED} here"),
+        (f"sha {SHA} and uuid {uuid.UUID(int=7)}", f"sha {SHA} and uuid {uuid.UUID(int=7)}"),
+        ("PATH=/usr/bin HOME=/root", "PATH=/usr/bin HOME=/root"),
+        ("a plain sentence, nothing to hide", "a plain sentence, nothing to hide"),
+    ]
+    for text, expected in cases:
+        assert scrub_text(text, ["hidden-value-123", None, "x"]) == expected, text
+    assert PEM.split("\n")[0] not in scrub_text(PEM)

@@ -16,15 +16,15 @@ from subagent_helpers import Gate, Router, call, calls, finish, wait_until, who
 from agentkit import Agent, Settings
 from agentkit.subagent.manager import SubAgentManager
 from agentkit.subagent.record import write_record
-from agentkit.subagent.tools import (
+from agentkit.subagent.seed_tools import (
     CreateSubAgentParams,
-    FinishTaskParams,
     GetSubAgentStatusParams,
-    make_finish_tool,
     make_main_tools,
 )
+from agentkit.subagent.worker.hooks import FinishTaskParams, make_finish_tool
 from agentkit.testing import FakeOpenAIServer
-from agentkit.tools.base import ToolContext, ToolRegistry
+from agentkit.tools.base import ToolContext
+from agentkit.tools.registry import ToolRegistry
 
 LONG = "长" * 201
 OK = {"agent_id": 1, "summary": "分析日志文件", "task": "读取日志并写报告"}

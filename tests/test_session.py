@@ -16,7 +16,7 @@ from subagent_helpers import Gate, Router, call, calls, finish, scripted_setting
 from agentkit import events as ev
 from agentkit.chat import Session, Workspace
 from agentkit.errors import ConfigurationError
-from agentkit.proctree import processes_with_mark
+from agentkit.process.tree import processes_with_mark
 from agentkit.settings import Settings
 from agentkit.testing import FakeOpenAIServer
 
@@ -502,3 +502,79 @@ def test_a_window_too_small_for_the_prompt_still_takes_short_messages(workspace:
             with pytest.raises(ConfigurationError, match="more than the 256 the model"):
                 session.post("pelican " * 1000)
             assert session.send("pelican " * 50).final_text == "short answered"
+
+
+def test_a_round_ended_by_close_names_no_sub_agent_as_working_on(workspace: Path) -> None:
+    """Closing a session (leaving the chat, switching conversations on the page) cancels
+    its round and ends its sub-agents (§8.5): the round's end must not say they "keep
+    working in the background" (a new user saw exactly that, then the row 'stopped')."""
+    gate, held = Gate(), Gate()
+    router = Router(
+        main=[calls(background(1, "后台长任务")), held.hold("太晚了")],
+        subs={1: [gate.hold(finish("做完了。"))]},
+    )
+    with FakeOpenAIServer(router) as server:
+        session = Session(workspace, settings_for(server))
+        seen = Recorder()
+        session.subscribe(seen)
+        sender = threading.Thread(target=lambda: session.send("开始"), daemon=True)
+        sender.start()
+        try:
+            seen.wait_for(ev.SubAgentStarted)
+            assert wait_until(
+                lambda: len(main_requests(server)) == 2
+            )  # the round waits on the model
+            session.close()
+            (finished,) = seen.wait_for(ev.RoundFinished)
+        finally:
+            gate.event.set()
+            held.event.set()
+            session.close()
+            sender.join(30)
+    assert finished.status == "cancelled"
+    assert finished.background == []
+    assert session.conversation.round_ends[-1]["background"] == []
+
+
+def test_a_session_taking_its_messages_reads_running_and_still_lists_them(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Regression (CI, tests/test_web_limits.py): between the driver taking the queued
+    messages and the round starting, the session read ``idle`` with the messages
+    neither queued nor in the conversation; a page polling for "idle and nothing
+    queued" then saw a conversation without them. Every moment of the take is
+    checked here: the planning step itself reports what a reader would see."""
+    import agentkit.chat.driver as driver_module
+
+    seen: list[tuple[str, list[str]]] = []
+    holder: dict[str, Session] = {}
+    real_plan_round = driver_module.plan_round
+
+    def watching_plan_round(manager: Any, inbox: Any, messages: list[Any], **kw: Any) -> Any:
+        session = holder.get("session")
+        if session is not None and messages:
+            waiting = session.inbox.unsaved(list(session.conversation.messages))
+            seen.append((session.state, waiting))
+        return real_plan_round(manager, inbox, messages, **kw)
+
+    monkeypatch.setattr(driver_module, "plan_round", watching_plan_round)
+    with (
+        FakeOpenAIServer(["第一条的回答"]) as server,
+        Session(workspace, settings_for(server)) as session,
+    ):
+        holder["session"] = session
+        assert session.send("第一条").final_text == "第一条的回答"
+    assert seen == [("running", ["第一条"])]
+
+
+def test_a_reopened_conversation_numbers_its_rounds_on(workspace: Path) -> None:
+    """Regression (a new user's trial): after ``agentkit chat --continue`` the rounds
+    were numbered from 1 again, so a page or a log showed two "round 1"s."""
+    with FakeOpenAIServer(["一", "二", "三"]) as server:
+        with Session(workspace, settings_for(server)) as first:
+            assert [first.send(t).round for t in ("a", "b")] == [1, 2]
+            cid = first.id
+        with Session(workspace, settings_for(server), conversation_id=cid) as again:
+            assert again.send("c").round == 3
+    saved = json.loads((workspace / ".agentkit" / "conversations" / f"{cid}.json").read_text())
+    assert saved["rounds"] == 3

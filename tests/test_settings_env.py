@@ -7,6 +7,7 @@ key to another host. Also: the README's settings table matches the fields.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -43,6 +44,13 @@ def _sample(name: str, field: FieldInfo) -> tuple[str, Any]:
     if typing.get_origin(field.annotation) is typing.Literal:
         other = next(a for a in args if a != default)
         return other, other
+    if name == "approvals":  # values are allow, ask or deny
+        return '{"run_command:git push*": "ask"}', {"run_command:git push*": "ask"}
+    if name == "hooks":  # the hooks shape (agentkit.policy.hook_config)
+        value = {"Stop": [{"hooks": [{"type": "command", "command": "true"}]}]}
+        return json.dumps(value), value
+    if name == "model_prices":  # model name -> prices per million tokens
+        return '{"probe": {"input": 1, "output": 2}}', {"probe": {"input": 1.0, "output": 2.0}}
     if isinstance(default, dict):  # JSON objects, e.g. dict[str, float]
         convert = str if args[1] is Any else args[1]
         return '{"probe": "2"}', {"probe": convert("2")}

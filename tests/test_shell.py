@@ -14,13 +14,14 @@ from pathlib import Path
 import psutil
 import pytest
 
-from agentkit import proctree
 from agentkit.errors import ToolError
+from agentkit.process import tree as proctree
 from agentkit.settings import Settings
-from agentkit.tools._shell_output import OutputCapture, resolve_cr, strip_ansi
-from agentkit.tools._shell_policy import check_interactive, check_policy
-from agentkit.tools.base import ToolContext, ToolRegistry, ToolResult
+from agentkit.tools.base import ToolContext, ToolResult
+from agentkit.tools.registry import ToolRegistry
 from agentkit.tools.shell import SHELL_TOOLS, is_secret_var
+from agentkit.tools.shell._output import OutputCapture, resolve_cr, strip_ansi
+from agentkit.tools.shell._policy import check_interactive, check_policy
 
 REGISTRY = ToolRegistry(SHELL_TOOLS)
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 
 from agentkit.errors import ToolError
-from agentkit.tools._shell_policy import check_policy
+from agentkit.tools.shell._policy import check_policy
 
 
 def blocked(command: str, allow: list[str], deny: list[str]) -> bool:

@@ -12,11 +12,21 @@ from typing import Any
 
 import psutil
 import pytest
-from subagent_helpers import Gate, Router, call, calls, finish, wait_until, who
+from subagent_helpers import (
+    Gate,
+    Router,
+    call,
+    calls,
+    finish,
+    no_process_left,
+    wait_until,
+    who,
+)
 
 from agentkit import Agent, Settings
 from agentkit import events as ev
-from agentkit.proctree import processes_with_mark
+from agentkit.process.tree import process_alive, processes_with_mark
+from agentkit.subagent.record import load_record
 from agentkit.testing import FakeOpenAIServer, Reply
 
 pytestmark = pytest.mark.slow
@@ -83,14 +93,6 @@ def launcher(request: pytest.FixtureRequest) -> Iterator[dict[str, Any]]:
 def pid_of(handle: Any) -> int:
     """The worker's pid (a Ray worker's is on its node; test nodes share this host)."""
     return int(handle.pid or handle.remote_pid)
-
-
-def no_process_left(mark: str) -> bool:
-    return not [
-        p
-        for p in processes_with_mark(mark)
-        if p.is_running() and p.status() != psutil.STATUS_ZOMBIE
-    ]
 
 
 def test_blocking_run_returns_seed_json_and_writes_record(
@@ -520,7 +522,7 @@ def test_timeout_kills_worker_and_commands_keeps_partial_files(
     assert data["message"] == "子智能体1 超时（3 秒），已被终止，已生成的部分结果保留"
     assert (workspace / "sub_agent_results/agent_1/partial.md").read_text() == "half"
     assert no_process_left(mark)
-    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    assert not process_alive(pid)
     record = json.loads(
         (workspace / "sub_agent_results/agent_1/.subagent/conversations.json").read_text()
     )
@@ -798,10 +800,7 @@ def test_sigkill_of_the_parent_leaves_no_worker_or_command(
             ):
                 time.sleep(0.1)
             assert no_process_left(mark)
-            assert (
-                not psutil.pid_exists(int(worker_pid))
-                or psutil.Process(int(worker_pid)).status() == psutil.STATUS_ZOMBIE
-            )
+            assert not process_alive(int(worker_pid))
             # The orphaned worker recorded how it ended, with the call it was running.
             path = workspace / "sub_agent_results/agent_1/.subagent/conversations.json"
             record = json.loads(path.read_text())
@@ -854,7 +853,9 @@ def test_record_is_valid_json_at_every_instant_and_after_a_kill(
         ):
             if path.exists():
                 data = json.loads(path.read_text())  # never a half-written file
-                turns_seen.add(len(data["messages"]))
+                # The file is written whole now and then; its journal holds the turns
+                # since (agentkit.subagent.journal): a reader sees every turn.
+                turns_seen.add(len(load_record(path)["messages"]))
         manager.terminate(1)
         data = json.loads(path.read_text())
         agent.close()
@@ -1148,3 +1149,74 @@ def test_a_sub_agent_stopped_while_it_launches_a_command_leaves_nothing(
             agent.close()
             assert wait_until(lambda mark=mark: no_process_left(mark), 10), f"attempt {attempt}"
             server.clear()
+
+
+def test_local_caps_bound_its_sub_agents(workspace: Path) -> None:
+    """Issue 20: under --local the toy model started a blocking sub-agent with the
+    default 600 s timeout, which ran the same failing command 17 times. --local's
+    sub-agents get 12 turns and 120 s by default, and the 3rd identical failure says
+    so in its result."""
+    from agentkit.local import LocalModelServer
+
+    caps = {
+        key: value
+        for key, value in LocalModelServer(workspace).settings_overrides().items()
+        if key.startswith("subagent_")
+    }
+    stuck = calls(call("read_file", path="missing.txt"))
+    router = Router(
+        main=[
+            calls(
+                call("create_sub_agent", agent_id=1, summary="太久", task="t", timeout_seconds=900)
+            ),
+            calls(call("create_sub_agent", agent_id=1, summary="读文件", task="读 missing.txt")),
+            "好",
+        ],
+        subs={1: [stuck]},
+    )
+    with FakeOpenAIServer(router) as server, make_agent(server, workspace, **caps) as agent:
+        agent.run("t")
+        refused, result = (last_json(r) for r in main_requests(server)[1:3])
+        subs = sub_requests(server, 1)
+        timeout = agent.manager.agents[1].spec.timeout_seconds
+    assert refused["success"] is False and "300" in refused["error"]
+    assert timeout == 120 and "任务超时时间：120 秒" in subs[0]["messages"][1]["content"]
+    assert len(subs) == 12  # subagent_max_turns: the worker stops there
+    assert result["status"] == "failed" and "max_turns (12)" in result["result_summary"]
+    notes = [i for i, text in enumerate(tool_results(subs[-1])) if "已连续失败 3 次" in text]
+    assert notes == [2]
+
+
+def test_the_manager_calls_back_when_a_sub_agent_starts_and_ends(workspace: Path) -> None:
+    """The chat session's wake-up and save ride on these callbacks, not on the events
+    (which are for observers): each is called once, after its event."""
+    from agentkit.subagent.manager import SubAgentManager
+
+    seen: list[tuple[str, int, str]] = []
+    router = Router(main=["unused"], subs={1: [finish()], 2: [finish()]})
+    with FakeOpenAIServer(router) as server:
+        manager = SubAgentManager(
+            workspace=workspace,
+            settings=Settings(
+                model="fake-model", base_url=server.base_url, api_key="k", max_retries=0
+            ),
+            emit=lambda e: (
+                seen.append((type(e).__name__, e.info["agent_id"], e.info["status"]))
+                if isinstance(e, (ev.SubAgentStarted, ev.SubAgentFinished))
+                else None
+            ),
+            on_started=lambda a: seen.append(("on_started", a.spec.agent_id, a.status)),
+            on_finished=lambda a: seen.append(("on_finished", a.spec.agent_id, a.status)),
+        )
+        blocking = manager.create(agent_id=1, summary="阻塞", task="t")
+        manager.create(agent_id=2, summary="后台", task="t", run_in_background=True)
+        assert manager.agents[2].done.wait(20)
+        manager.shutdown()
+    assert blocking["status"] == "completed"
+    for agent_id in (1, 2):
+        assert [s for s in seen if s[1] == agent_id] == [
+            ("SubAgentStarted", agent_id, "running"),
+            ("on_started", agent_id, "running"),
+            ("SubAgentFinished", agent_id, "completed"),
+            ("on_finished", agent_id, "completed"),
+        ]

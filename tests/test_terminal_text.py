@@ -1,6 +1,6 @@
 """No model, tool, file or sub-agent text can drive the user's terminal.
 
-A unit test of agentkit.terminal_text over every code point from U+0000 to U+009F,
+A unit test of agentkit.cli.safe_text over every code point from U+0000 to U+009F,
 then ``agentkit run`` (plain lines on a pipe, the live view on a pseudo-terminal,
 ``--json``) and ``agentkit chat`` on a pseudo-terminal, as real processes against
 FakeOpenAIServer. The scripted model answers with escape sequences (window title,
@@ -32,7 +32,7 @@ import pytest
 from subagent_helpers import Router, call, calls, finish, wait_until
 from test_cli import REPO, agentkit, cli_env
 
-from agentkit.terminal_text import SafeStderrHandler, json_line, terminal_safe
+from agentkit.cli.safe_text import SafeStderrHandler, json_line, terminal_safe
 from agentkit.testing import ErrorReply, FakeOpenAIServer
 
 # Every control a terminal could act on (C0 but TAB and LF, DEL, C1).
@@ -287,7 +287,8 @@ def test_chat_in_a_terminal_shows_no_controls(workspace: Path) -> None:
         try:
             assert wait_until(lambda: chat.seen("/help lists the commands"), 30), chat.output
             chat.write(b"go\r")
-            assert wait_until(lambda: chat.seen("all done"), 60), chat.output
+            # The round's answer (its sub-agent was a blocking one: no "all done" follows).
+            assert wait_until(lambda: chat.seen("中文答案"), 60), chat.output
             # /show of the sub-agent: its transcript quotes the evil summary and result.
             chat.write(b"/show 1\r")
             assert wait_until(lambda: chat.seen("U1VC"), 30), chat.output
@@ -306,6 +307,7 @@ def test_chat_in_a_terminal_shows_no_controls(workspace: Path) -> None:
         "left: conversation",
     ):
         assert visible in text, visible
+    assert "all done" not in text
 
 
 @pytest.mark.parametrize("summary", ["[link=http://evil.example]click[/link]", "oops [/x] [bold]"])
@@ -315,7 +317,7 @@ def test_sub_agent_rows_are_text_not_rich_markup(summary: str) -> None:
     from rich.console import Console
 
     from agentkit import events as ev
-    from agentkit.display import LiveDisplay
+    from agentkit.cli.progress import LiveDisplay
 
     out = io.StringIO()
     console = Console(file=out, force_terminal=True, width=200)
@@ -326,3 +328,16 @@ def test_sub_agent_rows_are_text_not_rich_markup(summary: str) -> None:
     shown = out.getvalue()
     assert "\x1b]8;" not in shown
     assert summary[:12] in re.sub(r"\x1b\[[0-9;]*m", "", shown)
+
+
+def test_html_looking_text_in_an_answer_is_shown_not_dropped() -> None:
+    """rich's Markdown parsed HTML and dropped it: a new user's "use <div> or <span
+    class=x> here" came back as "use  or  here". Tags are text in the terminal, as on
+    the web page (which renders Markdown without HTML too)."""
+    from agentkit.cli.terminal import render_markdown
+
+    text = "use <div> or <span class=x> here\n\n<script>alert(1)</script>\n\n**bold**"
+    shown = render_markdown(text, 80)
+    assert "use <div> or <span class=x> here" in shown
+    assert "<script>alert(1)</script>" in shown
+    assert "\x1b[1mbold" in shown and "**" not in shown  # Markdown still rendered

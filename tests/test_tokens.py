@@ -8,6 +8,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -20,6 +21,7 @@ start = time.monotonic()
 backend = tokens.backend()
 print(json.dumps({
     "backend": backend,
+    "describe": tokens.describe(),
     "seconds": time.monotonic() - start,
     "hello": tokens.count_text("Hello, world! How are you today?"),
     "cjk": tokens.count_text("你好世界，今天天气很好"),
@@ -76,8 +78,95 @@ def test_a_hanging_download_falls_back_within_the_timeout(tmp_path: Path) -> Non
     assert out["hello"] > 0
 
 
+class Slammer:
+    """A proxy that accepts each connection and closes it at once (the download fails
+    fast); counts the connections, so a test sees whether a process tried."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.count = 0
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:  # closed
+                return
+            self.count += 1
+            conn.close()
+
+    def connections(self) -> int:
+        return self.count
+
+    def close(self) -> None:
+        self.sock.shutdown(socket.SHUT_RDWR)
+        self.sock.close()
+        self.thread.join(5)
+
+
+def test_a_failed_load_is_tried_once_per_machine_and_remembered(tmp_path: Path) -> None:
+    hole = Slammer()
+    try:
+        env = {"HTTPS_PROXY": hole.url, "AGENTKIT_TIKTOKEN_TIMEOUT": "30"}
+        first = run_probe(tmp_path, **env)
+        tried = hole.connections()
+        marker = tmp_path / "tiktoken-cache" / tokens.FAILURE_FILE
+        second = run_probe(tmp_path, **env)
+        after_second = hole.connections()
+        forced = run_probe(tmp_path, AGENTKIT_TOKENIZER="tiktoken", **env)
+        after_forced = hole.connections()
+    finally:
+        hole.close()
+    assert first["backend"] == second["backend"] == forced["backend"] == "estimate"
+    assert tried >= 1 and marker.is_file()  # the first process tried, and wrote it down
+    assert after_second == tried  # the second did not try at all
+    assert str(marker) in second["describe"] and "did not load" in second["describe"]
+    assert after_forced > after_second  # AGENTKIT_TOKENIZER=tiktoken tries anyway
+
+
+def test_a_table_in_the_cache_or_an_old_marker_makes_the_next_process_try(
+    tmp_path: Path,
+) -> None:
+    import hashlib
+
+    cache = tmp_path / "tiktoken-cache"
+    cache.mkdir()
+    marker = cache / tokens.FAILURE_FILE
+    hole = Slammer()
+    try:
+        env = {"HTTPS_PROXY": hole.url, "AGENTKIT_TIKTOKEN_TIMEOUT": "30"}
+        marker.write_text("offline\n")
+        table = hashlib.sha1(tokens._TABLE_URLS[0].encode()).hexdigest()
+        (cache / table).write_bytes(b"not a real table")  # tiktoken checks, then fetches
+        run_probe(tmp_path, **env)
+        with_table = hole.connections()
+        (cache / table).unlink(missing_ok=True)
+        old = time.time() - tokens.RETRY_SECONDS - 60
+        os.utime(marker, (old, old))
+        run_probe(tmp_path, **env)
+        with_old_marker = hole.connections()
+        marker.unlink()
+        os.mkfifo(marker)  # anyone may put anything there (/tmp): no hang, no crash
+        fifo = run_probe(tmp_path, **env)
+        with_fifo = hole.connections()
+    finally:
+        hole.close()
+    assert with_table >= 1
+    assert with_old_marker > with_table
+    assert with_fifo > with_old_marker and fifo["backend"] == "estimate"
+    assert marker.is_file()  # the FIFO was replaced by a fresh marker
+
+
 def test_estimate_can_be_forced(tmp_path: Path) -> None:
-    assert run_probe(tmp_path, AGENTKIT_TOKENIZER="estimate")["backend"] == "estimate"
+    out = run_probe(tmp_path, AGENTKIT_TOKENIZER="estimate")
+    assert (
+        out["backend"] == "estimate" and out["describe"] == "estimate (AGENTKIT_TOKENIZER=estimate)"
+    )
 
 
 def test_estimate_rules() -> None:

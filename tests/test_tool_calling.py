@@ -358,7 +358,7 @@ def test_the_json_schema_constraint_admits_exactly_the_valid_calls(
 def test_grammar_is_valid_gbnf_for_the_real_tools() -> None:
     llama_cpp = pytest.importorskip("llama_cpp")
     from agentkit.tools import base_tools
-    from agentkit.tools.base import ToolRegistry
+    from agentkit.tools.registry import ToolRegistry
 
     grammar = tool_call_grammar(ToolRegistry(base_tools()).schemas("en"), ANSWER_TOOL)
     llama_cpp.LlamaGrammar.from_string(grammar, verbose=False)  # raises when invalid
@@ -411,7 +411,7 @@ def test_auto_stays_native_when_the_server_counts_the_tools() -> None:
 
 
 def test_gemma3_format_keeps_system_text_and_tool_results_and_alternates() -> None:
-    from agentkit._llama_server import gemma3_prompt
+    from agentkit.local.server import gemma3_prompt
 
     prompt = gemma3_prompt(
         [
@@ -428,21 +428,6 @@ def test_gemma3_format_keeps_system_text_and_tool_results_and_alternates() -> No
         "<start_of_turn>user\nRESULT\n\nmore<end_of_turn>\n"
         "<start_of_turn>model\n"
     )
-
-
-def test_install_hint_matches_how_agentkit_was_installed(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import agentkit.local as local
-
-    checkout = Path(local.__file__).resolve().parent.parent
-    monkeypatch.chdir(checkout)
-    assert local.install_hint() == "pip install -e '.[local]'"
-    monkeypatch.chdir(tmp_path)
-    assert local.install_hint() == f"pip install -e '{checkout}[local]'"
-    wheel = tmp_path / "site-packages" / "agentkit" / "local.py"
-    monkeypatch.setattr(local, "__file__", str(wheel))
-    assert local.install_hint() == "pip install 'agentkit[local]'"
 
 
 def test_prompted_call_cut_off_by_the_token_limit_is_answered_not_taken_as_the_answer(

@@ -14,7 +14,7 @@ import pytest
 from subagent_helpers import Gate, Router, call, calls, finish, wait_until
 from web_helpers import SseReader, running_web
 
-from agentkit.testing import Reply
+from agentkit.testing import FakeOpenAIServer, Reply
 
 pytestmark = pytest.mark.slow
 
@@ -173,7 +173,14 @@ def test_background_subagent_rows_transcript_files_and_notification(workspace: P
         assert web.client.get(f"/api/conversations/{cid}").json()["state"] == (
             "waiting_for_subagents"
         )
-        assert wait_until(lambda: web.client.get(f"{base}/1/files").json().get("files"))
+        # Wait for the file itself: write_file's temp file (.report.md.XXXX.tmp) may be
+        # listed for a moment before its rename on a loaded machine.
+        assert wait_until(
+            lambda: any(
+                f["path"] == "report.md"
+                for f in web.client.get(f"{base}/1/files").json().get("files") or []
+            )
+        )
         listing = web.client.get(f"{base}/1/files").json()
         assert [f["path"] for f in listing["files"]] == ["report.md"]
         report = web.client.get(f"{base}/1/files/report.md").json()
@@ -224,6 +231,44 @@ def test_terminate_subagent_and_switch_ends_subagents(workspace: Path) -> None:
         listed = {c["id"]: c for c in web.client.get("/api/conversations").json()["conversations"]}
         assert listed[other]["subagents_running"] == 0
         gate.event.set()
+
+
+def test_new_conversation_twice_from_an_untouched_one_makes_one(workspace: Path) -> None:
+    """Regression (a new user's trial): each click on "New conversation" saved another
+    empty conversation; from an untouched one, a new one is that one again."""
+    with running_web(workspace, ["answered"]) as web:
+        first = web.post("/api/switch", {"leaving": None, "to": None}).json()["id"]
+        again = web.post("/api/switch", {"leaving": first, "to": None}).json()["id"]
+        assert again == first
+        web.post(f"/api/conversations/{first}/messages", {"text": "hello"})
+        assert wait_until(
+            lambda: web.client.get(f"/api/conversations/{first}").json()["state"] == "idle"
+        )
+        said = web.post("/api/switch", {"leaving": first, "to": None}).json()["id"]
+        assert said != first  # once something was said, New is a new conversation
+        listed = [c["id"] for c in web.client.get("/api/conversations").json()["conversations"]]
+        assert sorted(listed) == sorted([first, said])
+
+
+def test_titles_hold_no_control_or_bidirectional_characters(workspace: Path) -> None:
+    """Regression (a new user's trial): a title kept NUL and U+202E, which made the
+    page show "Renamed ... live" for a title ending in "evil"."""
+    with running_web(workspace, ["answered"]) as web:
+        cid = web.new_conversation()
+        body = json.dumps({"title": "a\nb\x00c \u202eevil\u2066 x\x1b[31m"})
+        renamed = web.client.patch(
+            f"/api/conversations/{cid}", content=body, headers={"content-type": "application/json"}
+        )
+        assert renamed.status_code == 200, renamed.text
+        assert renamed.json()["title"] == "a b c evil x [31m"
+        assert web.client.get(f"/api/conversations/{cid}").json()["title"] == "a b c evil x [31m"
+        other = web.new_conversation()
+        web.post(f"/api/conversations/{other}/messages", {"text": "\u202edlrow olleh\x07 hi"})
+        assert wait_until(
+            lambda: (
+                web.client.get(f"/api/conversations/{other}").json()["title"] == "dlrow olleh hi"
+            )
+        )
 
 
 def test_gate_refuses_foreign_host_origin_and_non_json(workspace: Path) -> None:
@@ -295,11 +340,28 @@ def test_missing_web_extra_gives_one_line(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=60
     )
+    from agentkit.extras import install_hint
+
     assert done.returncode == 2
+    # The hint installs this project's extra (never the index's other "agentkit").
     assert done.stderr.strip().splitlines() == [
-        "agentkit: the web chat needs the web extra: pip install 'agentkit[web]' "
+        f"agentkit: the web chat needs the web extra: {install_hint('web')} "
         "(missing: sse_starlette)"
     ]
+    assert "agentkit[" not in done.stderr
+
+
+def test_nan_and_infinity_are_not_json(workspace: Path) -> None:
+    """Regression (a new user's trial): Python's parser took ``NaN`` and answered 202;
+    docs/web-api.md says every body is JSON."""
+    with running_web(workspace, ["ok"]) as web:
+        cid = web.new_conversation()
+        for word in ("NaN", "Infinity", "-Infinity"):
+            body = f'{{"text": "hi", "x": {word}}}'.encode()
+            url = f"/api/conversations/{cid}/messages"
+            answer = web.client.post(url, content=body, headers=JSON_H)
+            assert answer.status_code == 400 and "not valid JSON" in answer.json()["error"]
+        assert web.client.get(f"/api/conversations/{cid}").json()["messages"] == []
 
 
 LONE = '"\\ud800 and \\udfff"'  # JSON escapes of lone surrogates
@@ -378,7 +440,7 @@ def test_deliverables_viewer_refuses_hard_linked_files_like_the_file_tools(
     workspace: Path, tmp_path: Path
 ) -> None:
     from agentkit import Settings
-    from agentkit.web import files
+    from agentkit.webchat import files
 
     outside = tmp_path / "outside.txt"
     outside.write_text("secret outside\n")
@@ -442,7 +504,7 @@ def test_an_unexpected_error_in_a_handler_is_a_json_500_and_logged(
 
     with running_web(workspace, ["ok"]) as web:
         web.server.app.router.routes.insert(0, Route("/api/broken", broken))
-        with caplog.at_level("ERROR", logger="agentkit.web"):
+        with caplog.at_level("ERROR", logger="agentkit.webchat"):
             answer = web.client.get("/api/broken")
         assert answer.status_code == 500
         assert answer.json() == {"error": "internal error (logged on the server)"}
@@ -479,7 +541,7 @@ def test_reads_open_nothing_and_cross_site_reads_are_refused(workspace: Path) ->
 def test_errors_show_no_absolute_server_paths(workspace: Path, tmp_path: Path) -> None:
     from agentkit import Settings
     from agentkit.chat.store import conversations_dir
-    from agentkit.web import files
+    from agentkit.webchat import files
 
     with running_web(workspace, ["ok"]) as web:
         folder = conversations_dir(workspace)
@@ -509,7 +571,7 @@ def test_symlinks_in_deliverables_are_listed_with_their_targets_size(
     workspace: Path, tmp_path: Path
 ) -> None:
     from agentkit import Settings
-    from agentkit.web import files
+    from agentkit.webchat import files
 
     where = "sub_agent_results/agent_1"
     folder = workspace / where
@@ -547,3 +609,141 @@ def test_a_message_that_is_not_text_says_so(workspace: Path, body: dict, said: s
         cid = web.new_conversation()
         response = web.post(f"/api/conversations/{cid}/messages", body)
     assert response.status_code == 400 and said in response.json()["error"], response.text
+
+
+# ------------------------------------------------------------ issue 26 additions
+def test_info_names_the_workspace_model_and_the_endpoint_check(workspace: Path) -> None:
+    with running_web(workspace, ["ok"]) as web:
+        assert wait_until(
+            lambda: web.client.get("/api/info").json()["endpoint"]["status"] != "checking"
+        )
+        info = web.client.get("/api/info").json()
+        base_url = web.model.base_url
+        paths = [r.path for r in web.model.records]
+    assert info["workspace"] == str(workspace) and info["model"] == "fake-model"
+    assert info["base_url"] == base_url and info["demo"] is False
+    endpoint = info["endpoint"]
+    assert endpoint["status"] == "ok" and endpoint["models"] == ["fake-model"]
+    assert endpoint["message"] == f"fake-model at {base_url}: reachable"
+    assert paths.count("/v1/models") == 1
+
+
+def test_endpoint_check_words_each_outcome(workspace: Path) -> None:
+    import http.server
+    import threading
+
+    from agentkit import Settings
+    from agentkit.webchat.endpoint import check_endpoint
+
+    dead = check_endpoint(Settings(model="m", api_key="k", base_url="http://127.0.0.1:9/v1"))
+    assert dead.status == "failed"
+    assert dead.message.startswith("cannot reach the model endpoint http://127.0.0.1:9/v1: ")
+    with FakeOpenAIServer(["x"], models=["other-model", "second"]) as model:
+        unlisted = check_endpoint(Settings(model="mine", api_key="k", base_url=model.base_url))
+        auth = model.base_url.replace("://", "://user:secret@") + "?key=hidden"
+        shown = check_endpoint(Settings(model="other-model", api_key="k", base_url=auth))
+    assert unlisted.status == "warning" and "does not list the model 'mine'" in unlisted.message
+    assert "other-model, second" in unlisted.message
+    assert shown.status == "ok" and "secret" not in shown.message and "hidden" not in shown.url
+
+    class Refuse(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(401)
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"{}")
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Refuse)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        base = f"http://127.0.0.1:{server.server_address[1]}/v1"
+        refused = check_endpoint(Settings(model="m", api_key="wrong", base_url=base))
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert refused.status == "failed"
+    assert refused.message == f"the model endpoint {base} refused the API key (HTTP 401)"
+
+
+def test_a_reload_shows_tool_call_words_round_ends_and_usage(workspace: Path) -> None:
+    (workspace / "notes.txt").write_text("alpha\n")
+    gate = Gate()
+    script = [calls(call("read_file", path="notes.txt")), "read it", gate.hold("too late")]
+    with running_web(workspace, script) as web:
+        cid = web.new_conversation()
+        reader = SseReader(f"{web.url}/api/conversations/{cid}/events?after=0")
+        web.post(f"/api/conversations/{cid}/messages", {"text": "read notes"})
+        assert wait_until(lambda: "RoundFinished" in reader.types())
+        web.post(f"/api/conversations/{cid}/messages", {"text": "and more"})
+        assert wait_until(lambda: reader.types().count("RoundStarted") == 2)
+        assert web.post(f"/api/conversations/{cid}/cancel").json() == {"cancelled": True}
+        assert wait_until(lambda: reader.types().count("RoundFinished") == 2)
+        reader.close()
+        detail = web.client.get(f"/api/conversations/{cid}").json()
+        summary = web.client.get(f"/api/conversations/{cid}/summary").json()
+        gate.event.set()
+    (asked,) = [m for m in detail["messages"] if m.get("tool_calls")]
+    assert list(asked["actions"].values()) == ["Reading notes.txt"]
+    (end,) = detail["round_ends"]
+    assert end["status"] == "cancelled" and end["round"] == 2 and end["background"] == []
+    assert detail["messages"][end["after"] - 1]["content"] == "and more"
+    assert "messages" not in summary and summary["usage"] == detail["usage"]
+    assert summary["usage"]["main_tokens"] == summary["stats"]["total_tokens"] > 0
+    assert summary["usage"]["cost_usd"] is None
+
+
+def test_a_failed_round_is_explained_naming_the_endpoint(workspace: Path) -> None:
+    from agentkit import Settings
+    from agentkit.webchat import create_app
+    from agentkit.webchat.serve import BackgroundServer
+
+    dead = "http://127.0.0.1:9/v1"
+    settings = Settings(model="m", api_key="k", base_url=dead, language="en", max_retries=0)
+    app = create_app(workspace, settings, check_endpoint=False)
+    import httpx
+
+    with BackgroundServer(app) as server, httpx.Client(base_url=server.url, timeout=30) as client:
+        cid = client.post("/api/conversations", content=b"{}", headers=JSON_H).json()["id"]
+        reader = SseReader(f"{server.url}/api/conversations/{cid}/events?after=0")
+        client.post(f"/api/conversations/{cid}/messages", content=b'{"text": "hi"}', headers=JSON_H)
+        assert wait_until(lambda: "RoundFinished" in reader.types())
+        reader.close()
+        (finished,) = [e for e in reader.events if e["type"] == "RoundFinished"]
+        detail = client.get(f"/api/conversations/{cid}").json()
+        assert client.get("/api/info").json()["endpoint"]["status"] == "checking"  # not asked
+    assert finished["status"] == "failed" and finished["error_kind"] == "connection"
+    explanation = finished["explanation"]
+    assert explanation.startswith(f"The round failed: cannot reach the model server at {dead} (")
+    assert explanation.endswith(
+        "Check that it is running and that the base URL is right, then send the message again."
+    )
+    assert detail["round_ends"][0]["explanation"] == explanation
+
+
+def test_subagent_rows_carry_their_tokens(workspace: Path) -> None:
+    (workspace / "notes.txt").write_text("alpha\n")
+    gate = Gate()
+    with running_web(workspace, _background_router(gate)) as web:
+        cid = web.new_conversation()
+        reader = SseReader(f"{web.url}/api/conversations/{cid}/events?after=0")
+        web.post(f"/api/conversations/{cid}/messages", {"text": "write a report"})
+        base = f"/api/conversations/{cid}/subagents"
+        assert wait_until(
+            lambda: any(
+                r["token_usage"].get("total", 0) > 0
+                for r in web.client.get(base).json()["subagents"]
+            )
+        )
+        gate.event.set()
+        assert wait_until(lambda: "AllWorkDone" in reader.types())
+        reader.close()
+        summary = web.client.get(f"/api/conversations/{cid}/summary").json()
+    progress = [e for e in reader.events if e["type"] == "SubAgentProgress"]
+    assert progress and all("token_usage" in e["info"] for e in progress)
+    assert summary["usage"]["subagent_tokens"] > 0
+    assert summary["usage"]["total_tokens"] == (
+        summary["usage"]["main_tokens"] + summary["usage"]["subagent_tokens"]
+    )

@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from agentkit.settings import Settings
-from agentkit.tools.base import ToolContext, ToolRegistry, ToolResult
+from agentkit.tools.base import ToolContext, ToolResult
+from agentkit.tools.registry import ToolRegistry
 from agentkit.tools.web import WEB_TOOLS
 
 TESTDATA = Path(__file__).resolve().parents[2] / "shared" / "testdata" / "web"

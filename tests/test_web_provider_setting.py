@@ -9,7 +9,8 @@ from pathlib import Path
 from loopback import serve_loopback
 
 from agentkit.settings import Settings
-from agentkit.tools.base import ToolContext, ToolRegistry
+from agentkit.tools.base import ToolContext
+from agentkit.tools.registry import ToolRegistry
 from agentkit.tools.web import WEB_TOOLS, SearchHit
 
 

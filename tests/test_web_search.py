@@ -18,7 +18,8 @@ import pytest
 from loopback import serve_loopback
 
 from agentkit.settings import Settings
-from agentkit.tools.base import ToolContext, ToolRegistry, ToolResult
+from agentkit.tools.base import ToolContext, ToolResult
+from agentkit.tools.registry import ToolRegistry
 from agentkit.tools.web import (
     WEB_TOOLS,
     SearchHit,

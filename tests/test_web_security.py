@@ -24,7 +24,8 @@ from loopback import serve_loopback
 
 from agentkit.errors import ToolError
 from agentkit.settings import Settings
-from agentkit.tools.base import ToolContext, ToolRegistry, ToolResult
+from agentkit.tools.base import ToolContext, ToolResult
+from agentkit.tools.registry import ToolRegistry
 from agentkit.tools.web import WEB_TOOLS
 from agentkit.tools.web._guard import check_url, is_blocked_address
 

@@ -16,8 +16,8 @@ import pytest
 from agentkit import Settings
 from agentkit.errors import ConfigurationError
 from agentkit.testing import FakeOpenAIServer
-from agentkit.web import create_app
-from agentkit.web.serve import BackgroundServer, access_token, free_port, hosts_for
+from agentkit.webchat import create_app
+from agentkit.webchat.serve import BackgroundServer, access_token, free_port, hosts_for
 
 pytestmark = pytest.mark.slow
 
@@ -86,7 +86,7 @@ def test_serve_process_answers_on_loopback_and_stops_on_ctrl_c(workspace: Path) 
 def test_token_redacted_from_access_log_lines() -> None:
     import logging
 
-    from agentkit.web.security import RedactTokens
+    from agentkit.webchat.security import RedactTokens
 
     record = logging.LogRecord(
         "uvicorn.access", logging.INFO, __file__, 1, '%s - "%s %s HTTP/%s" %d',
@@ -167,3 +167,76 @@ def test_host_may_be_the_address_the_connection_arrived_on(workspace: Path) -> N
         assert status(f"127.0.0.1:{server.port}") == 200  # the local address, as a literal
         assert status(f"127.0.0.2:{server.port}") == 421
         assert status("localhost") == 421  # a name: only those listed
+
+
+def _serve(workspace: Path, *args: str) -> tuple[subprocess.Popen[str], str]:
+    """``agentkit serve ARGS`` on a free port (``--port 0``): the process and its URL."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AGENTKIT_"))}
+    env.update(PYTHONPATH=str(Path(__file__).resolve().parents[1]), AGENTKIT_DEMO_LATENCY="0")
+    argv = [sys.executable, "-m", "agentkit", "serve", "-w", str(workspace), "--port", "0", *args]
+    proc = subprocess.Popen(
+        argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None
+    first = proc.stdout.readline().strip()
+    assert first.startswith("agentkit serve: open http://127.0.0.1:"), first
+    return proc, first.removeprefix("agentkit serve: open ").rstrip("/")
+
+
+def _info(url: str) -> dict[str, object]:
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            info = httpx.get(f"{url}/api/info", timeout=5).json()
+            if info["endpoint"]["status"] != "checking":
+                return dict(info)
+        except httpx.ConnectError:
+            pass
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+
+
+def test_serve_demo_needs_no_key_and_says_it_is_scripted(workspace: Path) -> None:
+    proc, url = _serve(workspace, "--demo")
+    try:
+        info = _info(url)
+        assert info["demo"] is True and info["model"] == "agentkit-demo-scripted"
+        endpoint: dict[str, object] = info["endpoint"]  # type: ignore[assignment]
+        assert endpoint["status"] == "ok"
+        assert endpoint["message"] == "a scripted demo model (no real model, no network)"
+        cid = httpx.post(f"{url}/api/conversations", json={}, timeout=10).json()["id"]
+        httpx.post(f"{url}/api/conversations/{cid}/messages", json={"text": "hi"}, timeout=10)
+        deadline = time.monotonic() + 60
+
+        def answers() -> list[str]:
+            detail = httpx.get(f"{url}/api/conversations/{cid}", timeout=10).json()
+            return [m["content"] for m in detail["messages"] if m["kind"] == "assistant"]
+
+        # The answer itself, not the turn counter: a turn counts at the model's reply,
+        # a moment before its message is in the conversation.
+        while not (said := answers()):
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+        assert "scripted demo" in said[-1]
+    finally:
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert "model endpoint: a scripted demo model" in out
+    assert "SCRIPTED DEMO" in err
+
+
+def test_serve_starts_on_a_dead_endpoint_and_says_so(workspace: Path) -> None:
+    proc, url = _serve(workspace, "--model", "m", "--base-url", "http://127.0.0.1:9/v1")
+    try:
+        endpoint = _info(url)["endpoint"]
+        assert endpoint["status"] == "failed"  # type: ignore[index]
+        assert "cannot reach the model endpoint http://127.0.0.1:9/v1" in endpoint["message"]  # type: ignore[index]
+        assert httpx.get(f"{url}/api/conversations", timeout=5).status_code == 200  # it serves
+    finally:
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    assert (
+        "agentkit serve: model endpoint: cannot reach the model endpoint http://127.0.0.1:9/v1"
+        in out
+    )

@@ -1,4 +1,4 @@
-"""The workspace path guard (agentkit/tools/workspace.py): real folders and symlinks."""
+"""The workspace path guard (agentkit/tools/paths.py): real folders and symlinks."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from agentkit.errors import ToolError
 from agentkit.settings import Settings
 from agentkit.tools.base import ToolContext
-from agentkit.tools.workspace import display_path, resolve_path
+from agentkit.tools.paths import display_path, resolve_path
 
 
 @pytest.fixture

@@ -16,8 +16,8 @@ from subagent_helpers import scripted_settings
 
 from agentkit import Settings
 from agentkit.testing import FakeOpenAIServer
-from agentkit.web import create_app
-from agentkit.web.serve import BackgroundServer
+from agentkit.webchat import create_app
+from agentkit.webchat.serve import BackgroundServer
 
 JSON = {"Content-Type": "application/json"}
 
@@ -182,3 +182,87 @@ class CuttableProxy:
     def close(self) -> None:
         self.listener.close()
         self.cut()
+
+
+@dataclass
+class ServeProcess:
+    """``agentkit serve`` running as its own process: ``url``, ``client``, ``proc``."""
+
+    url: str
+    client: httpx.Client
+    proc: Any
+    workspace: Path
+    log: Any  # its stdout and stderr, a temporary file
+
+    def post(self, path: str, body: dict[str, Any] | None = None) -> httpx.Response:
+        return self.client.post(path, content=json.dumps(body or {}), headers=JSON)
+
+    def output(self) -> str:
+        """What it printed so far."""
+        self.log.flush()
+        self.log.seek(0)
+        return str(self.log.read().decode("utf-8", "replace"))
+
+    def stop(self, sig: int) -> int:
+        """Send ``sig`` and wait; returns the exit code."""
+        self.proc.send_signal(sig)
+        return int(self.proc.wait(60))
+
+
+@contextmanager
+def serve_process(
+    workspace: Path, base_url: str, *, env: dict[str, str] | None = None, nofile: int | None = None
+) -> Iterator[ServeProcess]:
+    """``python -m agentkit serve`` on a free loopback port against the model at
+    ``base_url`` (no retries); ``nofile`` lowers its RLIMIT_NOFILE (soft and hard) in
+    the child before it starts. Stopped with SIGINT (SIGKILL if it lingers)."""
+    import os
+    import resource
+    import signal
+    import subprocess
+    import sys
+    import tempfile
+    import time
+
+    from agentkit.webchat.serve import free_port
+
+    port = free_port()
+    root = Path(__file__).resolve().parents[1]
+    environment = {
+        **os.environ,
+        "PYTHONPATH": str(root),
+        "AGENTKIT_MAX_RETRIES": "0",
+        **(env or {}),
+    }
+    argv = [sys.executable, "-m", "agentkit", "serve", "-w", str(workspace), "--port", str(port),
+            "--model", "m", "--base-url", base_url, "--api-key", "k", "--lang", "en"]  # fmt: skip
+
+    def limit() -> None:
+        if nofile is not None:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
+
+    # To a file: a pipe nobody reads could fill and stall the server.
+    with tempfile.TemporaryFile() as log:
+        proc = subprocess.Popen(argv, env=environment, stdout=log, stderr=log, preexec_fn=limit)
+        url = f"http://127.0.0.1:{port}"
+        client = httpx.Client(base_url=url, timeout=30)
+        try:
+            deadline = time.monotonic() + 30
+            while True:
+                try:
+                    if client.get("/api/conversations").status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    pass
+                assert proc.poll() is None and time.monotonic() < deadline, "serve did not start"
+                time.sleep(0.1)
+            yield ServeProcess(url, client, proc, workspace, log)
+        finally:
+            client.close()
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGINT)
+                try:
+                    proc.wait(30)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait(10)

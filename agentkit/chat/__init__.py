@@ -4,6 +4,13 @@
 a folder's conversations (several open at once); :class:`RoundResult` is what a
 round returns; :class:`EventBus` numbers a conversation's events for streams.
 See docs/architecture.md §9.
+
+Map: ``session.py`` (Session), ``workspace.py`` (Workspace), ``driver.py`` (the rounds'
+thread) and ``rounds.py`` (one round), ``inbox.py`` (queued messages), ``eventbus.py``,
+``store.py`` and ``lock.py`` (conversation files and who holds them), ``setup.py``
+(settings checks, the registry, the prompt), ``control.py`` (message, answer,
+continue), ``approvals.py`` and ``policy.py`` (approval requests and a session's
+rules and hooks), ``explain.py`` (states and failures in words).
 """
 
 from __future__ import annotations

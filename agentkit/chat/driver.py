@@ -3,10 +3,11 @@
 One job: wait until work comes (a user message queued, a sub-agent ended: both
 :meth:`RoundDriver.poke` it), then run round after round (agentkit.chat.rounds)
 while work waits, and settle the conversation's state after each (docs/
-architecture.md §9). A Session owns one driver and delegates to it; the driver
-owns what only the rounds touch: the wake-up condition, the round number, the
-round's cancel event, the idle event, the notes owed to the model and whether
-completions are held back after a stop.
+architecture.md §9). A Session owns one driver and delegates to it; it is the
+driver's :class:`DriverHost`. The driver owns what the rounds compute and touch:
+the conversation's file, the state, the wake-up condition, the round number, the
+round's cancel event, the idle event, the last round's result, the notes owed to
+the model and whether completions are held back after a stop.
 
 Lock order: the driver never holds its own lock while calling the manager, and
 events are never published under it.
@@ -18,91 +19,96 @@ import logging
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agentkit import events as ev
+from agentkit.chat.explain import round_failure
 from agentkit.chat.inbox import Inbox, RoundResult
-from agentkit.chat.notes import owed_notes
-from agentkit.chat.rounds import RoundPlan, plan_round, round_result, run_round
+from agentkit.chat.rounds import RoundPlan, owed_notes, plan_round, round_result, run_round
+from agentkit.chat.store import ConversationFile
 from agentkit.tools.base import ToolContext
 
 if TYPE_CHECKING:
-    from agentkit.chat.store import ConversationFile
+    from agentkit.chat.policy import ConversationPolicy
     from agentkit.conversation import Conversation
     from agentkit.engine import Model
     from agentkit.settings import Settings
+    from agentkit.subagent.budget import Meter
     from agentkit.subagent.manager import SubAgentManager
-    from agentkit.tools.base import ToolRegistry
+    from agentkit.tools.registry import ToolRegistry
 
 log = logging.getLogger("agentkit")
 
-__all__ = ["RoundDriver"]
+__all__ = ["DriverHost", "RoundDriver"]
+
+
+class DriverHost(Protocol):
+    """What a RoundDriver reads from the session it drives (agentkit.chat.Session is
+    one). Read at each use: settings and the model may change between rounds."""
+
+    conversation: Conversation
+    workspace: Path
+    registry: ToolRegistry
+    policy: ConversationPolicy
+    budget: Meter | None  # the conversation's budget (docs/control-plane.md), if any
+
+    @property
+    def settings(self) -> Settings:
+        """The session's current settings."""
+        ...
+
+    @property
+    def model(self) -> Model:
+        """The session's model client."""
+        ...
+
+    @property
+    def closed(self) -> bool:
+        """True once the session is closed; the driver then ends after the current
+        round (whoever closes it sets that under ``driver.wake`` and notifies it)."""
+        ...
+
+    @property
+    def transcript_path(self) -> Path:
+        """The conversation's file."""
+        ...
+
+    def current_manager(self) -> SubAgentManager | None:
+        """The sub-agent manager, or None before the first sub-agent (none is made)."""
+        ...
+
+    def system_prompt(self) -> str:
+        """The main agent's system prompt (the first message of a new conversation)."""
+        ...
+
+    def publish(self, event: ev.Event) -> None:
+        """Put ``event`` on the session's stream."""
+        ...
 
 
 class RoundDriver:
     """Runs a session's rounds on its own thread (started by :meth:`start`).
 
     Args:
-        conversation: the session's conversation (rounds append to it).
-        file: where it is saved; ``transcript_path`` names that file.
-        workspace: the folder the tools work in.
-        registry: the main agent's tools.
+        host: the session (see :class:`DriverHost`).
         notes: system notes owed to the model at the next round.
-        settings, model, manager: return the session's current settings, its model
-            client and its sub-agent manager (None before the first sub-agent).
-        system_prompt: returns the main agent's system prompt (for a new conversation).
-        state: returns the session's state (``idle``, ``running``,
-            ``waiting_for_subagents``).
-        closed: returns True once the session is closed; the driver then ends after
-            the current round (whoever closes it sets that under :attr:`wake` and
-            notifies it).
-        emit: publishes an event on the session's stream.
-        save: saves the conversation (with the manager's records).
-        on_result: receives each round's result before anyone waiting hears of it.
 
     Attributes:
+        file: the conversation's file (saved through :meth:`save`).
         inbox: the queued user messages (putting one pokes the driver).
         wake: the condition the driver waits on between rounds.
-        running: True while a round runs.
+        running: True while a round runs or its messages are being taken.
         hold_notifications: after a stop, completions wait for the next user message.
         notes: system notes owed to the model at the next round.
         round_cancel: set to cancel the current round.
         idle: set when no round runs, nothing is queued and no sub-agent works.
+        last_result: the last round's result (set before anyone waiting hears of it).
     """
 
-    def __init__(
-        self,
-        *,
-        conversation: Conversation,
-        file: ConversationFile,
-        transcript_path: Path,
-        workspace: Path,
-        registry: ToolRegistry,
-        notes: list[str],
-        settings: Callable[[], Settings],
-        model: Callable[[], Model],
-        manager: Callable[[], SubAgentManager | None],
-        system_prompt: Callable[[], str],
-        state: Callable[[], str],
-        closed: Callable[[], bool],
-        emit: Callable[[ev.Event], None],
-        save: Callable[[Conversation], None],
-        on_result: Callable[[RoundResult], None],
-    ) -> None:
-        self.conversation = conversation
-        self._file = file
-        self._transcript_path = transcript_path
-        self._workspace = workspace
-        self._registry = registry
-        self._settings = settings
-        self._model = model
-        self._manager = manager
-        self._system_prompt = system_prompt
-        self._state = state
-        self._closed = closed
-        self._emit = emit
-        self._save = save
-        self._on_result = on_result
+    def __init__(self, host: DriverHost, *, notes: list[str]) -> None:
+        self._host = host
+        self.conversation = host.conversation
+        self.file = ConversationFile(host.workspace)
         self.notes = notes
         self.inbox = Inbox(self.poke)
         self.running = False
@@ -111,12 +117,39 @@ class RoundDriver:
         self.idle = threading.Event()
         self.idle.set()
         self.wake = threading.Condition(threading.Lock())
+        self.last_result: RoundResult | None = None
         self._poked = False
-        self._round_no = 0
         self._file_state: dict[str, Any] = {}
         self._thread = threading.Thread(
-            target=self._drive, name=f"agentkit-session-{conversation.id}", daemon=True
+            target=self._drive, name=f"agentkit-session-{self.conversation.id}", daemon=True
         )
+
+    def state(self) -> str:
+        """``running`` (a round runs, or work for one is waiting), ``waiting_for_subagents``
+        (no round; background sub-agents work) or ``idle`` (also once closed)."""
+        if self._host.closed:
+            return "idle"
+        if self.running or self._work_waiting():
+            return "running"
+        manager = self._host.current_manager()
+        if manager is not None and manager.running():
+            return "waiting_for_subagents"
+        return "idle"
+
+    def _work_waiting(self) -> bool:
+        """True when a message is queued, or a completion or question waits to be announced."""
+        if len(self.inbox):
+            return True
+        manager = self._host.current_manager()
+        if manager is None or self.hold_notifications:
+            return False
+        return manager.has_unannounced() or manager.control.has_questions()
+
+    def save(self, conversation: Conversation | None = None) -> None:
+        """Save the conversation, with the manager's sub-agent rows (coalesced: see
+        ConversationFile; ``conversation``: the driver's, as the engine passes it)."""
+        manager = self._host.current_manager()
+        self.file.save(conversation or self.conversation, manager.records() if manager else None)
 
     def start(self) -> None:
         """Start the driver thread."""
@@ -135,15 +168,21 @@ class RoundDriver:
     def _drive(self) -> None:
         while True:
             with self.wake:
-                while not self._closed() and not self._poked:
+                while not self._host.closed and not self._poked:
                     self.wake.wait()
-                if self._closed():
+                if self._host.closed:
                     return
                 self._poked = False
             try:
-                while not self._closed():  # round after round while work waits
+                while not self._host.closed:  # round after round while work waits
+                    # Running from the take on: messages taken are on their way into
+                    # the conversation, and a reader must not see an idle session
+                    # with neither them queued nor them in its messages.
+                    self.round_cancel.clear()  # a cancel from here on stops this round
+                    self.running = True
                     plan = self._plan()
                     if plan.is_empty():
+                        self.running = False
                         self._settle()
                         break
                     self._round(plan)
@@ -156,60 +195,79 @@ class RoundDriver:
         messages = self.inbox.take_all()
         if messages:
             self.hold_notifications = False
-        plan = plan_round(self._manager(), self.inbox, messages, hold=self.hold_notifications)
+        manager = self._host.current_manager()
+        plan = plan_round(manager, self.inbox, messages, hold=self.hold_notifications)
         if not plan.is_empty():
             plan.notes = self._take_notes()
         return plan
 
     def _take_notes(self) -> list[str]:
         notes, self.notes = self.notes, []
-        return owed_notes(self.conversation, self._settings().language) + notes
+        owed = owed_notes(self.conversation, self._host.settings.language)
+        return owed + notes + self._host.policy.take_owed()  # hooks' context last
 
-    def _round(self, plan: RoundPlan) -> None:
-        self._round_no += 1
-        number = self._round_no
-        self.running = True
-        self.idle.clear()
-        self.round_cancel.clear()
-        if self._closed():  # closed between the plan and now: cancel at once
-            self.round_cancel.set()
-        self._set_state("running")
-        self._emit(ev.RoundStarted(round=number, trigger=plan.trigger))
-        ctx = ToolContext(
-            workspace=self._workspace,
-            settings=self._settings(),
+    def _context(self) -> ToolContext:
+        """The tool context of the next round (its cancel, claims, file state, gate)."""
+        host = self._host
+        return ToolContext(
+            workspace=host.workspace,
+            settings=host.settings,
             cancel=self.round_cancel,
             claim_write=self._claim_write,
             file_state=self._file_state,
             owner=self.conversation.id,
+            gate=host.policy.gate(),
         )
+
+    def _round(self, plan: RoundPlan) -> None:
+        self.conversation.rounds += 1  # saved: a reopened conversation numbers on
+        number = self.conversation.rounds
+        self.running = True
+        self.idle.clear()
+        if self._host.closed:  # closed between the plan and now: cancel at once
+            self.round_cancel.set()
+        self._set_state("running")
+        host = self._host
+        host.publish(ev.RoundStarted(round=number, trigger=plan.trigger))
+        ctx = self._context()
         outcome, taken = run_round(
             plan,
             conversation=self.conversation,
-            system_prompt=self._system_prompt,
-            model=self._model(),
-            registry=self._registry,
+            system_prompt=host.system_prompt,
+            model=host.model,
+            registry=host.registry,
             ctx=ctx,
-            manager=self._manager,
+            manager=host.current_manager,
             inbox=self.inbox,
-            emit=self._emit,
-            save=self._save,
+            emit=host.publish,
+            save=self.save,
+            policy=host.policy,
+            budget=host.budget,
         )
+        manager = host.current_manager()
         result = round_result(
-            outcome, number, self.conversation, self._manager(), self._file, self._transcript_path
+            outcome,
+            number,
+            self.conversation,
+            manager,
+            self.file,
+            host.transcript_path,
+            closing=host.closed,
         )
-        self._on_result(result)
+        self.last_result = result
         self.running = False
         # The state is settled before anyone hears the round ended; AllWorkDone follows
         # the round's RoundFinished.
         self._settle(
-            lambda: self._emit(
+            lambda: host.publish(
                 ev.RoundFinished(
                     round=number,
                     status=result.status,
                     final_text=result.final_text,
                     error=result.error,
                     background=result.background,
+                    error_kind=result.error_kind,
+                    explanation=explain(result, host.settings),
                 )
             )
         )
@@ -221,28 +279,37 @@ class RoundDriver:
         """Set the state after a round or a completion (saved at once). ``before_done``
         (the round's own RoundFinished) goes out next; then, when the conversation
         just became idle, ``AllWorkDone``, and waiters of :attr:`idle` wake."""
-        state = self._state()
+        state = self.state()
         changed = state != "running" and self.conversation.state != state
         if state != "running":
             self._set_state(state)
             try:
-                self._file.flush()  # the file says the state a caller is about to hear of
+                self.file.flush()  # the file says the state a caller is about to hear of
             except OSError as exc:
                 log.info("conversation %s could not be saved: %s", self.conversation.id, exc)
         if before_done is not None:
             before_done()
         if state == "idle":
             if changed:
-                self._emit(ev.AllWorkDone())
+                self._host.publish(ev.AllWorkDone())
             self.idle.set()
 
     def _set_state(self, state: str) -> None:
         if self.conversation.state != state:
             self.conversation.state = state
-            self._emit(ev.StateChanged(state=state))
-            self._save(self.conversation)
+            self._host.publish(ev.StateChanged(state=state))
+            self.save()
 
     def _claim_write(self, path: Path) -> None:
-        manager = self._manager()
+        manager = self._host.current_manager()
         if manager is not None:
             manager.check_main_write(path)
+
+
+def explain(result: RoundResult, settings: Any) -> str | None:
+    """A failed round's explanation for people (agentkit.chat.explain), else None."""
+    if result.status != "failed":
+        return None
+    return round_failure(
+        result.error, result.error_kind, base_url=settings.base_url, model=settings.model
+    )

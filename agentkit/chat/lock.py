@@ -22,6 +22,11 @@ the forkserver) never carry the lock; a bare ``os.fork`` child would share it.
 Where ``fcntl`` is missing (Windows) or the folder cannot hold the lock file,
 the claim is only the in-process table (the first save then fails with its own
 message when the folder is unwritable).
+
+A lock file that still names a holder when it is taken was left by a process
+that ended without releasing it (killed): :func:`claim_saved_conversation` then
+treats the file's ``last_event_seq`` as unknown, since that session may have
+streamed events it never saved (agentkit.chat.eventbus.numbering_start).
 """
 
 from __future__ import annotations
@@ -97,11 +102,14 @@ def _refusal(conversation_id: str, pid: int | None) -> ConfigurationError:
 
 def _open_lock_file(path: Path) -> int | None:
     """A descriptor on ``path`` (created 0600 when missing), or None when the
-    folder cannot hold it (read-only, no permission)."""
+    folder cannot hold it (read-only, no permission). Raises OSError when the
+    process is out of descriptors (that is no reason to claim without a lock)."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         return os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    except OSError:
+    except OSError as exc:
+        if exc.errno in (errno.EMFILE, errno.ENFILE):
+            raise
         try:  # flock also works on a descriptor opened for reading
             return os.open(path, os.O_RDONLY)
         except OSError:
@@ -116,22 +124,23 @@ def _same_file(fd: int, path: Path) -> bool:
     return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)
 
 
-def _lock(path: Path, conversation_id: str) -> int | None:
-    """Take the OS lock on ``path``; returns its descriptor (None: no OS lock here).
+def _lock(path: Path, conversation_id: str) -> tuple[int | None, bool]:
+    """Take the OS lock on ``path``; returns its descriptor (None: no OS lock here)
+    and whether the file still named a holder (one that ended without releasing).
 
     Raises ConfigurationError when a live process holds it."""
     if fcntl is None:
-        return None
+        return None, False
     while True:
         fd = _open_lock_file(path)
         if fd is None:
-            return None
+            return None, False
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:
             if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
                 os.close(fd)
-                return None  # a file system without locks: in-process only
+                return None, False  # a file system without locks: in-process only
             if _same_file(fd, path):
                 os.close(fd)
                 raise _refusal(conversation_id, _holder_pid(path)) from None
@@ -139,13 +148,17 @@ def _lock(path: Path, conversation_id: str) -> int | None:
             if _same_file(fd, path):
                 break
         os.close(fd)  # released and unlinked meanwhile: try the file now there
+    try:
+        stale = bool(os.pread(fd, 64, 0).strip())  # a release unlinks it: a holder died
+    except OSError:
+        stale = False
     me = {"pid": os.getpid(), "started": _start_time(os.getpid()) or 0.0}
     try:
         os.ftruncate(fd, 0)
         os.write(fd, json.dumps(me).encode())
     except OSError:
         pass  # read-only descriptor: the lock holds, the message lacks the pid
-    return fd
+    return fd, stale
 
 
 def _unlock(path: Path, fd: int) -> None:
@@ -180,12 +193,20 @@ def claim_conversation(
         ConfigurationError: a live session of this process, or a live process
             (named by pid), has the conversation open.
     """
+    return _claim(path, conversation_id, still_open)[0]
+
+
+def _claim(
+    path: Path, conversation_id: str, still_open: Callable[[], bool]
+) -> tuple[Callable[[], None], bool]:
+    """:func:`claim_conversation`, and whether the lock was left by a holder that
+    never released it."""
     key = str(path)
     with _table_lock:
         held = _held.get(key)
         if held is not None and held.still_open():
             raise _refusal(conversation_id, os.getpid())
-        fd = held.fd if held is not None else _lock(path, conversation_id)
+        fd, stale = (held.fd, False) if held is not None else _lock(path, conversation_id)
         claim = _Claim(fd, still_open)
         _held[key] = claim
 
@@ -197,7 +218,7 @@ def claim_conversation(
             if claim.fd is not None:
                 _unlock(path, claim.fd)
 
-    return release
+    return release, stale
 
 
 def claim_saved_conversation(
@@ -220,9 +241,12 @@ def claim_saved_conversation(
     path = conversation_path(workspace, conversation_id)
     if not path.parent.is_dir():  # nothing saved or open: create no folder
         return load_conversation(workspace, conversation_id), lambda: None
-    release = claim_conversation(path.with_suffix(".lock"), conversation_id, still_open)
+    release, stale = _claim(path.with_suffix(".lock"), conversation_id, still_open)
     try:
-        return load_conversation(workspace, conversation_id), release
+        conversation = load_conversation(workspace, conversation_id)
     except BaseException:
         release()
         raise
+    if stale:  # its last session was killed: what it streamed after its last save is unknown
+        conversation.last_event_seq = None
+    return conversation, release

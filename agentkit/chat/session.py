@@ -9,9 +9,10 @@ model at the next turn boundary; every event goes out on one ordered stream.
 
 Threads: one *driver* thread per session runs the rounds, one after another.
 ``post``/``send`` only queue and wake it, so they never block on a round;
-``cancel`` stops the current round only. Sub-agent monitor threads wake the
-driver when a sub-agent ends. The driver and its rounds live in
-agentkit.chat.driver; this module holds the conversation's life and its API.
+``cancel`` stops the current round only. The sub-agent manager's ``on_finished``
+callback wakes the driver when a sub-agent ends (events are for observers only).
+The driver and its rounds live in agentkit.chat.driver (the session is its
+DriverHost); this module holds the conversation's life and its API.
 """
 
 from __future__ import annotations
@@ -26,12 +27,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentkit import events as ev
-from agentkit import prompts
+from agentkit import tracing
+from agentkit.chat import control
 from agentkit.chat.driver import RoundDriver
-from agentkit.chat.eventbus import EventBus, Numbered
+from agentkit.chat.eventbus import EventBus, Numbered, numbering_start
 from agentkit.chat.inbox import RoundResult
 from agentkit.chat.lock import claim_conversation, claim_saved_conversation
-from agentkit.chat.notes import closing_notes, recovery_notes
+from agentkit.chat.policy import ConversationPolicy, python_hooks
 from agentkit.chat.setup import (
     as_tools,
     build_registry,
@@ -41,20 +43,24 @@ from agentkit.chat.setup import (
     offer_tool,
     request_overhead,
 )
-from agentkit.chat.store import ConversationFile, clean_title, default_title
+from agentkit.chat.store import clean_title, default_title
 from agentkit.conversation import Conversation, conversations_dir
 from agentkit.engine import Model
-from agentkit.errors import ConfigurationError
+from agentkit.errors import Cancelled, ConfigurationError
+from agentkit.policy.hooks import PythonHook
 from agentkit.settings import Settings
-from agentkit.tools.base import Tool, ToolRegistry
+from agentkit.subagent.notify import closing_notes, recovery_notes
+from agentkit.tools.base import Tool
+from agentkit.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
+    from agentkit.chat.approvals import Answerer
     from agentkit.subagent.contract import Launcher
     from agentkit.subagent.manager import SubAgentManager
 
 log = logging.getLogger("agentkit")
 
-__all__ = ["Session", "build_registry", "check_settings"]  # the last two from chat.setup
+__all__ = ["Session"]
 
 STATES = ("idle", "running", "waiting_for_subagents")
 
@@ -77,9 +83,12 @@ class Session:
         launcher: how sub-agent workers start (default: local processes).
         prewarm: start the worker process server in the background now, so the first
             sub-agent starts fast (default True).
+        hooks: Python hooks ``{event: func or [funcs]}`` (see :meth:`add_hook`).
+        on_approval: answers approval requests (see :meth:`on_approval`).
 
     Raises:
-        ConfigurationError: no such folder, no model or key, a damaged file.
+        ConfigurationError: no such folder, no model or key, a damaged file, a malformed
+            hooks file.
         FileNotFoundError: an unknown conversation_id.
     """
 
@@ -95,12 +104,15 @@ class Session:
         subagents: bool = True,
         launcher: Launcher | None = None,
         prewarm: bool = True,
+        hooks: dict[str, Any] | None = None,
+        on_approval: Answerer | None = None,
     ) -> None:
         from agentkit.tools.imported import worker_settings
 
         # Tools for sub-agents travel to workers by import reference, in Settings.tools.
         given = as_tools(tools or [])
         self.settings = worker_settings(settings or Settings(), given)
+        tracing.configure_from_environment()  # once per process; off: imports nothing
         root = Path(workspace).expanduser()
         if not root.is_dir():
             raise ConfigurationError(f"workspace {str(root)!r} is not a folder")
@@ -115,12 +127,10 @@ class Session:
         self.registry = registry or build_registry(
             subagents, given, lambda: self.manager, self.workspace, self.settings
         )
-        self.bus = EventBus()
+        self._python_hooks = python_hooks(hooks)
         self._closed = False
         self._manager: SubAgentManager | None = None
         self._manager_lock = threading.Lock()
-        self._file = ConversationFile(self.workspace)
-        self.last_result: RoundResult | None = None
         if conversation_id:
             self.conversation, self._release = claim_saved_conversation(
                 self.workspace, conversation_id, lambda: not self._closed
@@ -131,44 +141,41 @@ class Session:
                 self.transcript_path.with_suffix(".lock"), self.id, lambda: not self._closed
             )
         try:
-            self._start(conversation_id, prewarm and subagents and launcher is None)
+            self._start(conversation_id, prewarm and subagents and launcher is None, on_approval)
         except BaseException:
             self._release()  # the claim must not outlive a session that never started
             raise
 
-    def _start(self, conversation_id: str | None, prewarm: bool) -> None:
+    def _start(self, conversation_id: str | None, prewarm: bool, answerer: Answerer | None) -> None:
         """The rest of ``__init__``, once the conversation is claimed."""
         notes: list[str] = []
+        self.bus = EventBus(start=numbering_start(self.conversation.last_event_seq))
+        self.policy = ConversationPolicy(
+            workspace=self.workspace,
+            conversation=self.conversation,
+            settings=lambda: self.settings,
+            emit=self._emit,
+            save=self._save_now,
+            python=self._python_hooks,
+            transcript_path=self.transcript_path,
+            wake=lambda: self._driver.poke(),
+        )
+        self.budget = control.conversation_budget(self.conversation, self.settings)
         if conversation_id:
             conv = self.conversation
             notes = conv.pending_notes + recovery_notes(self.workspace, conv, self.settings)
             conv.pending_notes = []
             conv.state = "idle"
-        self._driver = RoundDriver(
-            conversation=self.conversation,
-            file=self._file,
-            transcript_path=self.transcript_path,
-            workspace=self.workspace,
-            registry=self.registry,
-            notes=notes,
-            settings=lambda: self.settings,
-            model=lambda: self.model,
-            manager=lambda: self._manager,
-            system_prompt=lambda: main_system_prompt(
-                self.workspace, self.settings, self._subagents
-            ),
-            state=lambda: self.state,
-            closed=lambda: self._closed,
-            emit=self._emit,
-            save=self._save,
-            on_result=self._set_last_result,
-        )
+        self._driver = RoundDriver(self, notes=notes)
         self.inbox = self._driver.inbox
-        self._driver.start()
+        if self._driver.file.follow(self.inbox, self.conversation):  # earlier sessions' queued
+            self._driver.idle.clear()  # (restoring them poked the driver)
         if prewarm:
-            from agentkit.subagent.local_launcher import prewarm_in_background
+            from agentkit.subagent.launchers.local import prewarm_in_background
 
             prewarm_in_background(self.settings)
+        self.policy.start(resumed=bool(conversation_id), answerer=answerer)
+        self._driver.start()  # last: nothing that can fail comes after it
 
     # ------------------------------------------------------------- properties
     @property
@@ -185,22 +192,12 @@ class Session:
     def state(self) -> str:
         """``running`` (a round runs, or work for one is waiting), ``waiting_for_subagents``
         (no round; background sub-agents work) or ``idle`` (also once closed)."""
-        if self._closed:
-            return "idle"
-        if self._driver.running or self._work_waiting():
-            return "running"
-        manager = self._manager
-        if manager is not None and manager.running():
-            return "waiting_for_subagents"
-        return "idle"
+        return self._driver.state()
 
-    def _work_waiting(self) -> bool:
-        """True when a message is queued or a completion waits to be announced."""
-        if len(self.inbox):
-            return True
-        manager = self._manager
-        hold = self._driver.hold_notifications
-        return manager is not None and not hold and manager.has_unannounced()
+    @property
+    def last_result(self) -> RoundResult | None:
+        """The result of the last round that ended, or None before the first."""
+        return self._driver.last_result
 
     @property
     def closed(self) -> bool:
@@ -239,8 +236,24 @@ class Session:
                     conversation=self.conversation,
                     emit=self._emit,
                     launcher=self._launcher,
+                    on_started=self.policy.subagent_started,  # saves the file at once
+                    on_finished=self.policy.subagent_ended,  # and wakes the driver
+                    on_approval=self.policy.from_worker,
+                    worker_extra=self.policy.worker_extra,
+                    on_question=lambda agent: self._driver.poke(),
+                    budget=self.budget,
                 )
             return self._manager
+
+    def current_manager(self) -> SubAgentManager | None:
+        """The sub-agent manager if the conversation has one yet (the first use of
+        :attr:`manager` makes it), else None; nothing is created."""
+        return self._manager
+
+    def system_prompt(self) -> str:
+        """The main agent's system prompt for this workspace and settings: the first
+        message of a new conversation (agentkit.chat.setup.main_system_prompt)."""
+        return main_system_prompt(self.workspace, self.settings, self._subagents)
 
     @property
     def transcript_path(self) -> Path:
@@ -262,14 +275,16 @@ class Session:
         a round it reaches the model after the current tool results.
 
         Raises:
-            ConfigurationError: an empty message, or one larger than the context window
-                leaves for it (agentkit.chat.setup.check_message).
+            ConfigurationError: an empty message, one larger than the context window
+                leaves for it (agentkit.chat.setup.check_message), or one a
+                UserPromptSubmit hook refused.
             Cancelled: the session is closed.
         """
         check_message(text, self.settings, self.request_overhead)
+        context = self.policy.prompt(text)  # UserPromptSubmit hooks may refuse it
         self._driver.idle.clear()
         busy = self._driver.running
-        pending, position = self.inbox.put(text)
+        pending, position = self.inbox.put(text, context)
         if busy:
             self._emit(ev.MessageQueued(text=text, position=position))
         return pending.future
@@ -321,55 +336,98 @@ class Session:
     def terminate_subagent(self, agent_id: int) -> dict[str, Any]:
         """Terminate a sub-agent at the user's request; returns the seed's
         terminate_sub_agent JSON (docs/specification.md §1). The model is told at the
-        next round."""
-        if self._manager is None:
-            return {"success": False, "agent_id": agent_id, "error": "no sub-agent runs"}
-        result = self._manager.terminate(agent_id, by_user=True)
-        if result.get("success"):
-            self._driver.notes.append(
-                prompts.phrase(self.settings.language, "user_terminated", agent_id=agent_id)
-            )
-        return result
+        next round (agentkit.chat.control)."""
+        return control.terminate_subagent(self, agent_id)
+
+    # ---------------------------------------- the control plane (chat/control.py)
+    def message_subagent(self, agent_id: int, text: str) -> dict[str, Any]:
+        """Send running sub-agent ``agent_id`` the user's message (agentkit.chat.control)."""
+        return control.message_subagent(self, agent_id, text)
+
+    def answer_subagent(self, agent_id: int, text: str) -> dict[str, Any]:
+        """Answer sub-agent ``agent_id``'s pending question (agentkit.chat.control)."""
+        return control.answer_subagent(self, agent_id, text)
+
+    def continue_subagent(
+        self, agent_id: int, task: str, timeout_seconds: int | None = None
+    ) -> dict[str, Any]:
+        """Run ended sub-agent ``agent_id`` again on ``task`` (agentkit.chat.control)."""
+        return control.continue_subagent(self, agent_id, task, timeout_seconds)
+
+    def note(self, text: str) -> None:
+        """Tell the main agent ``text`` (a system note) at the start of its next round."""
+        self._driver.notes.append(text)
+
+    # -------------------------------------------------------------- approvals
+    def approve(self, request_id: str, decision: str, note: str | None = None) -> dict[str, Any]:
+        """Answer approval request ``request_id`` with ``allow``, ``allow_always`` (its
+        rule, for the rest of the conversation; kept in its file) or ``deny`` (``note``:
+        the reason, quoted to the model); returns its row (docs/approvals.md §2). Raises
+        ApprovalError: an unknown, answered or withdrawn id, another decision."""
+        return self.policy.broker.approve(request_id, decision, note)
+
+    def pending_approvals(self) -> list[dict[str, Any]]:
+        """The requests waiting for an answer, oldest first (ApprovalRequested's fields
+        and ``created_at``)."""
+        return self.policy.broker.pending()
+
+    def on_approval(self, answerer: Answerer) -> Callable[[], None]:
+        """Answer approval requests with ``answerer(row)`` from now on (each new one and
+        those pending; it may return a decision, or None and :meth:`approve` later);
+        returns the unsubscribe. Without any, ``approvals_default`` settles an ask."""
+        return self.policy.on_approval(answerer)
+
+    def add_hook(
+        self, event: str, func: Callable[[dict[str, Any]], Any], matcher: str = ""
+    ) -> None:
+        """Call ``func(payload)`` at hook ``event`` as a command hook would run (its
+        return value read as a command's JSON output; ``matcher`` as a hooks file's).
+        Sub-agents' tool calls run command hooks only. ConfigurationError: no such event."""
+        checked = python_hooks({event: [PythonHook(func, matcher)]})
+        self._python_hooks.setdefault(event, []).extend(checked[event])
 
     def rename(self, title: str) -> None:
         """Set the conversation's title (one line, cut to 80 characters); saved now.
 
-        Raises ConfigurationError for an empty title."""
+        Raises ConfigurationError (an empty title) or Cancelled (closed: no write after)."""
         cleaned = clean_title(title)
         if not cleaned:
             raise ConfigurationError("a title cannot be empty")
-        self.conversation.title = cleaned
+        with self._driver.wake:  # close() sets _closed under it, then makes its last save
+            if self._closed:
+                raise Cancelled("the conversation is closed; open it again to rename it")
+            self.conversation.title = cleaned
         self._save(self.conversation)
         self._flush()
 
     def close(self) -> None:
         """End the conversation's life in this process (docs/specification.md §8.5):
         cancel the round, terminate every sub-agent, save, stop the driver. Queued
-        messages never answered fail with Cancelled. Idempotent."""
+        messages never answered fail with Cancelled (kept for the next opening). Idempotent."""
         with self._driver.wake:
             if self._closed:
                 return
             self._closed = True
             self._driver.wake.notify_all()
         self._driver.round_cancel.set()
-        self.inbox.close("the conversation was closed before this message was answered")
+        self.inbox.close()
         # Stop every sub-agent (§8.5); the model is owed word of them.
         self._driver.notes += closing_notes(self._manager, self.settings.language)
         self._driver.join(30)
-        from agentkit.tools._command_launch import end_background_services
+        self.policy.close()  # pending approvals withdrawn, SessionEnd hooks
+        from agentkit.process.spawn import end_background_services
 
         end_background_services(self.id, every=False)  # its commands' kept services
         # What the model has not heard yet waits in the file for the next opening.
         self.conversation.pending_notes = self._driver.notes
         self.conversation.state = "idle"
-        self._save(self.conversation)
-        try:
-            self._flush()
+        try:  # the last save, with the last event number any reader got: none after it
+            records = self._manager.records() if self._manager else None
+            self._driver.file.close(self.conversation, records, self.bus.close())
         except OSError as exc:
             log.info("conversation %s could not be saved: %s", self.id, exc)
         self._driver.idle.set()
         self._release()
-        self.bus.close()
         if self._owns_registry:
             self.registry.close()
         close = getattr(self._model, "close", None)
@@ -402,19 +460,14 @@ class Session:
         if not event.conversation_id:
             event = dataclasses.replace(event, conversation_id=self.conversation.id)
         self.bus.publish(event)
-        if isinstance(event, ev.SubAgentStarted):
-            # The file lists it at once: a process group killed now still leaves its
-            # row, so the next opening can sweep its record and tell the model.
-            self._save(self.conversation)
-        if isinstance(event, ev.SubAgentFinished):
-            self._driver.poke()
 
     # --------------------------------------------------------------- storage
-    def _set_last_result(self, result: RoundResult) -> None:
-        self.last_result = result
-
     def _save(self, conversation: Conversation) -> None:
-        self._file.save(conversation, self._manager.records() if self._manager else None)
+        self._driver.save(conversation)
 
     def _flush(self) -> None:
-        self._file.flush()
+        self._driver.file.flush()
+
+    def _save_now(self) -> None:
+        self._save(self.conversation)
+        self._flush()

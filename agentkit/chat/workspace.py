@@ -6,15 +6,32 @@ session has its own sub-agents and limits (five running each). Leaving a
 conversation (:meth:`Workspace.switch`, :meth:`Workspace.close_session`,
 :meth:`Workspace.delete`) ends its sub-agents (docs/specification.md §8.5); when
 it is opened again, the model is told which ended unseen.
+
+Bounded: at most ``max_open`` sessions live at once (``Settings.max_open_conversations``,
+lowered to what the file-descriptor limit allows: :func:`descriptor_bound`; each
+holds a thread, a lock file and a model connection). To open one more, the
+least recently used *idle* session is closed: no round, nothing queued, no
+sub-agent running, nobody following its events. Closing one loses nothing (it is
+saved; its event numbers go on when it is reopened, on demand, by the next
+:meth:`Workspace.open`). When every session is busy, or the process has run out of
+file descriptors or threads, opening raises :class:`agentkit.errors.WorkspaceFull`
+and leaves nothing behind.
+
+Operations on one conversation (open, close, rename, delete) run one at a time, so
+a rename never writes back a file a delete has just removed.
 """
 
 from __future__ import annotations
 
+import errno
 import threading
+from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from agentkit.chat.lock import claim_conversation
+from agentkit.chat.lock import claim_conversation, claim_saved_conversation
 from agentkit.chat.session import Session
 from agentkit.chat.store import (
     ConversationInfo,
@@ -23,10 +40,34 @@ from agentkit.chat.store import (
     list_conversations,
     rename_conversation,
 )
-from agentkit.errors import ConfigurationError
+from agentkit.errors import Cancelled, ConfigurationError, WorkspaceFull
 from agentkit.settings import Settings
 
-__all__ = ["Workspace"]
+__all__ = ["FDS_PER_CONVERSATION", "FDS_RESERVED", "Workspace", "descriptor_bound"]
+
+_OUT_OF = (errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.EAGAIN)
+
+FDS_PER_CONVERSATION = 8
+"""File descriptors budgeted per live conversation (its lock file and model
+connection, its sub-agents' channels and commands' pipes)."""
+FDS_RESERVED = 64
+"""File descriptors kept for everything else (listening and client sockets, files)."""
+
+
+def descriptor_bound() -> int | None:
+    """How many live conversations the process's file-descriptor limit
+    (``RLIMIT_NOFILE``, soft) allows: ``(limit - FDS_RESERVED) // FDS_PER_CONVERSATION``,
+    at least 1; None where there is no such limit (or it cannot be read). With the
+    common ``ulimit -n 1024``: 120."""
+    try:
+        import resource
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    except (ImportError, OSError, ValueError):
+        return None
+    if soft == resource.RLIM_INFINITY:
+        return None
+    return max(1, (soft - FDS_RESERVED) // FDS_PER_CONVERSATION)
 
 
 class Workspace:
@@ -35,6 +76,9 @@ class Workspace:
     Args:
         path: the workspace folder (must exist).
         settings: Settings for every session (default: read the environment).
+        max_open: most sessions live at once (default:
+            ``settings.max_open_conversations``), and never more than the file
+            descriptor limit allows (:func:`descriptor_bound`); see the module docstring.
         **session_options: passed to each :class:`Session` (``tools``, ``model``,
             ``subagents``, ``launcher``, ``prewarm``).
 
@@ -42,46 +86,144 @@ class Workspace:
     """
 
     def __init__(
-        self, path: str | Path = ".", settings: Settings | None = None, **session_options: Any
+        self,
+        path: str | Path = ".",
+        settings: Settings | None = None,
+        *,
+        max_open: int | None = None,
+        **session_options: Any,
     ) -> None:
         root = Path(path).expanduser()
         if not root.is_dir():
             raise ConfigurationError(f"workspace {str(root)!r} is not a folder")
         self.path = root.resolve()
         self.settings = settings or Settings()
+        wanted = max(1, max_open or self.settings.max_open_conversations)
+        self.max_open = min(wanted, descriptor_bound() or wanted)
         self._options = session_options
-        self._sessions: dict[str, Session] = {}
+        self._sessions: OrderedDict[str, Session] = OrderedDict()  # least recently used first
+        self._opening = 0  # sessions being constructed (they count against max_open)
         self._lock = threading.RLock()
+        self._ops: dict[str, threading.RLock] = {}
 
-    def create(self, title: str | None = None) -> Session:
-        """Open a new, empty conversation (saved once it has a title or a message)."""
-        session = Session(self.path, self.settings, **self._options)
-        with self._lock:
-            self._sessions[session.id] = session
+    # ------------------------------------------------------------ opening
+    def create(self, title: str | None = None, *, settings: Settings | None = None) -> Session:
+        """Open a new, empty conversation (saved once it has a title or a message,
+        or when it is closed); ``settings`` replace the workspace's for this session
+        (an editor's MCP servers for one conversation). Raises WorkspaceFull
+        (nothing is created)."""
+        session = self._new_session(None, settings)
         if title:
             session.rename(title)
         return session
 
-    def open(self, conversation_id: str) -> Session:
-        """Return the live session of a conversation, loading it if needed.
+    def open(self, conversation_id: str, *, settings: Settings | None = None) -> Session:
+        """Return the live session of a conversation, loading it if needed (with
+        ``settings`` instead of the workspace's, when given; a session already open
+        keeps its own).
 
-        Raises FileNotFoundError (no such conversation) or ConfigurationError (a bad
-        id or a damaged file)."""
-        with self._lock:
-            session = self._sessions.get(conversation_id)
-            if session is not None and not session.closed:
+        Raises FileNotFoundError (no such conversation), ConfigurationError (a bad
+        id or a damaged file) or WorkspaceFull."""
+        with self._op(conversation_id):
+            session = self.get(conversation_id)
+            if session is not None:
                 return session
-            session = Session(
-                self.path, self.settings, conversation_id=conversation_id, **self._options
-            )
-            self._sessions[conversation_id] = session
-            return session
+            return self._new_session(conversation_id, settings)
 
+    def _new_session(self, conversation_id: str | None, settings: Settings | None) -> Session:
+        """Construct and register a session, within ``max_open``: an idle one is
+        closed to make room, and once more when the process runs out of file
+        descriptors or threads. Raises WorkspaceFull."""
+        self._reserve()
+        try:
+            for attempt in range(2):
+                try:
+                    session = Session(
+                        self.path,
+                        settings or self.settings,
+                        conversation_id=conversation_id,
+                        **self._options,
+                    )
+                    break
+                except (OSError, RuntimeError) as exc:
+                    if not _out_of_resources(exc):
+                        raise
+                    if attempt or not self._evict_one():
+                        raise WorkspaceFull(
+                            f"cannot open another conversation now: {exc} (the process is out "
+                            "of file descriptors or threads; close a conversation or raise "
+                            "the limit, e.g. ulimit -n)"
+                        ) from None
+            with self._lock:
+                self._sessions[session.id] = session
+            return session
+        finally:
+            with self._lock:
+                self._opening -= 1
+
+    def _reserve(self) -> None:
+        """Count one session being opened, closing idle ones to make room. Raises
+        WorkspaceFull when every live session is busy."""
+        while True:
+            with self._lock:
+                self._drop_closed()
+                if len(self._sessions) + self._opening < self.max_open:
+                    self._opening += 1
+                    return
+            if not self._evict_one():
+                raise WorkspaceFull(
+                    f"the server has {self.max_open} conversations open and every one is "
+                    "busy (a round, queued messages, sub-agents or a reader of its events); "
+                    "try again when one is idle, or close one (max_open_conversations "
+                    "sets the limit)"
+                )
+
+    def _evict_one(self) -> bool:
+        """Close the least recently used idle session; False when none could be."""
+        with self._lock:
+            candidates = [s for s in self._sessions.values() if _idle(s)]
+        for session in candidates:
+            lock = self._op_lock(session.id)
+            if not lock.acquire(blocking=False):
+                continue  # being renamed, opened or closed right now
+            try:
+                with self._lock:
+                    if self._sessions.get(session.id) is not session or not _idle(session):
+                        continue
+                    del self._sessions[session.id]
+                session.close()
+                return True
+            finally:
+                lock.release()
+        return False
+
+    def _drop_closed(self) -> None:
+        """Forget sessions their owner closed directly (they hold nothing)."""
+        for cid in [cid for cid, s in self._sessions.items() if s.closed]:
+            del self._sessions[cid]
+
+    @contextmanager
+    def _op(self, conversation_id: str) -> Iterator[None]:
+        lock = self._op_lock(conversation_id)
+        with lock:
+            yield
+
+    def _op_lock(self, conversation_id: str) -> threading.RLock:
+        with self._lock:
+            lock = self._ops.get(conversation_id)
+            if lock is None:
+                lock = self._ops[conversation_id] = threading.RLock()
+            return lock
+
+    # ---------------------------------------------------------- reading
     def get(self, conversation_id: str) -> Session | None:
         """The open session of ``conversation_id``, or None."""
         with self._lock:
             session = self._sessions.get(conversation_id)
-            return session if session is not None and not session.closed else None
+            if session is None or session.closed:
+                return None
+            self._sessions.move_to_end(conversation_id)  # most recently used
+            return session
 
     def sessions(self) -> list[Session]:
         """The open sessions."""
@@ -90,7 +232,8 @@ class Workspace:
 
     def list(self) -> list[ConversationInfo]:
         """Every saved conversation (open ones with their live state and title),
-        most recently updated first, then open ones not saved yet."""
+        most recently updated first, then open ones not saved yet. Damaged files
+        are listed too (``state`` ``damaged``, see agentkit.chat.store)."""
         infos = {i.id: i for i in list_conversations(self.path)}
         for session in self.sessions():
             rows = session.subagents()
@@ -106,48 +249,63 @@ class Workspace:
             )
         return sorted(infos.values(), key=lambda i: (i.updated_at, i.id), reverse=True)
 
+    # ---------------------------------------------------------- changing
     def rename(self, conversation_id: str, title: str) -> None:
         """Rename a conversation, open or saved. Raises ConfigurationError (empty
-        title, bad id) or FileNotFoundError."""
-        session = self.get(conversation_id)
-        if session is not None:
-            session.rename(title)
-        else:
-            rename_conversation(self.path, conversation_id, title)
+        title, bad id, open in another process) or FileNotFoundError."""
+        with self._op(conversation_id):
+            session = self.get(conversation_id)
+            if session is not None:
+                try:
+                    session.rename(title)
+                    return
+                except Cancelled:
+                    pass  # its owner closed it just now: rename the file
+            # Claimed while renaming: a delete elsewhere (which claims too) cannot interleave.
+            conversation, release = claim_saved_conversation(self.path, conversation_id, _always)
+            try:
+                rename_conversation(self.path, conversation, title)
+            finally:
+                release()
 
     def close_session(self, conversation_id: str) -> None:
         """Leave a conversation: its sub-agents end, it is saved (§8.5)."""
-        with self._lock:
-            session = self._sessions.pop(conversation_id, None)
-        if session is not None:
-            session.close()
+        with self._op(conversation_id):
+            with self._lock:
+                session = self._sessions.pop(conversation_id, None)
+            if session is not None:
+                session.close()
 
     def delete(self, conversation_id: str) -> None:
         """Close (if open) and delete a conversation's file; its sub-agents'
         deliverables stay. Raises FileNotFoundError when nothing was saved or open,
         ConfigurationError when another process has it open."""
-        was_open = self.get(conversation_id) is not None
-        self.close_session(conversation_id)
-        # Claimed while deleting: a session of another process would write it back.
-        lock = conversation_path(self.path, conversation_id).with_suffix(".lock")
-        release = (
-            claim_conversation(lock, conversation_id, lambda: True)
-            if lock.parent.is_dir()
-            else None
-        )
-        try:
-            delete_conversation(self.path, conversation_id)
-        except FileNotFoundError:
-            if not was_open:
-                raise
-        finally:
-            if release is not None:
-                release()
+        with self._op(conversation_id):
+            was_open = self.get(conversation_id) is not None
+            self.close_session(conversation_id)
+            # Claimed while deleting: a session of another process would write it back.
+            lock = conversation_path(self.path, conversation_id).with_suffix(".lock")
+            release = (
+                claim_conversation(lock, conversation_id, _always) if lock.parent.is_dir() else None
+            )
+            try:
+                delete_conversation(self.path, conversation_id)
+            except FileNotFoundError:
+                if not was_open:
+                    raise
+            finally:
+                if release is not None:
+                    release()
 
     def switch(self, leaving: str | None, to: str | None = None) -> Session:
         """Leave conversation ``leaving`` (its sub-agents end: §8.5) and open ``to``
-        (None: a new conversation). Returns the session switched to."""
+        (None: a new conversation). Returns the session switched to. Leaving an
+        untouched conversation (nothing said, no title, nothing queued, no sub-agent)
+        for a new one returns it again: "New conversation" clicked twice makes one."""
         if leaving is not None and leaving != to:
+            left = self.get(leaving)
+            if to is None and left is not None and _untouched(left):
+                return left
             self.close_session(leaving)
         return self.open(to) if to else self.create()
 
@@ -157,10 +315,42 @@ class Workspace:
             sessions = list(self._sessions.values())
             self._sessions.clear()
         for session in sessions:
-            session.close()
+            with self._op(session.id):
+                session.close()
 
     def __enter__(self) -> Workspace:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _always() -> bool:
+    return True  # a claim held only while this call works on the file
+
+
+def _idle(session: Session) -> bool:
+    """True when closing ``session`` now loses nothing and stops nothing: no round,
+    nothing queued or waiting to be announced, no sub-agent running, nobody
+    following its events (and no background services its commands may keep)."""
+    if session.closed or not session.wait_idle(0) or session.state != "idle":
+        return False
+    if session.settings.command_background_services:
+        return False  # closing would end services its commands left running
+    return session.bus.subscribers == 0
+
+
+def _untouched(session: Session) -> bool:
+    """True when nothing happened in ``session``'s conversation yet: no message but
+    the system prompt, no title, nothing queued, no sub-agent, no round running."""
+    conv = session.conversation
+    said = any(m.get("role") != "system" for m in conv.messages)
+    busy = session.state != "idle"  # a round, or a message waiting for one
+    return not (said or conv.title or conv.queued or conv.subagents or busy)
+
+
+def _out_of_resources(exc: BaseException) -> bool:
+    """True for running out of file descriptors, memory or threads."""
+    if isinstance(exc, OSError):
+        return exc.errno in _OUT_OF
+    return isinstance(exc, RuntimeError) and "thread" in str(exc)

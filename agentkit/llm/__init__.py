@@ -4,6 +4,8 @@
   cancellation and the one-off repairs of server quirks.
 - ``turns``: the normalised result (:class:`AssistantTurn`, :class:`ToolCall`,
   :class:`Usage`).
+- ``wire``: messages encoded once (:class:`~agentkit.llm.wire.WireMessage`) and the
+  request body's bytes built from them.
 - ``_retry``: when to retry a failed request and how long to wait.
 - ``_assemble`` (a reply from its body or stream), ``_errors`` (classifying
   failures), ``_sse`` (the event-stream parser), ``_toolcall_accumulator`` and

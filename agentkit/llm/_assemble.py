@@ -4,18 +4,21 @@ Rules R5-R8, S*, T4, F1-F4 and E4 of docs/providers.md: choices
 may be empty, null or lack ``delta``; usage comes from the last chunk that has it,
 else from ``choices[i].usage``; reasoning is ``reasoning_content`` or ``reasoning``;
 tool calls decide the outcome, not ``finish_reason``; ``length`` and
-``content_filter`` override tool calls; a stream without a finish_reason failed.
+``content_filter`` override tool calls; a stream without a finish_reason failed;
+text arrives in fragments kept compactly (``_pieces``); JSON nesting is bounded
+(T6, ``_json``).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
 from agentkit.errors import LLMError
 from agentkit.llm import _text_toolcalls
 from agentkit.llm._errors import classify
+from agentkit.llm._json import REPLY_MAX_DEPTH, loads
+from agentkit.llm._pieces import Pieces
 from agentkit.llm._toolcall_accumulator import ToolCallAccumulator, mint_call_id
 from agentkit.llm.turns import AssistantTurn, ToolCall, Usage
 from agentkit.tokens import count_messages, count_text
@@ -47,12 +50,13 @@ class RawTurn:
         "extra",
         "done",
         "legacy",
+        "response",
     )
 
     def __init__(self) -> None:
-        self.content: list[str] = []
-        self.reasoning: list[str] = []
-        self.refusal: list[str] = []
+        self.content = Pieces()
+        self.reasoning = Pieces()
+        self.refusal = Pieces()
         self.calls = ToolCallAccumulator()
         self.finish: str | None = None
         self.usage: dict[str, Any] | None = None
@@ -62,6 +66,14 @@ class RawTurn:
         self.done = False
         #: The legacy ``function_call`` field (its deltas), used only without tool_calls.
         self.legacy = ToolCallAccumulator()
+        #: The response's ``model`` and ``id`` as the server named them (for traces).
+        self.response: dict[str, str] = {}
+
+    def _note_response(self, payload: dict[str, Any]) -> None:
+        for key in ("model", "id"):
+            value = payload.get(key)
+            if isinstance(value, str) and value and key not in self.response:
+                self.response[key] = value
 
     def apply_event(
         self, event: str | None, payload: str, on_text: Callable[[str], None] | None
@@ -74,15 +86,17 @@ class RawTurn:
             self.done = True
             return
         try:
-            chunk = json.loads(payload)
-        except ValueError:
+            chunk = loads(payload, REPLY_MAX_DEPTH)
+        except ValueError as exc:  # also JSONTooDeep (T6)
             if "\n" in payload:  # data lines without blank lines between them
                 for line in payload.split("\n"):
                     if line.strip():
                         self.apply_event(event, line, on_text)
                 return
             raise LLMError(
-                "server_error", f"undecodable stream event: {payload[:200]!r}", retryable=True
+                "server_error",
+                f"undecodable stream event ({exc}): {payload[:200]!r}",
+                retryable=True,
             ) from None
         if event == "error":
             raise classify(None, chunk if isinstance(chunk, dict) else {"error": chunk})
@@ -98,6 +112,7 @@ class RawTurn:
             return
         if chunk.get("error"):
             raise classify(None, chunk)
+        self._note_response(chunk)
         usage = chunk.get("usage")
         if isinstance(usage, dict):
             self.usage = usage
@@ -126,6 +141,7 @@ class RawTurn:
         choice = next((c for c in choices if isinstance(c, dict)), None)
         if choice is None:
             raise LLMError("server_error", "the server's reply has no choice", retryable=True)
+        self._note_response(body)
         message = choice.get("message") or choice.get("delta")
         if isinstance(message, dict):
             calls = message.get("tool_calls")
@@ -205,7 +221,51 @@ def build_turn(
             ``truncated_tool_call`` when tool calls were cut off (T4, F3). For these,
             ``code`` holds the raw finish_reason.
     """
-    raw_finish = raw.finish
+    _raise_failed_finish(raw.finish, streamed, diagnostics)
+    warnings: list[str] = []
+    source = raw.calls if raw.calls.slots else raw.legacy
+    calls, truncated = source.finish(warnings)
+    content = clean_text(raw.content.join()) or None
+    reasoning = clean_text(raw.reasoning.join()) or None
+    for call in calls:
+        call.arguments_raw = clean_text(call.arguments_raw)
+        if call.arguments is not None:
+            call.arguments = clean_value(call.arguments)
+    extra = dict(raw.extra)
+    if raw.refusal:
+        extra["refusal"] = raw.refusal.join()
+    if raw.filtered is not None:
+        extra["content_filter_results"] = raw.filtered
+    turn = AssistantTurn(
+        content=content,
+        tool_calls=calls,
+        finish_reason=_finish_reason(raw),
+        raw_finish_reason=raw.finish,
+        usage=_usage(raw, messages, tools, content, reasoning, calls, warnings),
+        reasoning=reasoning,
+        extra=extra,
+        warnings=warnings,
+        response_model=raw.response.get("model"),
+        response_id=raw.response.get("id"),
+    )
+    if turn.finish_reason == "content_filter":
+        if calls:
+            warnings.append(f"dropped {len(calls)} tool call(s) of a filtered reply (rule F3)")
+            turn.tool_calls = []
+    elif calls:
+        hit_limit = bool(max_tokens) and turn.usage.completion_tokens >= (max_tokens or 0)
+        broken = any(call.error for call in calls)
+        if turn.finish_reason == "length" or truncated or (hit_limit and broken):
+            raise _truncated(turn)
+        turn.finish_reason = "tool_calls"  # F1: calls decide, whatever finish_reason said
+    elif text_fallback and content and tools and turn.finish_reason == "stop":
+        _read_text_calls(turn, tools)
+    return turn
+
+
+def _raise_failed_finish(raw_finish: str | None, streamed: bool, diagnostics: str) -> None:
+    """Raise the LLMError of a reply that failed by its finish_reason (F2) or by
+    ending without one (R3)."""
     if raw_finish in _FAILED_FINISH:
         raise LLMError(
             "server_error",
@@ -220,84 +280,53 @@ def build_turn(
             "the stream ended without a finish_reason" + detail,
             retryable=True,
         )
-    finish = _FINISH_ALIASES.get(raw_finish or "stop", raw_finish or "stop")
-    if finish not in ("stop", "length", "tool_calls", "content_filter"):
-        finish = "stop"  # unknown values: keep raw, treat as stop (F2)
-    warnings: list[str] = []
-    if raw.filtered is not None:
-        finish = "content_filter"
-    source = raw.calls if raw.calls.slots else raw.legacy
-    calls, truncated = source.finish(warnings)
-    content = clean_text("".join(raw.content)) or None
-    reasoning = clean_text("".join(raw.reasoning)) or None
-    for call in calls:
-        call.arguments_raw = clean_text(call.arguments_raw)
-        if call.arguments is not None:
-            call.arguments = clean_value(call.arguments)
-    extra = dict(raw.extra)
-    if raw.refusal:
-        extra["refusal"] = "".join(raw.refusal)
-    if raw.filtered is not None:
-        extra["content_filter_results"] = raw.filtered
-    usage = _usage(raw, messages, tools, content, reasoning, calls, warnings)
 
-    if finish == "content_filter":
-        if calls:
-            warnings.append(f"dropped {len(calls)} tool call(s) of a filtered reply (rule F3)")
-            calls = []
-    elif calls:
-        hit_limit = bool(max_tokens) and usage.completion_tokens >= (max_tokens or 0)
-        broken = any(call.error for call in calls)
-        if finish == "length" or truncated or (hit_limit and broken):
-            names = ", ".join(call.name or "?" for call in calls)
-            error = LLMError(
-                "truncated_tool_call",
-                f"the reply was cut off inside tool call(s) {names} "
-                f"(finish_reason {raw_finish!r}, {usage.completion_tokens} completion tokens)",
-                retryable=True,
-                code=raw_finish,
-            )
-            # Once retries are spent the caller answers these calls with tool errors
-            # (never executes them), so the model learns and the loop goes on.
-            for call in calls:
-                call.arguments = None
-                call.error = (
-                    call.error or "the reply was cut off before the arguments were complete"
-                )
-                call.error += (
-                    "; split the work into smaller calls (for example write a long file in parts)"
-                )
-            error.turn = AssistantTurn(  # type: ignore[attr-defined]
-                content=content,
-                tool_calls=calls,
-                finish_reason="length",
-                raw_finish_reason=raw_finish,
-                usage=usage,
-                reasoning=reasoning,
-                extra=extra,
-                warnings=[*warnings, error.message],
-            )
-            raise error
-        finish = "tool_calls"  # F1: calls decide, whatever finish_reason said
-    elif text_fallback and content and tools and finish == "stop":
-        offered = {t.get("function", {}).get("name") for t in tools if isinstance(t, dict)}
-        found, remaining = _text_toolcalls.extract(content, {n for n in offered if n})
-        if found:
-            calls = [ToolCall(id=mint_call_id(), name=n, arguments=a) for n, a in found]
-            for call in calls:
-                call.arguments_raw = call.wire()["function"]["arguments"]
-            warnings.append(f"read {len(calls)} tool call(s) written as text (rule X1)")
-            content, finish = remaining, "tool_calls"
-    return AssistantTurn(
-        content=content,
-        tool_calls=calls,
-        finish_reason=finish,
-        raw_finish_reason=raw_finish,
-        usage=usage,
-        reasoning=reasoning,
-        extra=extra,
-        warnings=warnings,
+
+def _finish_reason(raw: RawTurn) -> str:
+    """The normalised finish_reason (F2); a filtered reply is ``content_filter``."""
+    if raw.filtered is not None:
+        return "content_filter"
+    finish = _FINISH_ALIASES.get(raw.finish or "stop", raw.finish or "stop")
+    if finish not in ("stop", "length", "tool_calls", "content_filter"):
+        return "stop"  # unknown values: keep raw, treat as stop (F2)
+    return finish
+
+
+def _truncated(turn: AssistantTurn) -> LLMError:
+    """The ``truncated_tool_call`` error of a turn whose calls were cut off (T4),
+    carrying the turn with every call marked unusable as ``error.turn``."""
+    names = ", ".join(call.name or "?" for call in turn.tool_calls)
+    error = LLMError(
+        "truncated_tool_call",
+        f"the reply was cut off inside tool call(s) {names} "
+        f"(finish_reason {turn.raw_finish_reason!r}, "
+        f"{turn.usage.completion_tokens} completion tokens)",
+        retryable=True,
+        code=turn.raw_finish_reason,
     )
+    # Once retries are spent the caller answers these calls with tool errors (never
+    # executes them), so the model learns and the loop goes on.
+    for call in turn.tool_calls:
+        call.arguments = None
+        call.error = call.error or "the reply was cut off before the arguments were complete"
+        call.error += "; split the work into smaller calls (for example write a long file in parts)"
+    turn.finish_reason = "length"
+    turn.warnings.append(error.message)
+    error.turn = turn  # type: ignore[attr-defined]
+    return error
+
+
+def _read_text_calls(turn: AssistantTurn, tools: list[dict[str, Any]]) -> None:
+    """X1: tool calls the model wrote in its text become the turn's calls."""
+    offered = {t.get("function", {}).get("name") for t in tools if isinstance(t, dict)}
+    found, remaining = _text_toolcalls.extract(turn.content or "", {n for n in offered if n})
+    if not found:
+        return
+    calls = [ToolCall(id=mint_call_id(), name=n, arguments=a) for n, a in found]
+    for call in calls:
+        call.arguments_raw = call.wire()["function"]["arguments"]
+    turn.warnings.append(f"read {len(calls)} tool call(s) written as text (rule X1)")
+    turn.tool_calls, turn.content, turn.finish_reason = calls, remaining, "tool_calls"
 
 
 def clean_text(text: str) -> str:
@@ -373,11 +402,11 @@ def _int(value: Any) -> int | None:
 def decode_body(content: bytes) -> Any:
     """Decode a whole JSON body; LLMError (retryable server_error) when it is not JSON."""
     try:
-        return json.loads(content)
-    except ValueError:
+        return loads(content, REPLY_MAX_DEPTH)
+    except ValueError as exc:  # also JSONTooDeep (T6)
         text = content.decode("utf-8", "replace")
         raise LLMError(
             "server_error",
-            f"the server's reply is not JSON: {text.strip()[:200]!r}",
+            f"the server's reply is not usable JSON ({exc}): {text.strip()[:200]!r}",
             retryable=True,
         ) from None

@@ -1,12 +1,15 @@
-"""Aborting a model request that is blocked on the network when its cancel event is set.
+"""Aborting a model request that is blocked on the network when its cancel event is
+set or its deadline passes.
 
 A thread blocked in ``recv`` (waiting for a slow server's headers, or in a stalled
-stream) cannot notice a ``threading.Event``. So LLMClient records the sockets its
-HTTP client opens (httpcore's ``trace`` request extension reports each new
-connection) and a shared watchdog thread, polling the cancel events of the requests
-in flight every :data:`POLL_INTERVAL` seconds, shuts those sockets down: the blocked
-read fails at once and LLMClient turns that into :class:`agentkit.errors.Cancelled`.
-The watchdog exits after :data:`IDLE_EXIT` seconds without work.
+stream) cannot notice a ``threading.Event``, nor a clock. So LLMClient records the
+sockets its HTTP client opens (httpcore's ``trace`` request extension reports each
+new connection) and a shared watchdog thread, polling the requests in flight every
+:data:`POLL_INTERVAL` seconds, shuts those sockets down when a request's cancel event
+is set or its deadline (``Settings.request_total_timeout``, docs/providers.md R4) has
+passed: the blocked read fails at once and LLMClient turns that into
+:class:`agentkit.errors.Cancelled` or a ``timeout``. The watchdog exits after
+:data:`IDLE_EXIT` seconds without work.
 """
 
 from __future__ import annotations
@@ -48,22 +51,32 @@ class SocketTracker:
                 sock.shutdown(socket.SHUT_RDWR)
 
 
+_Watched = tuple[threading.Event | None, Callable[[], None], float]
+
+
 class Watchdog:
-    """Calls ``abort()`` of a watched request as soon as its cancel event is set."""
+    """Calls ``abort()`` of a watched request as soon as its cancel event is set or
+    its deadline passes."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._watched: dict[int, tuple[threading.Event, Callable[[], None]]] = {}
+        self._watched: dict[int, _Watched] = {}
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
         self._idle = False
         self._tokens = itertools.count(1)
 
-    def watch(self, cancel: threading.Event, abort: Callable[[], None]) -> int:
-        """Start watching; returns a token for :meth:`unwatch`."""
+    def watch(
+        self,
+        cancel: threading.Event | None,
+        abort: Callable[[], None],
+        deadline: float = float("inf"),
+    ) -> int:
+        """Start watching: ``abort()`` once ``cancel`` is set or ``time.monotonic()``
+        reaches ``deadline``. Returns a token for :meth:`unwatch`."""
         token = next(self._tokens)
         with self._lock:
-            self._watched[token] = (cancel, abort)
+            self._watched[token] = (cancel, abort, deadline)
             if self._thread is None:
                 self._thread = threading.Thread(
                     target=self._run, name="agentkit-cancel-watchdog", daemon=True
@@ -94,8 +107,9 @@ class Watchdog:
                         self._thread = None
                         return
                 continue
-            for token, (cancel, abort) in items:
-                if cancel.is_set():
+            now = time.monotonic()
+            for token, (cancel, abort, deadline) in items:
+                if (cancel is not None and cancel.is_set()) or now >= deadline:
                     self.unwatch(token)
                     abort()
             time.sleep(POLL_INTERVAL)

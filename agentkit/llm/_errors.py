@@ -32,6 +32,10 @@ _FILTER_CODES = frozenset(
     )
 )
 _AUTH_CODES = frozenset(("invalid_api_key", "authentication_error", "permission_denied"))
+_RATE_CODES = frozenset(("rate_limit_exceeded", "rate_limit_error", "resource_exhausted"))
+_CONTEXT_CODES = frozenset(("context_length_exceeded", "exceed_context_size_error"))
+#: Kinds worth retrying (docs/providers.md §4.2, E2).
+_RETRYABLE_KINDS = frozenset(("rate_limit", "timeout", "overloaded", "server_error"))
 _CONTEXT_RE = re.compile(
     r"maximum context length|exceed_context_size_error|exceeds the available context size"
     r"|prompt is too long|input token count.*exceeds|context length exceeded"
@@ -125,55 +129,54 @@ def classify(
         The LLMError (a ContextLengthExceeded for context overflows), not raised.
     """
     info = normalize(body, text)
-    code, etype, message = info["code"], info["type"], info["message"]
-    low = message.lower()
+    code, message = info["code"], info["message"]
     numeric = int(code) if code and code.isdigit() and len(code) == 3 else None
-    eff = status if status not in (None, 200) else numeric
-    names = {code, etype, info["inner"], info["status"]} - {None}
+    effective = status if status not in (None, 200) else numeric
+    names = {code, info["type"], info["inner"], info["status"]} - {None}
     hint = retry_hint(headers, f"{message} {text[:2000]}")
+    kind = _kind(effective, names, message)
     if not message:
         message = f"HTTP {status}" if status else "the server reported an error"
-
-    def err(kind: str, retryable: bool) -> LLMError:
-        return LLMError(
-            kind, message, status=status, retryable=retryable, retry_after=hint, code=code
-        )
-
-    if names & _QUOTA_CODES or eff == 402:
-        return err("quota_exhausted", False)
-    if eff == 413 or (eff == 429 and "request too large" in low):
-        return err("request_too_large", False)
-    if eff == 429 or (names & {"rate_limit_exceeded", "rate_limit_error", "resource_exhausted"}):
-        return err("rate_limit", True)
-    if names & {"context_length_exceeded", "exceed_context_size_error"} or _CONTEXT_RE.search(
-        message
-    ):
+    if kind == "context_length_exceeded":
         limit, requested = _context_numbers(message, info["error"])
         return ContextLengthExceeded(
             message, status=status, limit_tokens=limit, requested_tokens=requested, code=code
         )
+    retryable = kind in _RETRYABLE_KINDS
+    return LLMError(kind, message, status=status, retryable=retryable, retry_after=hint, code=code)
+
+
+def _kind(status: int | None, names: set[str], message: str) -> str:
+    """The kind of an error (docs/providers.md §4.2), from its effective HTTP status
+    (the body's 3-digit code for in-band errors), its lower-case code/type/status
+    names and its message; the order is E1's: code and type, message, status."""
+    low = message.lower()
+    if names & _QUOTA_CODES or status == 402:
+        return "quota_exhausted"
+    if status == 413 or (status == 429 and "request too large" in low):
+        return "request_too_large"
+    if status == 429 or names & _RATE_CODES:
+        return "rate_limit"
+    if names & _CONTEXT_CODES or _CONTEXT_RE.search(message):
+        return "context_length_exceeded"
     if names & _FILTER_CODES:
-        return err("content_filter", False)
-    if eff is not None and eff >= 500 and _HISTORY_5XX_RE.search(message):
-        return err("invalid_request", False)  # llama.cpp cannot parse replayed arguments
-    if eff in (401, 403) or names & _AUTH_CODES:
-        return err("authentication", False)
-    if eff == 404 or "model_not_found" in names:
-        return err("not_found", False)
-    if eff == 408:
-        return err("timeout", True)
-    if (
-        eff in (503, 529)
-        or "unavailable" in names
-        or any("overloaded" in name for name in names)
-        or "overloaded" in low
-    ):
-        return err("overloaded", True)
-    if (eff is not None and eff >= 500) or eff == 409:
-        return err("server_error", True)
-    if eff is not None and 400 <= eff < 500:
-        return err("invalid_request", False)
-    return err("server_error", True)  # an error without status: in-band / 200 error body
+        return "content_filter"
+    if status is not None and status >= 500 and _HISTORY_5XX_RE.search(message):
+        return "invalid_request"  # llama.cpp cannot parse replayed arguments
+    if status in (401, 403) or names & _AUTH_CODES:
+        return "authentication"
+    if status == 404 or "model_not_found" in names:
+        return "not_found"
+    if status == 408:
+        return "timeout"
+    overloaded = "unavailable" in names or any("overloaded" in name for name in names)
+    if status in (503, 529) or overloaded or "overloaded" in low:
+        return "overloaded"
+    if (status is not None and status >= 500) or status == 409:
+        return "server_error"
+    if status is not None and 400 <= status < 500:
+        return "invalid_request"
+    return "server_error"  # an error without status: in-band / 200 error body
 
 
 def _context_numbers(message: str, error: dict[str, Any]) -> tuple[int | None, int | None]:

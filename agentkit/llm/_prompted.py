@@ -27,6 +27,7 @@ from typing import Any
 
 from agentkit import prompts
 from agentkit.llm import _text_toolcalls
+from agentkit.llm._json import JSONTooDeep, loads
 from agentkit.llm._toolcall_accumulator import mint_call_id
 from agentkit.llm.turns import AssistantTurn, ToolCall
 
@@ -89,7 +90,7 @@ def _call_text(call: dict[str, Any]) -> str:
     function = call.get("function") or {}
     raw = function.get("arguments")
     try:
-        arguments = json.loads(raw) if isinstance(raw, str) and raw.strip() else raw or {}
+        arguments = loads(raw) if isinstance(raw, str) and raw.strip() else raw or {}
     except ValueError:
         arguments = {}
     return _dumps({"name": function.get("name") or "", "arguments": arguments})
@@ -175,7 +176,7 @@ def read_reply(turn: AssistantTurn, tools: list[dict[str, Any]]) -> AssistantTur
         if stray is not None:
             turn.tool_calls = [stray]
             turn.content, turn.finish_reason = None, "tool_calls"
-            turn.warnings.append(f"the model called an unknown tool {stray.name!r}")
+            turn.warnings.append(f"the model's call of {stray.name!r} is unusable: {stray.error}")
         return turn
     calls: list[ToolCall] = []
     answers: list[str] = []
@@ -214,12 +215,22 @@ def _cut_call(content: str, names: set[str]) -> ToolCall | None:
 
 
 def _stray_call(content: str) -> ToolCall | None:
-    """A JSON object with a string ``name`` that names no offered tool, as an erroneous call."""
+    """A JSON object with a string ``name`` that names no offered tool, or one nested
+    too deeply to read (T6), as an erroneous call."""
     text = content.strip()
     if not (text.startswith("{") and text.endswith("}")):
         return None
     try:
-        value = json.loads(text)
+        value = loads(text)
+    except JSONTooDeep as exc:
+        named = _NAME_RE.match(text)
+        return ToolCall(
+            id=mint_call_id(),
+            name=named.group(1) if named else "",
+            arguments=None,
+            arguments_raw=text,
+            error=f"invalid arguments: {exc}",
+        )
     except ValueError:
         return None
     if not isinstance(value, dict) or not isinstance(value.get("name"), str):

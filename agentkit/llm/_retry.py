@@ -1,11 +1,13 @@
 """When to retry a failed model request, and how long to wait first (docs/providers.md E2).
 
-Transient failures are retried with exponential backoff and full jitter
-(``retry_base_delay`` doubling, capped at ``retry_max_delay``), honouring server
-hints; a hint above the cap fails at once. A model outage (OUTAGE_KINDS) goes on
-past ``max_retries`` while the next wait ends within ``retry_total_seconds`` of its
-first failure; a server never reached fails after one retry; ``max_retries`` 0
-turns retries off.
+One rule for every transient failure (5xx, 429, timeouts, refused or dropped
+connections, broken streams, in-band stream errors, empty replies): at most
+``max_retries`` retries, each starting within ``retry_total_seconds`` of the
+request's first failure, whichever ends first. The table of docs/providers.md
+§4.5 lists it, with the few kinds held to less (RETRY_LIMITS) and a server never
+reached (one retry). Waits are exponential backoff with full jitter
+(``retry_base_delay`` doubling, capped at ``retry_max_delay``) or the server's hint;
+a hint above the cap fails at once. ``max_retries`` 0 turns retries off.
 """
 
 from __future__ import annotations
@@ -17,9 +19,14 @@ from dataclasses import dataclass, field
 from agentkit.errors import LLMError
 from agentkit.settings import Settings
 
+#: Kinds retried at most this many times, within the rule above (R3, T4, F4): a
+#: broken stream and a cut-off call once, an empty reply twice (the second time
+#: without streaming).
+RETRY_LIMITS = {"incomplete_stream": 1, "truncated_tool_call": 1, "empty_response": 2}
 #: Kinds retried at most once whatever ``max_retries`` says (docs/providers.md R3 and T4).
-ONCE_ONLY_KINDS = frozenset(("incomplete_stream", "truncated_tool_call"))
-#: Kinds of a model outage: retried beyond ``max_retries`` within ``retry_total_seconds``.
+ONCE_ONLY_KINDS = frozenset(kind for kind, limit in RETRY_LIMITS.items() if limit == 1)
+#: Kinds of a model outage (the server failing, slow or gone): their give-up message
+#: says how long the server kept failing.
 OUTAGE_KINDS = frozenset(("server_error", "overloaded", "timeout", "connection"))
 
 
@@ -37,43 +44,52 @@ class RetryPlan:
     settings: Settings
     rng: random.Random
     retries: int = 0
-    _once_used: set[str] = field(default_factory=set)
-    _outage_since: float | None = None  # monotonic time of the outage's first failure
+    _used: dict[str, int] = field(default_factory=dict)  # retries granted per kind
+    _first_failure: float | None = None  # monotonic time of the request's first failure
+
+    def used(self, kind: str) -> int:
+        """Retries granted so far after failures of ``kind``."""
+        return self._used.get(kind, 0)
 
     def next_delay(self, error: LLMError, *, reached: bool) -> float | None:
         """Seconds to wait before retrying after ``error`` (and count the retry), or
         None to give up. ``reached``: the server has answered this client before.
-        When an outage outlasts ``retry_total_seconds``, the error's message says so."""
+        When retries ran out, the error's message says after how many and how long."""
         settings = self.settings
         kind = error.kind
+        now = time.monotonic()
+        if self._first_failure is None:
+            self._first_failure = now
+        elapsed = now - self._first_failure
         if not error.retryable or settings.max_retries == 0:
-            return None
-        if self.retries >= settings.max_retries and kind not in OUTAGE_KINDS:
             return None
         if kind == "connection" and not reached and self.retries >= 1:
             return None  # a wrong port should not cost a minute of backoff
-        if kind in ONCE_ONLY_KINDS:
-            if kind in self._once_used:
-                return None
-            self._once_used.add(kind)
-        delay = self._backoff(error, self.retries + 1)
+        if kind in RETRY_LIMITS and self.used(kind) >= RETRY_LIMITS[kind]:
+            return None
+        if self.retries >= settings.max_retries:
+            self._say_why(error, elapsed, f"max_retries={settings.max_retries}")
+            return None
+        delay = 0.0 if kind == "empty_response" else self._backoff(error, self.retries + 1)
         if delay is None:
             return None
-        if kind in OUTAGE_KINDS:
-            now = time.monotonic()
-            if self._outage_since is None:
-                self._outage_since = now
-            elapsed = now - self._outage_since
-            budget = settings.retry_total_seconds
-            if self.retries >= settings.max_retries and elapsed + delay > budget:
-                error.message = (
-                    f"{error.message} (the model server kept failing for {elapsed:.1f} s; "
-                    f"gave up after retry_total_seconds={budget:g})"
-                )
-                error.args = (error.message,)
-                return None
+        budget = settings.retry_total_seconds
+        if budget and elapsed + delay > budget:
+            self._say_why(error, elapsed, f"retry_total_seconds={budget:g}")
+            return None
+        self._used[kind] = self.used(kind) + 1
         self.retries += 1
         return delay
+
+    def _say_why(self, error: LLMError, elapsed: float, limit: str) -> None:
+        """Append why retrying stopped to ``error``'s message (the run's error says it)."""
+        what = "the model server kept failing" if error.kind in OUTAGE_KINDS else "it kept failing"
+        text = error.message  # shortened so that the reason survives one_line()'s cut
+        text = text if len(text) <= 180 else text[:180] + "…"
+        error.message = (
+            f"{text} ({what} for {elapsed:.1f} s; gave up after {self.retries} retries: {limit})"
+        )
+        error.args = (error.message,)
 
     def _backoff(self, error: LLMError, retry: int) -> float | None:
         """Seconds to wait before retry number ``retry``; None to fail fast (hint > cap)."""

@@ -6,14 +6,16 @@ Some local models put the call in ``content`` as their chat template taught them
 ``{"name": ..., "arguments"|"parameters": {...}}`` object or list
 (docs/providers.md cases 60, 61). Only names of offered tools with
 parseable arguments are accepted; a fenced or bare object must be the whole content
-or its last block, so quoted examples in prose are left alone.
+or its last block, so quoted examples in prose are left alone. JSON nested deeper
+than ``_json.MAX_DEPTH`` is not read as a call (rule T6).
 """
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
+
+from agentkit.llm._json import loads
 
 _TAG_RE = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.DOTALL)
 _FUNCTION_RE = re.compile(r"<function=([\w.\-]+)>\s*(.*?)\s*</function>", re.DOTALL)
@@ -30,7 +32,7 @@ def _as_call(obj: Any, offered: set[str]) -> tuple[str, dict[str, Any]] | None:
     args = obj.get("arguments", obj.get("parameters", {}))
     if isinstance(args, str):
         try:
-            args = json.loads(args) if args.strip() else {}
+            args = loads(args) if args.strip() else {}
         except ValueError:
             return None
     return (name, args) if isinstance(args, dict) else None
@@ -38,7 +40,7 @@ def _as_call(obj: Any, offered: set[str]) -> tuple[str, dict[str, Any]] | None:
 
 def _json_calls(text: str, offered: set[str]) -> list[tuple[str, dict[str, Any]]] | None:
     try:
-        value = json.loads(text)
+        value = loads(text)
     except ValueError:
         return None
     items = value if isinstance(value, list) else [value]
@@ -53,14 +55,14 @@ def _function_call(name: str, body: str, offered: set[str]) -> tuple[str, dict[s
         return None
     if body.startswith("{"):
         try:
-            whole = json.loads(body)
+            whole = loads(body)
         except ValueError:
             return None
         return (name, whole) if isinstance(whole, dict) else None
     args: dict[str, Any] = {}
     for key, raw in _PARAM_RE.findall(body):
         try:
-            args[key] = json.loads(raw)
+            args[key] = loads(raw)
         except ValueError:
             args[key] = raw
     if not args and body:

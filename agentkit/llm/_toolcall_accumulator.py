@@ -1,12 +1,14 @@
 """Assembling tool calls from streamed deltas and parsing their arguments.
 
-Rules S1-S7 and T1-T3 of docs/providers.md: slots keyed by
+Rules S1-S10, T1-T3 and T6 of docs/providers.md: slots keyed by
 ``index`` when present; ids and names set only from non-empty values (names
 assigned, never appended); a new call at a reused index (Ollama, Gemini) or without
 any index (Moonshot); whole calls in one delta; ids minted for calls without one;
-unknown per-call fields kept; arguments accepted as object, string or
-double-encoded string; only unambiguous repairs (trailing junk, ``}{``-joined
-objects); truncated or invalid JSON reported, never guessed.
+unknown per-call fields kept; ids made unique within the turn (S9); arguments
+accepted as object, string or double-encoded string; only unambiguous repairs
+(trailing junk, ``}{``-joined objects); truncated, invalid or too deeply nested
+JSON (T6) reported, never guessed; at most ``max_tool_calls_per_turn`` calls of a
+turn run (S10).
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentkit.llm._json import JSONTooDeep, check_depth, loads
+from agentkit.llm._pieces import Pieces
 from agentkit.llm.turns import ToolCall
 
 _KNOWN_CALL_KEYS = frozenset(("index", "id", "type", "function"))
@@ -37,7 +41,7 @@ class _Slot:
     def __init__(self, *, split: bool = False) -> None:
         self.id: str | None = None
         self.name: str | None = None
-        self.parts: list[str] = []
+        self.parts = Pieces()  # argument fragments
         self.obj: Any = None  # arguments sent as a JSON value instead of a string
         self.extra: dict[str, Any] = {}
         self.split = split  # opened by the reused-index / missing-index rules
@@ -46,10 +50,10 @@ class _Slot:
     def args_complete(self) -> bool:
         if self.obj is not None:
             return True
-        if not self.parts or not self.parts[-1].rstrip().endswith("}"):
+        if not self.parts.last.rstrip().endswith("}"):
             return False
         try:
-            json.loads("".join(self.parts))
+            loads(self.parts.join())
         except ValueError:
             return False
         return True
@@ -132,7 +136,8 @@ class ToolCallAccumulator:
         return bool(name and slot.name and not slot.id and slot.args_complete())
 
     def finish(self, warnings: list[str]) -> tuple[list[ToolCall], bool]:
-        """Return the calls (ids minted, arguments parsed) and whether any looks truncated.
+        """Return the calls (ids minted and made unique, arguments parsed) and whether
+        any looks truncated.
 
         Repairs are described in ``warnings``.
         """
@@ -149,35 +154,72 @@ class ToolCallAccumulator:
             ):
                 continue  # a name re-sent after the call was complete: not a new call
             previous = slot
-            raw = slot.obj if slot.obj is not None else "".join(slot.parts)
-            parsed = parse_arguments(raw)
+            parsed = parse_arguments(slot.obj if slot.obj is not None else slot.parts.join())
             truncated = truncated or parsed.truncated
-            name = slot.name or ""
-            call = ToolCall(
-                id=slot.id or mint_call_id(),
-                name=name,
-                arguments=parsed.arguments,
-                arguments_raw=parsed.raw,
-                error=parsed.error,
-                extra=dict(slot.extra),
-            )
-            if not name and call.error is None:
-                call.error = "the tool call has no function name"
-            elif not _NAME_RE.fullmatch(name) and call.error is None:
-                # e.g. "write_file:" from a server that parsed its own prompt format
-                call.error = f"{name!r} is not a valid tool name"
+            call = _call(slot, parsed)
             calls.append(call)
             if parsed.note:
-                warnings.append(f"tool call {call.id} ({name}): {parsed.note}")
+                warnings.append(f"tool call {call.id} ({call.name}): {parsed.note}")
             for extra_args in parsed.more:
                 more = ToolCall(
                     id=mint_call_id(),
-                    name=name,
+                    name=call.name,
                     arguments=extra_args,
                     arguments_raw=json.dumps(extra_args, ensure_ascii=False),
                 )
                 calls.append(more)
+        unique_ids(calls, warnings)
         return calls, truncated
+
+
+def _call(slot: _Slot, parsed: ParsedArguments) -> ToolCall:
+    name = slot.name or ""
+    call = ToolCall(
+        id=slot.id or mint_call_id(),
+        name=name,
+        arguments=parsed.arguments,
+        arguments_raw=parsed.raw,
+        error=parsed.error,
+        extra=dict(slot.extra),
+    )
+    if not name and call.error is None:
+        call.error = "the tool call has no function name"
+    elif not _NAME_RE.fullmatch(name) and call.error is None:
+        # e.g. "write_file:" from a server that parsed its own prompt format
+        call.error = f"{name!r} is not a valid tool name"
+    return call
+
+
+def unique_ids(calls: list[ToolCall], warnings: list[str]) -> None:
+    """Give every call of one turn its own id (rule S9), in place and in order: the
+    first call with an id keeps it, a later one with the same id gets a minted one
+    (the tool results must answer distinct ids, H1)."""
+    seen: set[str] = set()
+    for position, call in enumerate(calls, 1):
+        if call.id in seen:
+            fresh = mint_call_id()
+            warnings.append(
+                f"tool call {position} repeated the id {call.id!r} of an earlier call "
+                f"of this reply; it was given the id {fresh} (rule S9)"
+            )
+            call.id = fresh
+        seen.add(call.id)
+
+
+def cap_tool_calls(calls: list[ToolCall], limit: int, warnings: list[str]) -> None:
+    """Leave at most ``limit`` of one turn's ``calls`` to run (rule S10), in place: the
+    later ones stay, so every id is answered (H1), but carry a ``too_many_tool_calls``
+    error, so they are answered without running. A note goes to ``warnings``."""
+    if len(calls) <= limit:
+        return
+    message = (
+        f"not run: this reply asked for {len(calls)} tool calls and at most {limit} run per "
+        f"reply (max_tool_calls_per_turn); the first {limit} ran. Ask for this call again "
+        "in a later reply if it is still needed."
+    )
+    for call in calls[limit:]:
+        call.error, call.error_code = message, "too_many_tool_calls"
+    warnings.append(f"{len(calls) - limit} of {len(calls)} tool calls not run (rule S10)")
 
 
 @dataclass
@@ -193,20 +235,35 @@ class ParsedArguments:
 
 
 def parse_arguments(raw: Any) -> ParsedArguments:
-    """Parse tool-call arguments (rules T1-T3).
+    """Parse tool-call arguments (rules T1-T3, T6).
 
     Args:
         raw: the arguments as received: a JSON string (maybe empty, double-encoded,
             followed by junk or by more objects) or an already decoded value.
 
     Returns:
-        ParsedArguments: ``arguments`` is a dict, or None with ``error`` explaining why;
+        ParsedArguments: ``arguments`` is a dict, or None with ``error`` explaining why
+        (also for arguments nested deeper than ``_json.MAX_DEPTH`` levels, T6);
         ``truncated`` is True when the JSON stops mid-value (the reply was cut off);
         ``more`` holds further objects of ``}{``-joined arguments (separate calls).
     """
+    try:
+        parsed = _parse(raw)
+        for value in (parsed.arguments, *parsed.more):
+            check_depth(value)
+    except (JSONTooDeep, RecursionError) as exc:
+        text = raw if isinstance(raw, str) else ""
+        reason = exc if isinstance(exc, JSONTooDeep) else JSONTooDeep()
+        return ParsedArguments(None, text, error=f"invalid arguments: {reason}")
+    return parsed
+
+
+def _parse(raw: Any) -> ParsedArguments:
     if isinstance(raw, dict):
+        check_depth(raw)  # before json.dumps recurses into it
         return ParsedArguments(raw, json.dumps(raw, ensure_ascii=False, separators=(",", ":")))
     if not isinstance(raw, str):
+        check_depth(raw)
         text = json.dumps(raw, ensure_ascii=False)
         return ParsedArguments(
             None, text, error=f"arguments must be a JSON object, got {text[:80]}"
@@ -215,12 +272,12 @@ def parse_arguments(raw: Any) -> ParsedArguments:
     if not text:
         return ParsedArguments({}, raw)
     try:
-        value = json.loads(text)
+        value = loads(text)
     except json.JSONDecodeError as exc:
         return _parse_damaged(raw, text, exc)
     if isinstance(value, str):  # double-encoded (T1)
         try:
-            value = json.loads(value)
+            value = loads(value)
         except json.JSONDecodeError as exc:
             return ParsedArguments(None, raw, error=f"invalid JSON arguments: {exc}")
         if isinstance(value, dict):

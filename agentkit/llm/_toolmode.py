@@ -29,6 +29,7 @@ from agentkit.llm import _prompted
 from agentkit.llm._call_schema import tool_call_response_format, tool_call_schema
 from agentkit.llm._grammar import tool_call_grammar
 from agentkit.llm.turns import AssistantTurn
+from agentkit.settings import Settings
 from agentkit.tokens import count_messages, count_text
 
 log = logging.getLogger("agentkit.llm")
@@ -210,9 +211,7 @@ def _names_constraint(kind: str, error_text: str) -> bool:
     return any(w in error_text for w in words)
 
 
-def call_constraint(settings: Any) -> str:
+def call_constraint(settings: Settings) -> str:
     """``Settings.tool_call_constraint``, or ``none`` when the older
     ``tool_call_grammar`` switch is off (kept for settings written before)."""
-    if getattr(settings, "tool_call_grammar", True) is False:
-        return "none"
-    return str(getattr(settings, "tool_call_constraint", "auto"))
+    return "none" if not settings.tool_call_grammar else settings.tool_call_constraint

@@ -5,7 +5,7 @@ types) but through its generic ``client.post()`` path, not the typed
 ``chat.completions.create()``, which walks every message through its parameter
 transform on each call (~15 ms at 100 messages; docs/architecture.md §8). Responses are read as
 raw bytes and parsed here, so every provider quirk of
-docs/providers.md can be handled (rules R1-R9, S1-S7, T1-T5,
+docs/providers.md can be handled (rules R1-R9, S1-S10, T1-T6,
 F1-F4, E1-E6; the assembly lives in ``_assemble``, classification in
 ``_errors``).
 
@@ -16,7 +16,6 @@ start faster).
 
 from __future__ import annotations
 
-import json
 import logging
 import random
 import threading
@@ -28,17 +27,15 @@ from agentkit.errors import Cancelled, ConfigurationError, LLMError
 from agentkit.llm._assemble import RawTurn, build_turn, decode_body
 from agentkit.llm._cancel import WATCHDOG, SocketTracker
 from agentkit.llm._errors import classify, transport_error_types
+from agentkit.llm._json import REPLY_MAX_DEPTH, loads
 from agentkit.llm._request_shape import RequestShape
 from agentkit.llm._retry import RetryPlan
 from agentkit.llm._sse import SSEParser
+from agentkit.llm._toolcall_accumulator import cap_tool_calls
 from agentkit.llm._toolmode import ToolMode, Wire, call_constraint
 from agentkit.llm.turns import AssistantTurn
+from agentkit.llm.wire import encode_body
 from agentkit.settings import Settings
-
-_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
-#: A stream may last at most this many times ``request_timeout`` in total, even if the
-#: server keeps it alive with comments (the read timeout only bounds silence; R4).
-STREAM_DEADLINE_FACTOR = 10
 
 log = logging.getLogger("agentkit.llm")
 
@@ -52,10 +49,13 @@ class LLMClient:
     Args:
         settings: uses ``model``, ``base_url``, ``api_key``, ``stream``, ``temperature``,
             ``max_output_tokens``, ``request_timeout`` (seconds; connect and read/idle
-            timeout), ``max_retries``, ``retry_base_delay``, ``retry_max_delay`` and
-            ``retry_total_seconds`` (seconds), ``system_role_after_start`` (False: system messages after the
-            first are sent as user messages; also learnt, for this client's lifetime,
-            when a server refuses one with a 400).
+            timeout), ``request_total_timeout`` (seconds; one attempt in all),
+            ``max_retries``, ``retry_base_delay``, ``retry_max_delay`` and
+            ``retry_total_seconds`` (seconds), ``max_tool_calls_per_turn``,
+            ``system_role_after_start`` (False: system messages after the first are
+            sent as user messages; also learnt, for this client's lifetime, when a
+            server refuses one with a 400), ``tool_calling`` and the constraint
+            settings (docs/providers.md P1-P3).
         text_tool_call_fallback: read tool calls a model wrote as text (docs/providers.md rule X1;
             opt-in, for local models). None: ``settings.text_tool_call_fallback``.
 
@@ -65,12 +65,13 @@ class LLMClient:
 
     def __init__(self, settings: Settings, *, text_tool_call_fallback: bool | None = None) -> None:
         if not settings.model:
-            raise ConfigurationError("no model configured: set --model or AGENTKIT_MODEL")
+            raise ConfigurationError("no model given: set Settings(model=...) or AGENTKIT_MODEL")
         api_key = settings.api_key
         if not api_key:
             if not settings.base_url:
                 raise ConfigurationError(
-                    "no API key: set OPENAI_API_KEY or --api-key (local servers: any text)"
+                    "no API key: set Settings(api_key=...) or OPENAI_API_KEY "
+                    "(a local server at Settings(base_url=...) needs none)"
                 )
             api_key = "not-needed"  # local servers ignore it; the SDK insists on one
         import openai
@@ -106,12 +107,10 @@ class LLMClient:
         self._rng = random.Random()
         self._reached = False  # set once this server answered at all
         #: The body's shape, learnt from this server's refusals (one repair each).
-        self.shape = RequestShape(
-            allow_mid_system=bool(getattr(settings, "system_role_after_start", True))
-        )
+        self.shape = RequestShape(allow_mid_system=settings.system_role_after_start)
         #: How tools go on the wire (native or prompted), learnt per session.
         self.tool_mode = ToolMode(
-            str(getattr(settings, "tool_calling", "native")),
+            settings.tool_calling,
             settings.language,
             constraint=call_constraint(settings),
             tool_choice=settings.tool_choice,
@@ -130,37 +129,32 @@ class LLMClient:
     ) -> AssistantTurn:
         """Send one request (streamed unless ``settings.stream`` is False) and return the turn.
 
-        Transient failures (docs/providers.md E2) are retried with backoff as ``_retry`` says:
-        ``max_retries`` times, a model outage (5xx, timeouts, dropped connections)
-        for up to ``retry_total_seconds`` (then the error says so), a server never
-        reached once. An empty reply while tools are
-        offered is retried once, then once without streaming (F4; not when
-        ``max_retries`` is 0). Each retry restarts the request;
-        ``on_retry(error, retry_number, delay_seconds)`` is called first (numbers count
-        every retry of this call from 1), so a UI can drop text already streamed (E6).
+        Transient failures are retried by one rule (docs/providers.md §4.5, ``_retry``):
+        at most ``max_retries`` retries, each starting within ``retry_total_seconds`` of
+        the first failure (a broken stream, a cut-off call, a server never reached:
+        once; an empty reply while tools are offered, F4: once, then once unstreamed).
+        A retry restarts the request; ``on_retry(error, retry_number, delay_seconds)``
+        is called first (numbers from 1), so a UI can drop text already streamed (E6).
+        One attempt lasts at most ``request_total_timeout`` seconds (R4). Calls beyond
+        ``max_tool_calls_per_turn`` carry a ``too_many_tool_calls`` error (S10).
 
         Args:
             messages: OpenAI-shape messages, sent as they are.
             tools: tool schemas (``{"type": "function", "function": {...}}``) or None.
             cancel: when set, the request is abandoned within ~0.05 s, even while
                 blocked waiting for the server (its connections are shut down).
-            on_text: receives content fragments as they arrive.
-            on_retry: see above.
+            on_text: receives content fragments as they arrive (on_retry: see above).
 
-        Returns:
-            The AssistantTurn (tool calls with unparsable arguments carry ``error``).
+        Returns the AssistantTurn (tool calls that must not run carry ``error``).
 
         Raises:
             LLMError: the classified failure after the last retry (ContextLengthExceeded
-                for context overflows). ``code`` is the provider's error code, or the raw
-                finish_reason when the failure was read from it (``network_error``...).
+                for context overflows); its message says why retrying stopped. ``code``
+                is the provider's error code, or the raw finish_reason it was read from.
             Cancelled: ``cancel`` was set.
         """
-        settings = self.settings
-        stream = settings.stream
-        max_tokens = settings.max_output_tokens
-        plan = RetryPlan(settings, self._rng)
-        empty_retries = 0
+        plan = RetryPlan(self.settings, self._rng)
+        stream, max_tokens = self.settings.stream, self.settings.max_output_tokens
         while True:
             _check(cancel)
             wire = self.tool_mode.wire(self.shape.messages(messages), tools)
@@ -168,46 +162,63 @@ class LLMClient:
                 turn = self._attempt(wire, stream, max_tokens, cancel, on_text)
             except LLMError as error:
                 if self.tool_mode.repair(error, wire) or self.shape.repair(
-                    error, wire.messages, settings
+                    error, wire.messages, self.settings
                 ):
                     continue
-                delay = plan.next_delay(error, reached=self._reached)
-                if delay is None:
-                    partial = getattr(error, "turn", None)
-                    if partial is not None:
-                        return partial  # truncated calls: answered as tool errors, not run
-                    raise
+                if not self._wait_to_retry(error, plan, cancel, on_retry):
+                    return _partial_turn(error)
                 if error.kind == "truncated_tool_call" and max_tokens:
                     max_tokens *= 2  # T4: give the call room the second time
-                log.info(
-                    "model request failed, retry %d in %.2f s: %s",
-                    plan.retries,
-                    delay,
-                    error.one_line(),
-                )
-                if on_retry is not None:
-                    on_retry(error, plan.retries + empty_retries, delay)
-                if delay > 0 and cancel is not None and cancel.wait(delay):
-                    raise Cancelled("cancelled while waiting to retry the model request") from None
-                if delay > 0 and cancel is None:
-                    time.sleep(delay)
                 continue
             if self.tool_mode.read(turn, wire, tools):
                 continue  # auto: the tools never reached the model; ask again, prompted
-            if not (tools and _is_empty(turn)):
-                return turn
-            # F4: an empty reply although tools were offered (llama.cpp streams with tools).
-            empty = LLMError("empty_response", "the model sent an empty reply", retryable=True)
-            if settings.max_retries == 0 or empty_retries >= (2 if stream else 1):
-                # Still empty: hand it on as an empty answer (the main agent ends, a
-                # sub-agent gets the finish_task reminder) rather than failing the run.
-                turn.warnings.append("the model sent empty replies, also without streaming")
-                return turn
-            empty_retries += 1
-            if empty_retries == 2:
-                stream = False  # the second retry goes without streaming
-            if on_retry is not None:
-                on_retry(empty, plan.retries + empty_retries, 0.0)
+            if tools and _is_empty(turn) and self._retry_empty(turn, plan, cancel, on_retry):
+                stream = stream and plan.used("empty_response") < 2  # the second unstreamed
+                continue
+            cap_tool_calls(turn.tool_calls, self.settings.max_tool_calls_per_turn, turn.warnings)
+            return turn
+
+    def _retry_empty(
+        self,
+        turn: AssistantTurn,
+        plan: RetryPlan,
+        cancel: threading.Event | None,
+        on_retry: OnRetry | None,
+    ) -> bool:
+        """F4: an empty reply although tools were offered (llama.cpp streams with tools).
+        Whether to ask again; if not, ``turn`` goes on as an empty answer (the main agent
+        ends, a sub-agent gets the finish_task reminder) rather than failing the run."""
+        empty = LLMError("empty_response", "the model sent an empty reply", retryable=True)
+        if self._wait_to_retry(empty, plan, cancel, on_retry):
+            return True
+        turn.warnings.append("the model sent empty replies, also without streaming")
+        return False
+
+    def _wait_to_retry(
+        self,
+        error: LLMError,
+        plan: RetryPlan,
+        cancel: threading.Event | None,
+        on_retry: OnRetry | None,
+    ) -> bool:
+        """Whether ``plan`` grants a retry after ``error``; if so, tell ``on_retry`` and
+        wait the delay first. Raises Cancelled when ``cancel`` is set while waiting."""
+        delay = plan.next_delay(error, reached=self._reached)
+        if delay is None:
+            return False
+        log.info(
+            "model request failed, retry %d in %.2f s: %s",
+            plan.retries,
+            delay,
+            error.one_line(),
+        )
+        if on_retry is not None:
+            on_retry(error, plan.retries, delay)
+        if delay > 0 and cancel is None:
+            time.sleep(delay)
+        elif delay > 0 and cancel is not None and cancel.wait(delay):
+            raise Cancelled("cancelled while waiting to retry the model request") from None
+        return True
 
     def close(self) -> None:
         """Close the HTTP connections."""
@@ -229,16 +240,23 @@ class LLMClient:
         cancel: threading.Event | None,
         on_text: OnText | None,
     ) -> AssistantTurn:
-        if cancel is None:
-            return self._exchange(wire, stream, max_tokens, cancel, on_text)
-        # The watchdog shuts this client's sockets down when cancel is set, so even a
-        # read blocked on a silent server ends at once (as a transport error).
-        token = WATCHDOG.watch(cancel, self._tracker.abort)
+        # The watchdog shuts this client's sockets down when cancel is set or the
+        # attempt's deadline passes, so even a read blocked on a silent server, or a
+        # stream kept trickling, ends at once (as a transport error; R4).
+        limit = self.settings.request_total_timeout
+        deadline = time.monotonic() + limit
+        token = WATCHDOG.watch(cancel, self._tracker.abort, deadline)
         try:
             return self._exchange(wire, stream, max_tokens, cancel, on_text)
         except LLMError as error:
-            if cancel.is_set():
+            if cancel is not None and cancel.is_set():
                 raise Cancelled("cancelled while waiting for the model") from error
+            if time.monotonic() >= deadline:
+                raise LLMError(
+                    "timeout",
+                    f"the model's reply took longer than request_total_timeout ({limit:g} s)",
+                    retryable=True,
+                ) from error
             raise
         finally:
             WATCHDOG.unwatch(token)
@@ -264,7 +282,7 @@ class LLMClient:
                 raw.apply_body(decode_body(response.read()))
                 streamed = False
                 if on_text is not None and raw.content:
-                    on_text("".join(raw.content))
+                    on_text(raw.content.join())
             else:
                 diagnostics = self._read_stream(response, raw, cancel, on_text)
                 streamed = True
@@ -306,13 +324,14 @@ class LLMClient:
         The SDK's request pipeline (options models, deep copies, its retry loop) costs
         about 1 ms a request here, more than the HTTP exchange itself; agentkit owns
         retries and parsing anyway (R1), so it builds the request directly: same
-        client, auth and SDK headers, compact JSON. Returns the open response.
+        client, auth and SDK headers, compact JSON (each message the ContextWindow
+        encoded once: agentkit.llm.wire). Returns the open response.
         Raises LLMError (classified) for HTTP errors, timeouts and transport failures.
         """
         request = self._http.build_request(
             "POST",
             self._url,
-            content=_dumps(body).encode("utf-8", "replace"),
+            content=encode_body(body),
             headers=self._headers_stream if stream else self._headers,
             timeout=self.settings.request_timeout,
         )
@@ -333,8 +352,8 @@ class LLMClient:
             finally:
                 response.close()
             try:
-                parsed: Any = json.loads(text)
-            except ValueError:
+                parsed: Any = loads(text, REPLY_MAX_DEPTH)
+            except ValueError:  # not JSON, or nested too deeply (T6)
                 parsed = None
             raise classify(response.status_code, parsed, text, response.headers)
         return response
@@ -344,19 +363,23 @@ class LLMClient:
     ) -> str:
         """Consume the SSE body into ``raw``; return unknown lines seen (for diagnostics)."""
         parser = SSEParser()
-        deadline = time.monotonic() + self.settings.request_timeout * STREAM_DEADLINE_FACTOR
         for data in response.iter_bytes():
             for event, payload in parser.feed(data):
                 raw.apply_event(event, payload, on_text)
             if cancel is not None and cancel.is_set():
                 raise Cancelled("cancelled while the model was answering")
-            if time.monotonic() > deadline:
-                raise LLMError(
-                    "timeout", "the stream exceeded its overall deadline", retryable=True
-                )
         for event, payload in parser.close():
             raw.apply_event(event, payload, on_text)
         return " | ".join(parser.unknown_lines)
+
+
+def _partial_turn(error: LLMError) -> AssistantTurn:
+    """The turn a failure still hands on (truncated calls, answered as tool errors and
+    never run, T4), else raise ``error``."""
+    partial: AssistantTurn | None = getattr(error, "turn", None)
+    if partial is None:
+        raise error
+    return partial
 
 
 def _check(cancel: threading.Event | None) -> None:

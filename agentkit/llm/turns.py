@@ -33,8 +33,11 @@ class ToolCall:
         name: the function name.
         arguments: the parsed JSON object, or None when it could not be parsed.
         arguments_raw: the arguments text as received (after joining fragments).
-        error: why the arguments are unusable (invalid or truncated JSON), else None.
+        error: why the call cannot run (invalid or truncated JSON arguments, one call
+            too many), else None; such a call is answered with this error, not run.
         extra: unknown per-call fields to echo back (e.g. Gemini ``extra_content``).
+        error_code: the code of that error's tool result: ``invalid_argument``, or
+            ``too_many_tool_calls`` (docs/providers.md rule S10).
     """
 
     id: str
@@ -43,6 +46,7 @@ class ToolCall:
     arguments_raw: str = ""
     error: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    error_code: str = "invalid_argument"
 
     def wire(self) -> dict[str, Any]:
         """Return the OpenAI wire form, arguments re-serialised compactly (rule T5:
@@ -73,6 +77,8 @@ class AssistantTurn:
         reasoning: ``reasoning_content``/``reasoning`` text, kept for the transcript.
         extra: other provider fields of the message, kept for the transcript.
         warnings: notes such as repaired arguments or suspected silent truncation.
+        response_model, response_id: the ``model`` and ``id`` the server's response
+            named (the model that answered may differ from the one asked), or None.
     """
 
     content: str | None
@@ -83,6 +89,8 @@ class AssistantTurn:
     reasoning: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    response_model: str | None = None
+    response_id: str | None = None
 
     def message(self) -> dict[str, Any]:
         """Return the assistant message as stored in the transcript (OpenAI shape plus

@@ -1,6 +1,6 @@
 """MCP (Model Context Protocol) client: servers' tools for the main agent and sub-agents.
 
-Needs the ``mcp`` extra (``pip install agentkit[mcp]``). :mod:`agentkit.mcp.config`
+Needs the ``mcp`` extra (agentkit.extras.install_hint: ``pip install 'agentkit-subagents[mcp]'``). :mod:`agentkit.mcp.config`
 reads the ``mcpServers`` configuration, :mod:`agentkit.mcp.client` owns the sessions on
 one background event loop per process, :mod:`agentkit.mcp.tools` turns the servers'
 tools into agentkit tools (``mcp__<server>__<tool>``).

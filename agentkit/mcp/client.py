@@ -10,11 +10,11 @@ must be left by the task that entered them. Tool threads call in with
 
 No orphans: a stdio server is started by that loop thread (which lives as long as the
 process) under ``setpriv --pdeathsig KILL -- unshare --pid --fork --kill-child``, the
-run_command technique (agentkit.tools._command_launch): when the agent process dies,
+run_command technique (agentkit.process.spawn): when the agent process dies,
 even by SIGKILL, the kernel kills the server's whole pid namespace. Without pid
 namespaces the server carries the agent's AGENTKIT_PROCESS_MARK, so the worker's
 kill-by-mark finds it. Its environment is the agent's minus secrets
-(agentkit.secrets), plus the ``env`` its configuration gives explicitly.
+(agentkit.process.secrets), plus the ``env`` its configuration gives explicitly.
 
 A server that dies is restarted once, at the next call; a call that times out gives
 an error and leaves the session open.
@@ -33,14 +33,16 @@ from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
 
+from agentkit import tracing
 from agentkit.mcp.config import MCPServer
-from agentkit.proctree import MARK_VAR
-from agentkit.secrets import scrub_env
+from agentkit.process.secrets import scrub_env
+from agentkit.process.spawn import owned_argv
+from agentkit.process.tree import AGENT_MARK_VAR
 from agentkit.settings import Settings
 
 log = logging.getLogger("agentkit")
 
-__all__ = ["Connection", "MCPFailure", "event_loop", "owned_argv", "server_env"]
+__all__ = ["Connection", "MCPFailure", "event_loop", "server_env"]
 
 T = TypeVar("T")
 CLOSE_TIMEOUT = 6.0
@@ -88,17 +90,6 @@ def event_loop() -> _Loop:
         return _loop
 
 
-def owned_argv(argv: list[str]) -> list[str]:
-    """Wrap ``argv`` so the program dies with this process (pid namespace + parent-death
-    signal, as run_command does); unchanged where pid namespaces are unavailable."""
-    from agentkit.tools import _command_launch as launch
-
-    if launch.launch_mode() != "pidns":
-        return argv
-    return ["setpriv", "--pdeathsig", "KILL", "--", "unshare", *launch._userns, "--pid",
-            "--fork", "--kill-child", "--", *argv]  # fmt: skip
-
-
 def server_env(server: MCPServer, settings: Settings, mark: str | None) -> dict[str, str]:
     """A stdio server's environment: this process's minus secrets (honouring
     command_env_passthrough/command_env_drop), plus the configured ``env`` as given,
@@ -111,7 +102,7 @@ def server_env(server: MCPServer, settings: Settings, mark: str | None) -> dict[
     )
     env.update(server.env)
     if mark:
-        env[MARK_VAR] = mark
+        env[AGENT_MARK_VAR] = mark
     return env
 
 
@@ -244,11 +235,15 @@ class Connection:
             with contextlib.suppress(BaseException):
                 await asyncio.wait_for(task, CLOSE_TIMEOUT)
 
-    async def _call(self, name: str, arguments: dict[str, Any], timeout: float) -> Any:
+    async def _call(
+        self, name: str, arguments: dict[str, Any], timeout: float, meta: Any = None
+    ) -> Any:
         session = self._session
         if session is None:
             raise MCPFailure("the session is closed")
-        return await session.call_tool(name, arguments, read_timeout_seconds=timeout)
+        if meta is None:  # the request stays as it was while not tracing
+            return await session.call_tool(name, arguments, read_timeout_seconds=timeout)
+        return await session.call_tool(name, arguments, read_timeout_seconds=timeout, meta=meta)
 
     # ---------------------------------------------------------- thread side
     def _alive(self) -> bool:
@@ -296,8 +291,11 @@ class Connection:
         timeout = self.settings.mcp_call_timeout
         with self._lock:
             self._ensure()
+        # The trace context of the execute_tool span, read on this thread (the event
+        # loop's thread has no current span): the call's _meta carries it (SEP-414).
+        meta = tracing.mcp_meta()
         try:
-            return event_loop().run(self._call(name, arguments, timeout), timeout + 5)
+            return event_loop().run(self._call(name, arguments, timeout, meta), timeout + 5)
         except TimeoutError:
             raise MCPFailure(
                 f"the call to {name!r} on MCP server {self.server.name!r} took longer than "

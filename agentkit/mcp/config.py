@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from agentkit.conversation import state_path
 from agentkit.settings import Settings
 
 __all__ = ["MCPServer", "config_files", "load_servers", "parse_servers"]
@@ -148,7 +149,7 @@ def parse_servers(data: Any, origin: str) -> tuple[dict[str, MCPServer], list[st
 def config_files(workspace: Path) -> list[Path]:
     """The mcp.json files read, lowest priority first: the user's, then the workspace's."""
     base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return [Path(base) / "agentkit" / "mcp.json", workspace / ".agentkit" / "mcp.json"]
+    return [Path(base) / "agentkit" / "mcp.json", state_path(workspace, "mcp.json")]
 
 
 def load_servers(workspace: Path, settings: Settings) -> tuple[dict[str, MCPServer], list[str]]:

@@ -31,6 +31,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from agentkit.conversation import state_path
 from agentkit.mcp.client import Connection, MCPFailure
 from agentkit.mcp.config import MCPServer, load_servers
 from agentkit.settings import Settings
@@ -106,7 +107,7 @@ def portable_schema(schema: Any) -> dict[str, Any]:
 def _save(workspace: Path, server: str, data: str, mime: str) -> str:
     """Save base64 ``data`` under .agentkit/mcp-files/; returns the workspace-relative path."""
     extension = (mime.split("/")[-1] or "bin").split(";")[0][:8] or "bin"
-    folder = workspace / ".agentkit" / "mcp-files" / server
+    folder = state_path(workspace, "mcp-files", server)
     path = folder / f"{uuid.uuid4().hex[:12]}.{_UNSAFE.sub('', extension) or 'bin'}"
     try:
         raw = base64.b64decode(data, validate=False)

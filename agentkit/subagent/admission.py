@@ -11,9 +11,11 @@ checked before (agentkit.subagent.inputs).
 
 A folder taken by a running sub-agent of this conversation is refused naming
 that agent's id and summary (``overlap_dir``); one taken by a sub-agent of
-another Agent or process, found through its record, is refused saying so
-(``folder_busy_elsewhere``). This conversation's own agents are checked first:
-their records say running too, so the record alone cannot tell them apart.
+another Agent or process, found through its record (here) or its OS lock (taken
+by :func:`take_folder` when the manager reserves the admitted agent, for created
+and continued runs alike: agentkit.subagent.folder_lock), is refused saying so and
+naming it (``folder_busy_elsewhere``). This conversation's own agents are checked
+first: their records say running too, so the record alone cannot tell them apart.
 """
 
 from __future__ import annotations
@@ -25,9 +27,12 @@ from pathlib import Path
 from typing import Any
 
 from agentkit import prompts
+from agentkit.conversation import STATE_DIR
 from agentkit.settings import Settings
 from agentkit.subagent import inputs
 from agentkit.subagent.claims import Claims
+from agentkit.subagent.contract import WorkerSpec
+from agentkit.subagent.folder_lock import FolderBusy, FolderHold, FolderOwner, hold_folder
 from agentkit.subagent.record import RECORD_DIR
 from agentkit.subagent.state import SubAgent
 from agentkit.subagent.sweep import folder_in_use
@@ -65,10 +70,6 @@ def resolve_deliverables(
     return rel.rstrip("/"), target
 
 
-STATE_DIR = ".agentkit"
-"""agentkit's own state folder in the workspace (conversations; agentkit.conversation)."""
-
-
 def reserved_folder(workspace: Path, path: Path) -> str | None:
     """Return the refusal phrase key when ``path`` (absolute, resolved, inside
     ``workspace``) is or lies inside ``<workspace>/.agentkit`` (``dir_state``) or
@@ -92,7 +93,8 @@ def admit(
     claims: Claims,
 ) -> tuple[str, Path] | str:
     """Return the deliverables folder ``(relative, absolute)`` the request gets, or
-    the refusal text (the seed's phrases, in the settings' language).
+    the refusal text (the seed's phrases, in the settings' language). The folder's
+    OS lock is taken after, by :func:`take_folder` (SubAgentManager.reserve).
 
     ``used_ids``: ids taken in this conversation, with their summaries;
     ``running``: the sub-agents running now; ``agents``: this run's by id.
@@ -107,14 +109,9 @@ def admit(
         return phrase("bad_id", agent_id=agent_id)
     if agent_id in used_ids:
         return phrase("duplicate_id", agent_id=agent_id, summary=used_ids[agent_id])
-    timeout = request.timeout_seconds
-    if not s.subagent_timeout_min <= timeout <= s.subagent_timeout_max:
-        return phrase(
-            "bad_timeout", min=s.subagent_timeout_min, max=s.subagent_timeout_max, value=timeout
-        )
-    if len(running) >= s.max_concurrent_subagents:
-        names = ", ".join(f"{a.spec.agent_id} ({a.spec.summary})" for a in running)
-        return phrase("too_many", count=len(running), running=names, max=s.max_concurrent_subagents)
+    refused = _limits(request.timeout_seconds, settings, running)
+    if refused is not None:
+        return refused
     resolved = resolve_deliverables(workspace, agent_id, request.deliverables_dir)
     if isinstance(resolved, str):
         return phrase("bad_dir", reason=resolved, agent_id=agent_id)
@@ -122,10 +119,61 @@ def admit(
     reserved = reserved_folder(workspace, path)
     if reserved is not None:
         return phrase(reserved, dir=rel, agent_id=agent_id)
+    refused = _folder_free(rel, path, settings, agents, claims)
+    if refused is not None:
+        return refused
+    return resolved
+
+
+def admit_continued(
+    timeout_seconds: int,
+    deliverables: tuple[str, Path],
+    *,
+    settings: Settings,
+    running: Sequence[SubAgent],
+    agents: Mapping[int, SubAgent],
+    claims: Claims,
+) -> str | None:
+    """Whether an ended sub-agent may run again (continue_sub_agent,
+    docs/control-plane.md §1) in its own folder ``deliverables`` (relative, absolute):
+    the create limits but the id's (timeout bounds, at most ``max_concurrent_subagents``
+    running, a folder no running sub-agent overlaps). Returns the refusal text or None."""
+    refused = _limits(timeout_seconds, settings, running)
+    return refused or _folder_free(*deliverables, settings, agents, claims)
+
+
+def _limits(timeout: int, s: Settings, running: Sequence[SubAgent]) -> str | None:
+    """The timeout's bounds and the running limit (the seed's phrases), or None."""
+    if not s.subagent_timeout_min <= timeout <= s.subagent_timeout_max:
+        return prompts.phrase(
+            s.language,
+            "bad_timeout",
+            min=s.subagent_timeout_min,
+            max=s.subagent_timeout_max,
+            value=timeout,
+        )
+    if len(running) >= s.max_concurrent_subagents:
+        names = ", ".join(f"{a.spec.agent_id} ({a.spec.summary})" for a in running)
+        return prompts.phrase(
+            s.language,
+            "too_many",
+            count=len(running),
+            running=names,
+            max=s.max_concurrent_subagents,
+        )
+    return None
+
+
+def _folder_free(
+    rel: str, path: Path, s: Settings, agents: Mapping[int, SubAgent], claims: Claims
+) -> str | None:
+    """Refusal text when a running sub-agent (of this or another Agent) uses or overlaps
+    the folder, else None."""
     owner = claims.folder_overlap(path)
     if owner is not None:
         other = agents[owner].spec
-        return phrase(
+        return prompts.phrase(
+            s.language,
             "overlap_dir",
             dir=rel,
             other_id=owner,
@@ -134,5 +182,55 @@ def admit(
         )
     busy = folder_in_use(path)
     if busy is not None:  # a sub-agent of another Agent (or process) runs there now
-        return phrase("folder_busy_elsewhere", dir=rel, other=busy)
-    return resolved
+        named = prompts.phrase(s.language, "folder_owner_record", sub_conversation_id=busy)
+        return prompts.phrase(s.language, "folder_busy_elsewhere", dir=rel, other=named)
+    return None
+
+
+def take_folder(
+    workspace: Path, spec: WorkerSpec, conversation_id: str | None, claims: Claims, language: str
+) -> str | None:
+    """Take the OS lock on the admitted deliverables folder of ``spec``'s agent, named
+    as this process's conversation ``conversation_id``'s, into ``claims`` (until
+    Claims.release_hold, once the agent's record is final). Returns the refusal text
+    when a sub-agent of another process holds it, or one inside or around it
+    (:func:`claim_folder`), else None (taken, or the folder cannot be opened: the
+    start then fails with the reason)."""
+    owner = FolderOwner.here(conversation_id, spec.agent_id)
+    path = Path(spec.deliverables_path)
+    hold = claim_folder(workspace, spec.deliverables_dir, path, owner, language)
+    if isinstance(hold, str):
+        return hold
+    if hold is not None:
+        claims.hold(owner.agent_id, hold)
+    return None
+
+
+def claim_folder(
+    workspace: Path, rel: str, path: Path, owner: FolderOwner, language: str
+) -> FolderHold | str | None:
+    """Take the OS lock on an admitted deliverables folder for ``owner`` (across
+    processes, atomically: agentkit.subagent.folder_lock). Returns the hold, the
+    refusal text naming the other owner (``folder_busy_elsewhere``: its conversation
+    id, agent id and pid), or None when the folder cannot be opened (the start then
+    fails with the reason)."""
+    try:
+        return hold_folder(workspace, path, owner)
+    except FolderBusy as busy:
+        named = busy.owner
+        if named is None:
+            unnamed = "folder_owner_nested" if busy.nested else "folder_owner_unknown"
+            other = prompts.phrase(language, unnamed)
+        else:
+            other = prompts.phrase(
+                language,
+                "folder_owner",
+                agent_id=named.agent_id,
+                conversation_id=named.conversation_id or "?",
+                pid=named.pid,
+            )
+            if busy.nested:
+                other = prompts.phrase(language, "folder_owner_around", owner=other)
+        return prompts.phrase(language, "folder_busy_elsewhere", dir=rel, other=other)
+    except OSError:
+        return None

@@ -2,7 +2,9 @@
 
 Each running agent claims its deliverables_dir at creation and every file at its
 first write or edit. A claim ends with its agent. The table lives in the parent
-process; workers ask over their pipe.
+process; workers ask over their pipe. A folder claim also holds the folder's OS
+lock (agentkit.subagent.folder_lock: other processes see it), released once the
+agent's record is final.
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from agentkit.subagent.folder_lock import FolderHold
 
 
 def _inside(path: Path, folder: Path) -> bool:
@@ -22,6 +26,7 @@ class Claims:
 
     folders: dict[int, Path] = field(default_factory=dict)
     files: dict[Path, int] = field(default_factory=dict)
+    holds: dict[int, FolderHold] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def folder_overlap(self, folder: Path) -> int | None:
@@ -37,6 +42,11 @@ class Claims:
         """Record ``owner``'s deliverables folder."""
         with self._lock:
             self.folders[owner] = folder
+
+    def hold(self, owner: int, hold: FolderHold) -> None:
+        """Keep ``hold``, the OS lock on ``owner``'s folder, until :meth:`release_hold`."""
+        with self._lock:
+            self.holds[owner] = hold
 
     def owner_of(self, path: Path, asking: int | None) -> int | None:
         """Return the running agent other than ``asking`` that owns ``path`` (a claimed
@@ -64,8 +74,17 @@ class Claims:
             return None
 
     def release(self, owner: int) -> None:
-        """Drop every claim of ``owner`` (its agent ended)."""
+        """Drop every claim of ``owner`` (its agent ended) but its folder's OS lock,
+        which :meth:`release_hold` drops once the record is final (before that another
+        process taking the folder would archive or sweep a record still being written)."""
         with self._lock:
             self.folders.pop(owner, None)
             for path in [p for p, o in self.files.items() if o == owner]:
                 del self.files[path]
+
+    def release_hold(self, owner: int) -> None:
+        """Drop ``owner``'s folder OS lock (agentkit.subagent.folder_lock), if held."""
+        with self._lock:
+            hold = self.holds.pop(owner, None)
+        if hold is not None:
+            hold.release()

@@ -1,26 +1,46 @@
 """The parent/worker contract: what a worker is given, what crosses the pipe, and
 what a launcher must provide.
 
-One job: the shapes both processes agree on. :class:`WorkerSpec` is everything a
+One job: the shapes both processes agree on. The status names (:data:`Status`,
+:data:`EndStatus`, :data:`KillStatus`) are the specification's; :class:`WorkerSpec` is everything a
 worker needs (picklable); the messages are frozen dataclasses, one per kind;
-:class:`Channel` sends and receives them over any :class:`Endpoint` (a
-multiprocessing ``Connection`` is one); :class:`Launcher` and
+:class:`Channel` (agentkit.subagent.channel) sends and receives them over any
+:class:`Endpoint` (a multiprocessing ``Connection`` is one); :class:`Launcher` and
 :class:`WorkerHandle` are what another execution engine (Ray, a job queue)
 implements to run workers without touching the manager or the worker loop
 (docs/architecture.md §4).
 
 Worker → parent: :class:`Progress` after every tool call, :class:`ClaimRequest`
-before a write, :class:`Result` at the end. Parent → worker: :class:`ClaimAnswer`,
+before a write, :class:`ApprovalRequest` when a call waits for a person, :class:`Result`
+at the end. Parent → worker: :class:`ClaimAnswer`, :class:`ApprovalAnswer`,
 :class:`WrapUp` (time is nearly up) and :class:`Terminate` (stop now).
+
+The control plane (docs/control-plane.md) adds, worker → parent: :class:`UsageReport`
+after every model response (tokens and cost, always), :class:`BudgetWarning` (its token
+or cost budget passed the wrap-up point), :class:`Question` and
+:class:`QuestionClosed` (ask_parent), :class:`Receipt` (a Steer or an Answer taken or
+refused) and :class:`SteerRead` (steering messages now in its conversation);
+parent → worker: :class:`Steer` (a message for its next request), :class:`Answer`
+(to its question) and :class:`BudgetWrapUp` (the conversation's budget ran out).
 """
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass, field
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Literal, Protocol
 
-from agentkit.subagent.state import EndStatus
+# The transport, kept in its own module; named here for the launchers and the worker.
+from agentkit.subagent.channel import SEND_TIMEOUT as SEND_TIMEOUT
+from agentkit.subagent.channel import Channel as Channel
+from agentkit.subagent.channel import ChannelClosed as ChannelClosed
+from agentkit.subagent.channel import Endpoint as Endpoint
+
+# How a sub-agent ended; "running" until then (docs/specification.md §1 statuses).
+# budget_exhausted: its token or cost budget ran out (docs/control-plane.md).
+EndStatus = Literal["completed", "failed", "timeout", "terminated", "budget_exhausted"]
+Status = Literal["running", "completed", "failed", "timeout", "terminated", "budget_exhausted"]
+# The endings the parent forces (timeout, terminate_sub_agent, shutdown).
+KillStatus = Literal["timeout", "terminated"]
 
 
 @dataclass(frozen=True)
@@ -79,6 +99,21 @@ class ClaimRequest:
 
 
 @dataclass(frozen=True)
+class ApprovalRequest:
+    """A tool call of the sub-agent waits for a person (docs/approvals.md §3); answered
+    by ApprovalAnswer ``request``. ``tool``, ``arguments``: the call; ``reason``: why it
+    asks; ``key``: what allow_always remembers; ``call_id``: the model's id of the call.
+    The parent pauses the sub-agent's timeout clock until the answer."""
+
+    request: int
+    tool: str
+    arguments: dict[str, Any]
+    reason: str
+    key: str
+    call_id: str | None = None
+
+
+@dataclass(frozen=True)
 class Result:
     """How the worker ended; its last message. ``runtime_seconds`` by its own clock.
 
@@ -92,6 +127,67 @@ class Result:
     progress: Progress
     runtime_seconds: int
     record: dict[str, Any] | None = None
+    # finish_task's ``result`` object under a profile's output_schema (validated).
+    result: Any = None
+    # Steer messages it took but never read (it ended first): their refs.
+    unread: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class UsageReport:
+    """One response's tokens (``cached``: part of ``prompt``), its USD cost (None: no
+    known price), ``estimated`` (none reported); the totals so far (docs/control-plane.md §7)."""
+
+    prompt: int
+    cached: int
+    completion: int
+    cost_usd: float | None
+    estimated: bool
+    tokens_total: int
+    cost_usd_total: float | None
+
+
+@dataclass(frozen=True)
+class BudgetWarning:
+    """Its budget passed the wrap-up point, or (``exhausted``) is spent: used of limits."""
+
+    tokens_used: int
+    max_tokens: int | None
+    cost_usd: float | None
+    max_cost_usd: float | None
+    exhausted: bool = False
+
+
+@dataclass(frozen=True)
+class Question:
+    """ask_parent: the sub-agent waits for an Answer to ``request``."""
+
+    request: int
+    text: str
+
+
+@dataclass(frozen=True)
+class QuestionClosed:
+    """It stopped waiting for the answer to ``request`` (``reason``: ``timed_out``)."""
+
+    request: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class Receipt:
+    """The Steer or Answer ``ref`` taken, or refused (``reason``: finishing, not_waiting)."""
+
+    ref: int
+    accepted: bool
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class SteerRead:
+    """Steer messages ``refs`` are now in its conversation, before its next request."""
+
+    refs: tuple[int, ...]
 
 
 # ------------------------------------------------------------ parent → worker
@@ -101,6 +197,17 @@ class ClaimAnswer:
 
     request: int
     error: str | None
+
+
+@dataclass(frozen=True)
+class ApprovalAnswer:
+    """Answer to ApprovalRequest ``request``: ``decision`` ``allow`` or ``deny``;
+    ``note`` the person's reason; ``by`` who decided (agentkit.tools.gate.AskAnswer)."""
+
+    request: int
+    decision: Literal["allow", "deny"]
+    note: str | None = None
+    by: str = "user"
 
 
 @dataclass(frozen=True)
@@ -118,67 +225,35 @@ class Terminate:
     reason: str
 
 
-WorkerMessage = Progress | ClaimRequest | Result
-ParentMessage = ClaimAnswer | WrapUp | Terminate
+@dataclass(frozen=True)
+class Steer:
+    """A message for its model's next request (``ref``: answered by a Receipt)."""
 
-SendT = TypeVar("SendT")
-ReceiveT = TypeVar("ReceiveT")
-
-
-class Endpoint(Protocol):
-    """One end of a duplex link that carries picklable objects
-    (``multiprocessing.connection.Connection`` is one)."""
-
-    def send(self, obj: Any) -> None: ...
-
-    def recv(self) -> Any: ...
-
-    def poll(self, timeout: float | None = ...) -> bool: ...
-
-    def close(self) -> None: ...
+    ref: int
+    text: str
 
 
-class ChannelClosed(Exception):
-    """The other end is gone (its process died or closed the link)."""
+@dataclass(frozen=True)
+class Answer:
+    """The answer to Question ``request`` (``ref``: answered by a Receipt)."""
+
+    ref: int
+    request: int
+    text: str
 
 
-class Channel(Generic[SendT, ReceiveT]):
-    """Typed messages over an Endpoint; sends are thread-safe, one reader at a time.
+@dataclass(frozen=True)
+class BudgetWrapUp:
+    """The conversation's budget is spent: wrap up now (once)."""
 
-    The parent holds ``Channel[ParentMessage, WorkerMessage]``, the worker
-    ``Channel[WorkerMessage, ParentMessage]``.
-    """
+    reason: str = "session"
 
-    def __init__(self, endpoint: Endpoint) -> None:
-        self.endpoint = endpoint
-        self._send_lock = threading.Lock()
 
-    def send(self, message: SendT) -> bool:
-        """Send one message; returns False when the other end is gone."""
-        try:
-            with self._send_lock:
-                self.endpoint.send(message)
-        except (OSError, ValueError):
-            return False
-        return True
-
-    def receive(self, timeout: float | None = None) -> ReceiveT | None:
-        """Return the next message, or None if none came within ``timeout`` seconds
-        (None: wait for ever). Raises ChannelClosed when the other end is gone."""
-        try:
-            if timeout is not None and not self.endpoint.poll(timeout):
-                return None
-            message: ReceiveT = self.endpoint.recv()
-        except (EOFError, OSError) as exc:
-            raise ChannelClosed(str(exc)) from exc
-        return message
-
-    def close(self) -> None:
-        """Close this end (idempotent; errors ignored)."""
-        try:
-            self.endpoint.close()
-        except OSError:
-            pass
+# The control plane's worker messages, handed to agentkit.subagent.control.
+ControlMessage = UsageReport | BudgetWarning | Question | QuestionClosed | Receipt | SteerRead
+# Approvals (docs/approvals.md §3) use their own messages, beside the control plane's.
+WorkerMessage = Progress | ClaimRequest | ApprovalRequest | Result | ControlMessage
+ParentMessage = ClaimAnswer | ApprovalAnswer | WrapUp | Terminate | Steer | Answer | BudgetWrapUp
 
 
 class WorkerHandle(Protocol):
@@ -215,7 +290,9 @@ class WorkerHandle(Protocol):
 
 class Launcher(Protocol):
     """Starts a worker for a spec; the worker runs
-    ``agentkit.subagent.worker.worker_main(spec, endpoint)``."""
+    ``agentkit.subagent.worker.worker_main(spec, endpoint)``. A launcher that holds
+    resources between starts (Ray's pool of warm actors) also has ``close()``, which
+    the manager calls when it shuts down."""
 
     def start(self, spec: WorkerSpec) -> WorkerHandle:
         """Start the worker; raises (any exception) when it cannot."""

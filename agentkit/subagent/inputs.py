@@ -1,7 +1,10 @@
 """What the seed tools accept as arguments, and how a bad argument is refused.
 
 One job: the input rules of create_sub_agent, terminate_sub_agent,
-get_sub_agent_status and finish_task (docs/specification.md §1 gives their types: ``agent_id``
+get_sub_agent_status and finish_task, and of the control plane's tools
+(docs/control-plane.md §1: their texts are non-empty and at most
+:data:`CONTROL_TEXT_MAX` characters, ``mode`` is ``all`` or ``any``)
+(docs/specification.md §1 gives the seed tools' types: ``agent_id``
 int, ``agent_ids`` list[int], ``timeout_seconds`` int, ``run_in_background`` and
 ``success`` bool, ``summary``/``task``/``deliverables_dir`` str), as pydantic
 ``BeforeValidator`` types, and the seed-shaped JSON refusal a tool answers when
@@ -43,13 +46,19 @@ import json
 import math
 import re
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import BeforeValidator, Field, ValidationError
 from pydantic_core import PydanticCustomError
 
 from agentkit import prompts
 
+if TYPE_CHECKING:
+    from agentkit.tools.base import InvalidArgumentsHook, ToolContext
+
+CONTROL_TEXT_MAX = 20_000
+"""Characters of a control-plane text (a message, an answer, a question, a continued
+task); a longer one is refused, naming the limit (docs/control-plane.md)."""
 SUMMARY_MAX = 200
 """create_sub_agent's summary is refused past this many characters (seed: 10-30)."""
 AGENT_ID_MIN, AGENT_ID_MAX = 1, 99
@@ -125,6 +134,25 @@ def _create_summary(value: Any) -> str:
     return text
 
 
+def _control_text(value: Any) -> str:
+    text = _text(value, "control_text_empty")
+    if len(text) > CONTROL_TEXT_MAX:
+        raise PydanticCustomError(
+            "seed_input",
+            "{phrase}",
+            {"phrase": "control_text_too_long", "length": len(text), "max": CONTROL_TEXT_MAX},
+        )
+    return text
+
+
+def wait_mode(value: Any) -> str:
+    """Return wait_for_sub_agents' ``mode`` (``all`` or ``any``, any case); raises
+    PydanticCustomError ``arg_not_mode`` otherwise."""
+    if isinstance(value, str) and value.strip().lower() in ("all", "any"):
+        return value.strip().lower()
+    raise _refuse("arg_not_mode", value)
+
+
 def _optional_text(value: Any) -> Any:
     if value is None or isinstance(value, str):
         return value
@@ -159,6 +187,11 @@ Task = Annotated[
 ]
 FinishSummary = Annotated[str, BeforeValidator(lambda v: _text(v, "finish_summary_empty"))]
 OptionalText = Annotated[str | None, BeforeValidator(_optional_text)]
+ControlText = Annotated[
+    str,
+    BeforeValidator(_control_text),
+    Field(json_schema_extra={"minLength": 1, "maxLength": CONTROL_TEXT_MAX}),
+]
 
 
 def refusal_text(tool: str, exc: ValidationError, language: str) -> str:
@@ -200,3 +233,14 @@ def refusal(
         return {**result, **extra}
 
     return build
+
+
+def refusal_hook(tool: str, **extra: Any) -> InvalidArgumentsHook:
+    """Return the ``Tool.on_invalid_arguments`` hook answering ``tool``'s seed-shaped
+    refusal (:func:`refusal`, with ``extra`` keys) in the context's language."""
+    build = refusal(tool, extra)
+
+    def hook(exc: ValidationError, arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+        return build(exc, arguments, ctx.language)
+
+    return hook

@@ -7,36 +7,36 @@ checks create_sub_agent requests against the limits of docs/specification.md
 from Settings, at most 5 running, no overlapping deliverables), starts
 workers through a Launcher and hands them to the Supervisor, and answers
 create/terminate/get_status in the seed's JSON shapes. Watching, killing and
-finishing workers is agentkit.subagent.supervisor's job.
+finishing workers is agentkit.subagent.supervisor's; messages, questions, waits and usage
+its ``control`` plane's (agentkit.subagent.control); continuing is agentkit.subagent.continuation's.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from agentkit import events as ev
-from agentkit import prompts
+from agentkit import prompts, tracing
 from agentkit.confined import folder as confined_folder
-from agentkit.conversation import Conversation, new_conversation_id, utc_now
+from agentkit.conventions import subagent_extra
+from agentkit.conversation import Conversation
 from agentkit.errors import ToolError
 from agentkit.settings import Settings
-from agentkit.subagent.admission import Request, admit
+from agentkit.subagent.admission import Request, admit, take_folder
+from agentkit.subagent.budget import Meter, carve
 from agentkit.subagent.claims import Claims
-from agentkit.subagent.contract import Launcher, WorkerSpec
+from agentkit.subagent.contract import Launcher
+from agentkit.subagent.control import ControlPlane
 from agentkit.subagent.launchers import make_launcher
-from agentkit.subagent.record import (
-    Ending,
-    archive_record,
-    list_deliverables,
-    record_relpath,
-)
-from agentkit.subagent.state import STATUS_KEYS, SubAgent, earlier_rows
-from agentkit.subagent.supervisor import Supervisor
+from agentkit.subagent.record import Ending, archive_record, list_deliverables
+from agentkit.subagent.results import asked_result, blocking_result, capped_summary, status_result
+from agentkit.subagent.reuse import set_aside_earlier
+from agentkit.subagent.state import SubAgent, earlier_rows, worker_spec
+from agentkit.subagent.supervisor import ApprovalHandler, Supervisor
 from agentkit.subagent.sweep import sweep_record
 
 
@@ -47,9 +47,21 @@ class SubAgentManager:
         workspace: absolute workspace root.
         settings: the main agent's Settings (workers get a copy).
         conversation: the main conversation (ids already used there stay taken).
-        emit: event callback (SubAgentStarted/Progress/Finished).
+        emit: event callback (SubAgentStarted/Progress/Finished), for observers.
         launcher: how workers start (default: the one Settings name, see
             agentkit.subagent.launchers).
+        on_started: called with each sub-agent once its worker started (after its
+            SubAgentStarted event); a chat session saves its file then.
+        on_finished: called with each sub-agent once it ended, whichever way (after
+            its SubAgentFinished event); a chat session wakes its driver then.
+        on_question: called with a sub-agent that asked its parent (after its
+            SubAgentQuestion event); a chat session wakes its driver then.
+        budget: the conversation's budget meter (session_max_tokens/_cost_usd), if any.
+        on_approval: called as ``on_approval(agent, request, reply)`` with a worker's
+            ApprovalRequest (its timeout clock paused until ``reply(answer)``;
+            agentkit.subagent.supervisor); None: approvals_default answers them (no one to ask).
+        worker_extra: returns what each new worker's spec carries besides (its tool
+            hooks: agentkit.chat.policy), or None.
 
     All public methods are thread-safe and return the seed's JSON shapes; refusals
     are ``{"success": false, "error": ...}``, never exceptions.
@@ -63,6 +75,12 @@ class SubAgentManager:
         conversation: Conversation | None = None,
         emit: Callable[[ev.Event], None] | None = None,
         launcher: Launcher | None = None,
+        on_started: Callable[[SubAgent], None] | None = None,
+        on_finished: Callable[[SubAgent], None] | None = None,
+        on_approval: ApprovalHandler | None = None,
+        worker_extra: Callable[[], dict[str, Any]] | None = None,
+        on_question: Callable[[SubAgent], None] | None = None,
+        budget: Meter | None = None,
     ) -> None:
         self.workspace = workspace
         self.settings = settings
@@ -73,7 +91,7 @@ class SubAgentManager:
         self.agents: dict[int, SubAgent] = {}
         self._used_ids: dict[int, str] = {}
         self._lock = threading.RLock()
-        self._changed = threading.Condition(self._lock)
+        self.changed = self._changed = threading.Condition(self._lock)
         self._closed = False
         self.supervisor = Supervisor(
             workspace=workspace,
@@ -82,10 +100,17 @@ class SubAgentManager:
             agents=self.agents,
             changed=self._changed,
             emit=self.emit,
+            on_finished=on_finished,
+            on_approval=on_approval,
         )
+        self._worker_extra = worker_extra
+        self.control = self.supervisor.control = ControlPlane(self, budget)
+        self.control.on_question = on_question
+        self._on_started = on_started
         # Sub-agents of earlier runs of this conversation (loaded from its file): their
         # ids stay taken, and status and records still show them.
         self._previous = earlier_rows(conversation.subagents if conversation else [])
+        self._conversation_id = conversation.id if conversation else None
         self._mcp_listing: dict[str, Any] | None = None
         self._mcp_lock = threading.Lock()
         self._used_ids.update({i: str(r.get("summary", "")) for i, r in self._previous.items()})
@@ -128,118 +153,161 @@ class SubAgentManager:
         Background: returns at once with ``status: running``. ``cancel`` (the main
         run's) ends a blocking wait and terminates the agent. ``profile``: an
         AgentProfile's dict, given to the worker (WorkerSpec.extra)."""
-        extra: dict[str, Any] = {"profile": profile} if profile else {}
-        if listing := self._mcp_tools():
-            extra["mcp_tools"] = listing
+        extra = self.spec_extra(profile, run_in_background)
         with self._lock:
-            admitted = (
-                "the agent is closing; no new sub-agents"
-                if self._closed
-                else admit(
-                    Request(agent_id, timeout_seconds, deliverables_dir),
-                    workspace=self.workspace,
-                    settings=self.settings,
-                    used_ids=self._used_ids,
-                    running=self.running(),
-                    agents=self.agents,
-                    claims=self.claims,
-                )
+            admitted = self.closed_or_spent() or admit(
+                Request(agent_id, timeout_seconds, deliverables_dir),
+                workspace=self.workspace,
+                settings=self.settings,
+                used_ids=self._used_ids,
+                running=self.running(),
+                agents=self.agents,
+                claims=self.claims,
             )
             if isinstance(admitted, str):
                 return {"success": False, "agent_id": agent_id, "error": admitted}
             rel, path = admitted
-            spec = WorkerSpec(
+            extra.update(subagent_extra(self.workspace, self.settings, path, profile))
+            spec = worker_spec(
+                self.settings,
+                self.workspace,
                 agent_id=agent_id,
                 summary=summary,
                 task=task,
                 timeout_seconds=timeout_seconds,
-                deliverables_dir=rel,
-                deliverables_path=str(path),
-                workspace=str(self.workspace),
-                sub_conversation_id=new_conversation_id(),
-                settings=self.settings.model_dump(),
-                process_mark=f"agentkit-{uuid.uuid4().hex}",
-                created_at=utc_now(),
+                deliverables=(rel, path),
                 extra=extra,
             )
             agent = SubAgent(spec=spec, background=run_in_background, started=time.monotonic())
-            self.claims.claim_folder(agent_id, path)
-            self._used_ids[agent_id] = summary
-            self.agents[agent_id] = agent
-            try:
-                # Through no link below the workspace: a command may have swapped it.
-                with confined_folder(self.workspace, path, create=True):
-                    pass
-                sweep_record(path, self.workspace)  # one a killed process group left "running"
-                archive_record(path, self.workspace)
-                agent.handle = self.launcher.start(spec)
-            except Exception as exc:  # cannot start: the agent fails, the main loop goes on
-                why = f"could not start the worker: {exc}"
-                self.supervisor.finish(agent, "failed", Ending(None, why))
-                return self._result(agent)
-            self.supervisor.watch(agent)
-        self.emit(ev.SubAgentStarted(info=agent.status_row()))
-        if run_in_background:
+            refused = self.reserve(agent)
+            if refused is not None:
+                return {"success": False, "agent_id": agent_id, "error": refused}
+        if not self.start_worker(agent):  # unlocked: one turn's creates start in parallel
+            return self._result(agent)
+        return self.launched(agent, cancel)
+
+    def spec_extra(self, profile: dict[str, Any] | None, background: bool) -> dict[str, Any]:
+        """What a new run's WorkerSpec.extra carries before admission, created or
+        continued alike: the profile, the trace context, the MCP listing, the
+        conversation's tool hooks (``worker_extra``) and the run's budget."""
+        extra: dict[str, Any] = {"profile": profile} if profile else {}
+        extra.update(tracing.worker_context(background))  # {} while not tracing
+        if listing := self._mcp_tools():
+            extra["mcp_tools"] = listing
+        if self._worker_extra is not None:
+            extra.update(self._worker_extra())
+        if budget := self.run_budget(profile):
+            extra["budget"] = budget
+        return extra
+
+    def run_budget(self, profile: dict[str, Any] | None) -> dict[str, Any] | None:
+        """The budget a new run gets (agentkit.subagent.budget.carve: the profile's
+        max_tokens or subagent_max_tokens, never more than the conversation has
+        left), or None without limits."""
+        own = (profile or {}).get("max_tokens") or self.settings.subagent_max_tokens
+        limits = carve(own, self.control.budget)
+        return limits.to_dict() if limits else None
+
+    def closed_or_spent(self) -> str | None:
+        """Why no sub-agent may start now (closing, the conversation's budget spent), or None."""
+        if self._closed:
+            return "the agent is closing; no new sub-agents"
+        if self.control.check_session_budget():
+            return self._phrase("session_budget_spent", **self.control.budget.shown())  # type: ignore[union-attr]
+        return None
+
+    def launched(self, agent: SubAgent, cancel: threading.Event | None) -> dict[str, Any]:
+        """After its worker started: announce it, then the background result at once,
+        or wait for its end (or its question) and return the blocking result."""
+        spec = agent.spec
+        self.emit(ev.SubAgentStarted(info=agent.view_row()))
+        if self._on_started is not None:
+            self._on_started(agent)
+        if agent.background:
             return {
                 "success": True,
-                "agent_id": agent_id,
+                "agent_id": spec.agent_id,
                 "status": "running",
-                "summary": summary,
-                "message": self._phrase("started_background", agent_id=agent_id),
-                "deliverables_dir": rel,
+                "summary": spec.summary,
+                "message": self._phrase("started_background", agent_id=spec.agent_id),
+                "deliverables_dir": spec.deliverables_dir,
                 "sub_conversation_id": spec.sub_conversation_id,
                 "background": True,
             }
+        question = self._wait(agent, cancel)
+        if question is not None:
+            return asked_result(agent, question, self.language)
+        return self._result(agent)
+
+    def reserve(self, agent: SubAgent) -> str | None:
+        """Claim the agent's folder (its OS lock too, held until its record is final:
+        admission.take_folder), take its id, count it as running (under the lock).
+        Returns the refusal text when a sub-agent of another process holds the folder
+        (nothing then taken), else None."""
+        refused = take_folder(
+            self.workspace, agent.spec, self._conversation_id, self.claims, self.language
+        )
+        if refused is not None:
+            return refused
+        self.claims.claim_folder(agent.spec.agent_id, agent.deliverables_path)
+        self._used_ids[agent.spec.agent_id] = agent.spec.summary
+        self.agents[agent.spec.agent_id] = agent
+        return None
+
+    def start_worker(self, agent: SubAgent, *, archive: bool = True) -> bool:
+        """Prepare the reserved agent's folder, start its worker and watch it (not
+        under the lock). False when it did not start (it then ended as failed) or was
+        ended meanwhile (Supervisor.adopt). ``archive`` False keeps the folder's record
+        (a continued run extends it)."""
+        spec, path = agent.spec, agent.deliverables_path
+        try:
+            # Through no link below the workspace: a command may have swapped it.
+            with confined_folder(self.workspace, path, create=True):
+                pass
+            sweep_record(path, self.workspace)  # one a killed process group left "running"
+            if archive:  # another conversation's files and record, set aside
+                set_aside_earlier(path, self.workspace, self._own_sub_conversations())
+                archive_record(path, self.workspace)
+            handle = self.launcher.start(spec)
+        except Exception as exc:  # cannot start: the agent fails, the main loop goes on
+            why = f"could not start the worker: {exc}"
+            self.supervisor.finish(agent, "failed", Ending(None, why))
+            return False
+        return self.supervisor.adopt(agent, handle)
+
+    def _own_sub_conversations(self) -> set[str]:
+        with self._lock:
+            rows = [r.get("sub_conversation_id") for r in self._previous.values()]
+            return {a.spec.sub_conversation_id for a in self.agents.values()} | {
+                str(r) for r in rows if r
+            }
+
+    def _wait(self, agent: SubAgent, cancel: threading.Event | None) -> str | None:
+        """Wait for a blocking agent's end; ``cancel`` set terminates it. Returns the
+        question it asked instead (the main agent must answer it: the agent goes on in
+        the background), else None."""
         while not agent.done.wait(0.2):
+            with self._lock:
+                question = agent.question if agent.status == "running" else None
+                if question is not None:
+                    question.announced = True  # the tool result says it
+                    agent.background = True  # its end is announced
+                    return str(question.text)
             if cancel is not None and cancel.is_set():
                 self.supervisor.kill(agent, "terminated")
                 agent.done.wait(10)
                 break
         with self._lock:
             agent.announced = True
-        return self._result(agent)
+        return None
 
     def _result(self, agent: SubAgent) -> dict[str, Any]:
-        """The blocking create_sub_agent result (docs/specification.md §1), also used for failures."""
-        spec = agent.spec
-        files, total = list_deliverables(
-            agent.deliverables_path, self.settings.deliverables_list_max, self.workspace
-        )
-        if total > len(files):
-            files.append(self._phrase("files_cut", more=total - len(files)))
-        status = agent.status
-        if status == "completed":
-            message = self._phrase("completed", agent_id=spec.agent_id)
-        elif status == "timeout":
-            message = self._phrase(
-                "timeout", agent_id=spec.agent_id, timeout_seconds=spec.timeout_seconds
-            )
-        elif status == "terminated":
-            message = self._phrase("terminated", agent_id=spec.agent_id)
-        else:
-            message = self._phrase("failed", agent_id=spec.agent_id, reason=agent.error or status)
-        return {
-            "success": status == "completed",
-            "agent_id": spec.agent_id,
-            "status": status,
-            "summary": spec.summary,
-            "message": message,
-            "deliverables_dir": spec.deliverables_dir,
-            "deliverables_files": files,
-            "result_summary": self.capped_summary(agent),
-            "sub_conversation_id": spec.sub_conversation_id,
-            "stats": agent.stats(),
-        }
+        """The blocking create_sub_agent result (agentkit.subagent.results)."""
+        return blocking_result(agent, self.settings, self.workspace)
 
     def capped_summary(self, agent: SubAgent) -> str:
-        """Return the agent's result summary cut to ``result_summary_max_chars``, with a
-        note naming the record that holds the whole text."""
-        text = agent.result_summary or ""
-        limit = self.settings.result_summary_max_chars
-        if len(text) <= limit:
-            return text
-        where = record_relpath(agent.spec.deliverables_dir)
-        return text[:limit] + self._phrase("summary_cut", total=len(text), path=where)
+        """The agent's result summary, capped (agentkit.subagent.results.capped_summary)."""
+        return capped_summary(agent, self.settings)
 
     def check_main_write(self, path: Path) -> None:
         """Raise ToolError("write_conflict") when the main agent would write a file a
@@ -263,6 +331,10 @@ class SubAgentManager:
                 return self._not_running(agent_id, agent.status)
             agent.announced = True  # the main agent asked: no notification
         self.supervisor.kill(agent, "terminated", summary_key="user_summary" if by_user else None)
+        with self._lock:
+            if agent.status != "terminated":  # its own end (finish_task) came first: it
+                agent.announced = False  # stands everywhere, announced as any end
+                return self._not_running(agent_id, agent.status)
         _, total = list_deliverables(agent.deliverables_path, 1, self.workspace)
         return {
             "success": True,
@@ -273,33 +345,26 @@ class SubAgentManager:
             "deliverables_dir": agent.spec.deliverables_dir,
         }
 
+    def earlier_status(self, agent_id: int) -> str | None:
+        """The status of sub-agent ``agent_id`` of an earlier run of the conversation
+        (not of this one), or None."""
+        with self._lock:
+            row = None if agent_id in self.agents else self._previous.get(agent_id)
+            return None if row is None else str(row.get("status", "completed"))
+
+    def earlier_row(self, agent_id: int) -> dict[str, Any] | None:
+        """The saved row of sub-agent ``agent_id`` of an earlier run, or None."""
+        with self._lock:
+            return self._previous.get(agent_id)
+
     def _not_running(self, agent_id: int, status: str) -> dict[str, Any]:
         error = self._phrase("not_running", agent_id=agent_id, status=status)
         return {"success": False, "agent_id": agent_id, "status": status, "error": error}
 
     def status(self, agent_ids: list[int]) -> dict[str, Any]:
-        """get_sub_agent_status (docs/specification.md §1). Unknown ids get a row with status
-        ``not_found``; if every id is unknown the result is a refusal."""
-        rows: list[dict[str, Any]] = []
+        """get_sub_agent_status (docs/specification.md §1): agentkit.subagent.results.status_result."""
         with self._lock:
-            for agent_id in agent_ids:
-                agent = self.agents.get(agent_id)
-                if agent is None and agent_id in self._previous:
-                    earlier = self._previous[agent_id]
-                    rows.append({key: earlier.get(key) for key in STATUS_KEYS})
-                elif agent is None:
-                    rows.append(
-                        {
-                            "agent_id": agent_id,
-                            "status": "not_found",
-                            "error": self._phrase("unknown_agent", agent_id=agent_id),
-                        }
-                    )
-                else:
-                    rows.append(agent.status_row())
-        if rows and all(r["status"] == "not_found" for r in rows):
-            return {"success": False, "agents": rows, "error": rows[0]["error"]}
-        return {"success": True, "agents": rows}
+            return status_result(agent_ids, self.agents, self._previous, self.settings)
 
     # ----------------------------------------------------- notifications
     def take_finished(self) -> list[SubAgent]:
@@ -355,3 +420,4 @@ class SubAgentManager:
         with self._lock:
             self._closed = True
         self.terminate_all(summary_key="left_summary")
+        getattr(self.launcher, "close", lambda: None)()  # one holding resources (Ray's pool)

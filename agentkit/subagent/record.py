@@ -4,9 +4,15 @@ One job: the record's one definition (building, writing, reading, archiving) and
 the deliverables folder around it. The seed's fields (agent_id, summary,
 created_at, completed_at, messages, stats with runtime_seconds, the four seed
 counters and token_usage) plus status (running, completed, failed, timeout,
-terminated), result_summary, task, sub_conversation_id and error. Written
-atomically after every turn by the worker, and finalised by the parent when it
-kills a worker.
+terminated), result_summary, task, sub_conversation_id and error, ``conventions``
+(the AGENTS.md files and skills it was given) when there were any, ``archive``
+(the originals of messages shrunk or compacted to fit the context window: nothing
+the sub-agent saw is lost) and ``journal_seq``. The worker saves it after every
+turn through agentkit.subagent.transcript: a line in the journal beside it, and
+now and then the whole file, atomically (temp file + rename); every reader here
+(:func:`load_record`, :func:`read_record`) applies the journal
+(agentkit.subagent.journal). The parent finalises it when it kills a worker
+(agentkit.subagent.finalise).
 
 A final record (any status but running) is final: every write goes through
 :func:`may_replace` under a lock on the record folder, which refuses to replace
@@ -30,8 +36,11 @@ from typing import TYPE_CHECKING, Any
 
 from agentkit.confined import folder as confined_folder
 from agentkit.confined import list_files, open_folder
-from agentkit.conversation import utc_now
-from agentkit.jsonfile import JsonFileWriter, read_json, write_json_atomic
+from agentkit.conventions.gather import record_metadata
+from agentkit.conversation import state_path, utc_now
+from agentkit.jsonfile import read_json, write_json_atomic
+from agentkit.subagent.journal import JOURNAL_FILE, apply_journal, drop_journal, read_journal
+from agentkit.subagent.transcript import TranscriptWriter
 
 try:
     import fcntl
@@ -40,31 +49,33 @@ except ImportError:  # Windows: no cross-process lock; the in-process rules stil
 
 if TYPE_CHECKING:
     from agentkit.conversation import Stats
-    from agentkit.subagent.contract import WorkerSpec
-    from agentkit.subagent.state import Status
+    from agentkit.subagent.contract import Status, WorkerSpec
 
 RECORD_DIR = ".subagent"
 RECORD_FILE = "conversations.json"
 NO_TOKENS = {"prompt": 0, "completion": 0, "total": 0}
-FINAL_STATUSES = ("completed", "failed", "timeout", "terminated")
-# Where the parent writes a record it cannot write in the deliverables folder.
-FALLBACK_DIR = Path(".agentkit") / "subagent-records"
+FINAL_STATUSES = ("completed", "failed", "timeout", "terminated", "budget_exhausted")
+# Where the parent writes a record it cannot write in the deliverables folder
+# (below the workspace's STATE_DIR).
+FALLBACK_DIR = "subagent-records"
 
 
 @dataclass(frozen=True)
 class Ending:
     """How a record ends: ``completed_at`` (docs/specification.md §6 time format), the summary and
-    the error (None when it completed)."""
+    the error (None when it completed); ``result``: finish_task's object under a
+    profile's output_schema (docs/control-plane.md), else None."""
 
     result_summary: str | None
     error: str | None
     completed_at: str = ""
+    result: Any = None
 
 
 def record_stats(runtime_seconds: int, stats: Stats) -> dict[str, Any]:
     """Return the record's ``stats`` object from a conversation's Stats: the seed's
-    (runtime_seconds, the four counters, token_usage) plus turns, tool_calls and
-    usage_estimated."""
+    (runtime_seconds, the four counters, token_usage) plus turns, tool_calls,
+    usage_estimated, cached_tokens and cost_usd (None: a response had no known price)."""
     return {
         "runtime_seconds": runtime_seconds,
         **stats.seed_counts(),
@@ -72,6 +83,8 @@ def record_stats(runtime_seconds: int, stats: Stats) -> dict[str, Any]:
         "tool_calls": dict(stats.tool_calls),
         "token_usage": stats.token_usage(),
         "usage_estimated": stats.usage_estimated,
+        "cached_tokens": stats.cached_tokens,
+        "cost_usd": stats.cost(),
     }
 
 
@@ -81,17 +94,21 @@ def build_record(
     *,
     messages: list[dict[str, Any]],
     stats: dict[str, Any],
+    archive: list[dict[str, Any]] | None = None,
     worker_pid: int | None = None,
     worker_started: float | None = None,
     ending: Ending | None = None,
 ) -> dict[str, Any]:
-    """Return the conversations.json document (docs/specification.md §6 fields plus status).
+    """Return the conversations.json document (docs/specification.md §6 fields plus status,
+    and ``runs``: how many times it ran, continue_sub_agent counting on).
 
     ``worker_pid`` (with ``worker_started``, its start time in seconds since the
     epoch, and the spec's process_mark) is written when given: agentkit.subagent.sweep's worker_alive and
-    sweep_record read them to tell a live worker from a dead one; ``ending`` adds
-    completed_at (now when empty), result_summary and error, else the record is
-    still running (completed_at and result_summary null, no error).
+    sweep_record read them to tell a live worker from a dead one; ``archive`` (the
+    conversation's: originals of what was shrunk or compacted) is written when
+    given; ``ending`` adds completed_at (now when empty), result_summary and error,
+    else the record is still running (completed_at and result_summary null, no
+    error).
     """
     record: dict[str, Any] = {
         "agent_id": spec.agent_id,
@@ -101,71 +118,35 @@ def build_record(
         "status": status,
         "result_summary": None,
         "sub_conversation_id": spec.sub_conversation_id,
+        "runs": record_runs(spec),
         "task": spec.task,
         "deliverables_dir": spec.deliverables_dir,
     }
+    if (conventions := record_metadata(spec.extra)) is not None:
+        record["conventions"] = conventions  # the AGENTS.md files and skills it was given
     if worker_pid is not None:
         record["worker_pid"] = worker_pid
         record["worker_started"] = worker_started
         record["process_mark"] = spec.process_mark
     record["messages"] = messages
+    if archive is not None:
+        record["archive"] = archive
     record["stats"] = stats
     if ending is not None:
         record["completed_at"] = ending.completed_at or utc_now()
         record["result_summary"] = ending.result_summary
         record["error"] = ending.error
+        if ending.result is not None:
+            record["result"] = ending.result
     return record
 
 
-def finalise_record(
-    spec: WorkerSpec,
-    status: Status,
-    seed_stats: dict[str, int],
-    token_usage: dict[str, int],
-    ending: Ending,
-    worker_record: dict[str, Any] | None = None,
-) -> tuple[dict[str, Any], Path | None]:
-    """Make the record say how the agent ended when its worker could not (killed,
-    crashed, its own write failed): status, ending and ``seed_stats``
-    (runtime_seconds and the counters, by the parent's clock) over
-    ``worker_record`` (the worker's final record, sent when it could not write it)
-    or else whatever the worker wrote last. Temp files a killed worker left are
-    removed. A final record is left alone.
-
-    Returns ``(record, path)``: the record as it now stands and where it is on
-    disk: the deliverables folder, else ``<workspace>/.agentkit/subagent-records/
-    <sub_conversation_id>.json`` when that folder cannot be written (full disk),
-    else None (the caller keeps ``record`` in memory).
-    """
-    deliverables = Path(spec.deliverables_path)
-    root = Path(spec.workspace)
-    clean_temp_files(deliverables, root=root)
-    stored = read_record(deliverables)
-    if stored is not None and not may_replace(stored, spec.sub_conversation_id, by_parent=True):
-        return stored, record_path(deliverables)
-    record = worker_record or stored or build_record(spec, status, messages=[], stats={})
-    stats = dict(record.get("stats") or {})
-    stats.update(seed_stats)
-    stats.setdefault("token_usage", token_usage or dict(NO_TOKENS))
-    record.update(
-        status=status,
-        completed_at=ending.completed_at or utc_now(),
-        result_summary=ending.result_summary,
-        error=ending.error,
-        stats=stats,
-    )
-    try:
-        if write_record(deliverables, record, by_parent=True, root=root):
-            return record, record_path(deliverables)
-        return read_record(deliverables) or record, record_path(deliverables)
-    except OSError:
-        pass
-    fallback = Path(spec.workspace) / FALLBACK_DIR / f"{spec.sub_conversation_id}.json"
-    try:
-        write_json_atomic(fallback, record, root=root)
-    except OSError:
-        return record, None
-    return record, fallback
+def record_runs(spec: WorkerSpec) -> int:
+    """How many times the spec's sub-agent has run, this run included (1, or more for a
+    continue_sub_agent run: ``WorkerSpec.extra["continued"]["runs"]``)."""
+    continued = spec.extra.get("continued")
+    runs = continued.get("runs") if isinstance(continued, dict) else None
+    return runs if isinstance(runs, int) and runs > 1 else 1
 
 
 def record_path(deliverables: Path) -> Path:
@@ -183,16 +164,25 @@ ORPHANED_ERROR = "stopped: the main process ended or stopped this worker"
 
 
 def may_replace(
-    stored: dict[str, Any] | None, sub_conversation_id: object, by_parent: bool = False
+    stored: dict[str, Any] | None,
+    sub_conversation_id: object,
+    by_parent: bool = False,
+    runs: object = 1,
 ) -> bool:
     """The one rule for replacing a record: anything may replace a running record,
     a missing one or another sub-conversation's; nothing replaces a final record
-    (status in FINAL_STATUSES) of the same sub-conversation, except that the parent
-    (``by_parent``) replaces the worker's own parent-gone account (status
-    terminated, error :data:`ORPHANED_ERROR`): the parent lived, and knows better."""
+    (status in FINAL_STATUSES) of the same sub-conversation, except a later run of it
+    (``runs`` above the stored one's: continue_sub_agent, whose record keeps every
+    run's messages) and the parent (``by_parent``) replacing the worker's own
+    parent-gone account (status terminated, error :data:`ORPHANED_ERROR`): the parent
+    lived, and knows better."""
     if not stored or stored.get("sub_conversation_id") != sub_conversation_id:
         return True
     if stored.get("status") not in FINAL_STATUSES:
+        return True
+    stored_runs = stored.get("runs")
+    stored_runs = stored_runs if isinstance(stored_runs, int) else 1
+    if isinstance(runs, int) and runs > stored_runs:
         return True
     return by_parent and orphaned_account(stored)
 
@@ -218,7 +208,9 @@ def _folder_lock(deliverables: Path, root: Path) -> Iterator[None]:
         os.close(fd)  # releases the lock
 
 
+_SUB_ID = re.compile(r"^[A-Za-z0-9_\-]{1,80}$")
 _HEAD = re.compile(r'"status": "(\w+)".*?"sub_conversation_id": "([^"\\]*)"', re.S)
+_RUNS = re.compile(r'"runs": (\d+)')
 
 
 def _stored_head(deliverables: Path) -> dict[str, Any] | None:
@@ -230,10 +222,17 @@ def _stored_head(deliverables: Path) -> dict[str, Any] | None:
             head = handle.read(65536)
     except OSError:
         return None
-    cut = head.find('"messages": ')
+    cut = head.find('"messages":')  # the writers put no space after it
     match = _HEAD.search(head, 0, cut) if cut >= 0 else None
     if match is not None:
-        return {"status": match.group(1), "sub_conversation_id": match.group(2)}
+        head_fields: dict[str, Any] = {
+            "status": match.group(1),
+            "sub_conversation_id": match.group(2),
+        }
+        runs = _RUNS.search(head, match.end(), cut)
+        if runs is not None:
+            head_fields["runs"] = int(runs.group(1))
+        return head_fields
     return read_record(deliverables)
 
 
@@ -253,7 +252,8 @@ def guarded(
         stored = _stored_head(deliverables)
         if by_parent and stored is not None and stored.get("status") == "terminated":
             stored = read_record(deliverables)  # the head has no error: read it all
-        if not may_replace(stored, sub_id, by_parent):
+        runs = record.get("runs", 1) if isinstance(record, dict) else 1
+        if not may_replace(stored, sub_id, by_parent, runs):
             return False
         write()
         return True
@@ -276,27 +276,77 @@ def write_record(
 
     def write() -> None:
         write_json_atomic(path, record, root=root)
+        drop_journal(path.parent, root)  # the record holds it all now
 
     return guarded(deliverables, record, write, by_parent, root=root)
 
 
-def record_writer(deliverables: Path, root: Path) -> JsonFileWriter:
-    """Return a JsonFileWriter of the record whose every write obeys may_replace
-    (``root``: as write_record's)."""
+def transcript_writer(deliverables: Path, root: Path) -> TranscriptWriter:
+    """Return the worker's TranscriptWriter of the record, whose every whole write
+    obeys may_replace (``root``: as write_record's)."""
 
-    def guard(data: Any, write: Callable[[], None]) -> None:
-        guarded(deliverables, data, write, root=root)
+    def guard(head: dict[str, Any], write: Callable[[], None]) -> bool:
+        return guarded(deliverables, head, write, root=root)
 
-    return JsonFileWriter(record_path(deliverables), guard=guard, root=root)
+    return TranscriptWriter(record_path(deliverables), root, guard)
 
 
-def read_record(deliverables: Path) -> dict[str, Any] | None:
-    """Return the record, or None when it is missing or unreadable."""
+def load_record(path: Path) -> Any:
+    """Return the JSON document of the record file ``path``; a running
+    ``conversations.json`` comes with its journal applied (agentkit.subagent.journal),
+    as the worker last saved it. Raises FileNotFoundError, or ValueError (bad JSON,
+    nested too deeply: agentkit.jsonfile.read_json)."""
+    for _ in range(3):
+        data = read_json(path)
+        if not isinstance(data, dict) or data.get("status") != "running":
+            return data
+        if path.name != RECORD_FILE or (journal := read_journal(path)) is None:
+            return data
+        if apply_journal(data, journal) is not None:
+            return data
+        # Written whole between the two reads: read both again.
+    return data
+
+
+def read_record(deliverables: Path, root: Path | None = None) -> dict[str, Any] | None:
+    """Return the record (:func:`load_record`), or None when it is missing or
+    unreadable. With ``root`` (the workspace), a record left running whose final
+    version the parent had to write elsewhere (:data:`FALLBACK_DIR`: the folder
+    refused it) comes from there."""
     try:
-        data = read_json(record_path(deliverables))
+        data = load_record(record_path(deliverables))
+    except (OSError, ValueError):
+        data = None
+    if not isinstance(data, dict):
+        return None
+    if root is not None and data.get("status") == "running":
+        moved = fallback_record(root, data.get("sub_conversation_id"))
+        if moved is not None:
+            return moved
+    return data
+
+
+def fallback_path(root: Path, sub_conversation_id: object) -> Path | None:
+    """Return where the parent writes the record of ``sub_conversation_id`` when its
+    deliverables folder refuses it (``<workspace>/.agentkit/subagent-records/<id>.json``),
+    or None for an id that is not a plain name."""
+    if not isinstance(sub_conversation_id, str) or not _SUB_ID.match(sub_conversation_id):
+        return None
+    return state_path(root, FALLBACK_DIR, f"{sub_conversation_id}.json")
+
+
+def fallback_record(root: Path, sub_conversation_id: object) -> dict[str, Any] | None:
+    """Return the final record the parent wrote at :func:`fallback_path` for
+    ``sub_conversation_id`` (its deliverables folder refused it), or None."""
+    path = fallback_path(root, sub_conversation_id)
+    if path is None:
+        return None
+    try:
+        data = read_json(path)
     except (OSError, ValueError):
         return None
-    return data if isinstance(data, dict) else None
+    same = isinstance(data, dict) and data.get("sub_conversation_id") == sub_conversation_id
+    return data if same and data.get("status") in FINAL_STATUSES else None
 
 
 def archive_record(deliverables: Path, root: Path) -> Path | None:
@@ -312,8 +362,15 @@ def archive_record(deliverables: Path, root: Path) -> Path | None:
     old = read_record(deliverables) or {}
     name = str(old.get("sub_conversation_id") or f"archived-{int(current.stat().st_mtime)}")
     target = current.with_name(f"conversations.{name}.json")
+    journaled = bool(old) and current.with_name(JOURNAL_FILE).exists()
+    if journaled:
+        write_json_atomic(target, old, root=root)  # with what its journal held
     with confined_folder(root, current.parent) as fd:  # no link below root is followed
-        os.replace(current.name, target.name, src_dir_fd=fd, dst_dir_fd=fd)
+        if journaled:
+            os.unlink(current.name, dir_fd=fd)
+            os.unlink(JOURNAL_FILE, dir_fd=fd)
+        else:
+            os.replace(current.name, target.name, src_dir_fd=fd, dst_dir_fd=fd)
     return target
 
 

@@ -1,29 +1,29 @@
-"""A sub-agent's state as the parent sees it, and the names of its statuses.
+"""A sub-agent's state as the parent sees it.
 
 One job: the :class:`SubAgent` dataclass (its spec, status, counters, timing and
-worker handle) and the status vocabulary every sub-agent module uses (docs/specification.md §1:
-running, completed, failed, timeout, terminated).
+worker handle), the spec it starts with (:func:`worker_spec`) and the
+get_sub_agent_status row's keys; the status names (docs/specification.md §1: running,
+completed, failed, timeout, terminated; budget_exhausted, docs/control-plane.md) are the
+contract's (agentkit.subagent.contract).
 """
 
 from __future__ import annotations
 
 import threading
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
-from agentkit.conversation import SEED_COUNTERS
+from agentkit.conversation import SEED_COUNTERS, new_conversation_id, utc_now
+from agentkit.subagent.contract import KillStatus, Status, WorkerSpec
 from agentkit.subagent.record import record_relpath
 
 if TYPE_CHECKING:
-    from agentkit.subagent.contract import WorkerHandle, WorkerSpec
+    from agentkit.settings import Settings
+    from agentkit.subagent.contract import WorkerHandle
 
-# How a sub-agent ended; "running" until then (docs/specification.md §1 statuses).
-EndStatus = Literal["completed", "failed", "timeout", "terminated"]
-Status = Literal["running", "completed", "failed", "timeout", "terminated"]
-# The endings the parent forces (timeout, terminate_sub_agent, shutdown).
-KillStatus = Literal["timeout", "terminated"]
 # A get_sub_agent_status row's keys (docs/specification.md §1), in order.
 STATUS_KEYS = (
     "agent_id",
@@ -34,6 +34,39 @@ STATUS_KEYS = (
     "last_action",
     "deliverables_dir",
 )
+
+
+def worker_spec(
+    settings: Settings,
+    workspace: Path,
+    *,
+    agent_id: int,
+    summary: str,
+    task: str,
+    timeout_seconds: int,
+    deliverables: tuple[str, Path],
+    extra: dict[str, Any],
+    sub_conversation_id: str | None = None,
+    created_at: str | None = None,
+) -> WorkerSpec:
+    """A new worker's spec: ``deliverables`` (relative, absolute), a fresh process mark,
+    and a fresh sub-conversation id and creation time unless given (a continued run
+    keeps its own)."""
+    rel, path = deliverables
+    return WorkerSpec(
+        agent_id=agent_id,
+        summary=summary,
+        task=task,
+        timeout_seconds=timeout_seconds,
+        deliverables_dir=rel,
+        deliverables_path=str(path),
+        workspace=str(workspace),
+        sub_conversation_id=sub_conversation_id or new_conversation_id(),
+        settings=settings.model_dump(),
+        process_mark=f"agentkit-{uuid.uuid4().hex}",
+        created_at=created_at or utc_now(),
+        extra=extra,
+    )
 
 
 def earlier_rows(rows: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
@@ -79,6 +112,61 @@ class SubAgent:
     # (workspace-relative), and the record itself when no disk could.
     record_elsewhere: str | None = None
     record: dict[str, Any] | None = None
+    # The timeout clock stops while the sub-agent waits for its parent or a person
+    # (a question, an approval): seconds paused so far, and open pauses.
+    paused_seconds: float = 0.0
+    _pauses: int = 0
+    _paused_since: float = 0.0
+    _clock_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    # The control plane (agentkit.subagent.control, docs/control-plane.md): tokens and
+    # cost so far (all runs; cost None when a response had no known price; estimated
+    # when a response came without the server's usage), the
+    # question it waits on, steering messages sent and not yet read (ref -> text),
+    # receipts awaited (ref -> Receipt once it came), messages it never read (it ended
+    # first), finish_task's typed result, and for a continued run the earlier runs'
+    # seconds and this run's number.
+    tokens: int = 0
+    cost_usd: float | None = 0.0
+    usage_estimated: bool = False
+    question: Any = None
+    steers: dict[int, str] = field(default_factory=dict)
+    receipts: dict[int, Any] = field(default_factory=dict)
+    unread: list[str] = field(default_factory=list)
+    result: Any = None
+    runtime_before: int = 0
+    runs: int = 1
+
+    def pause_clock(self, now: float | None = None) -> None:
+        """Stop the timeout clock (nested pauses count: it runs again when every
+        pause has been resumed). Thread-safe; ``now`` is ``time.monotonic()``."""
+        with self._clock_lock:
+            self._pauses += 1
+            if self._pauses == 1:
+                self._paused_since = time.monotonic() if now is None else now
+
+    def resume_clock(self, now: float | None = None) -> None:
+        """End one pause of :meth:`pause_clock` (an unmatched call does nothing)."""
+        with self._clock_lock:
+            if self._pauses == 0:
+                return
+            self._pauses -= 1
+            if self._pauses == 0:
+                now = time.monotonic() if now is None else now
+                self.paused_seconds += now - self._paused_since
+
+    def clock_paused(self) -> bool:
+        """True while at least one pause is open."""
+        return self._pauses > 0
+
+    def timeout_elapsed(self, now: float | None = None) -> float:
+        """Seconds counted against ``spec.timeout_seconds``: the time since start
+        minus the paused time (an open pause counts up to now)."""
+        now = time.monotonic() if now is None else now
+        with self._clock_lock:
+            paused = self.paused_seconds
+            if self._pauses:
+                paused += now - self._paused_since
+        return now - self.started - paused
 
     @property
     def deliverables_path(self) -> Path:
@@ -86,10 +174,10 @@ class SubAgent:
         return Path(self.spec.deliverables_path)
 
     def runtime(self) -> int:
-        """Seconds since start (frozen at the end)."""
+        """Seconds since start (frozen at the end), a continued run's earlier runs included."""
         if self.runtime_seconds is not None:
-            return self.runtime_seconds
-        return int(time.monotonic() - self.started)
+            return self.runtime_seconds + self.runtime_before
+        return int(time.monotonic() - self.started) + self.runtime_before
 
     def stats(self) -> dict[str, int]:
         """Return the seed's ``stats`` object: runtime_seconds and the four counters."""
@@ -110,14 +198,45 @@ class SubAgent:
             "deliverables_dir": self.spec.deliverables_dir,
         }
 
-    def conversation_row(self) -> dict[str, Any]:
-        """Return the row the main conversation file keeps for this sub-agent: the
-        status row plus background, sub_conversation_id, result_summary and the
-        record's path (``transcript``)."""
+    def usage_fields(self) -> dict[str, Any]:
+        """``tokens`` (prompt plus completion, all runs) and ``cost_usd`` (None: no known
+        price), ``usage_estimated: true`` once a response came without the server's
+        usage (its tokens estimated), and the pending ``question`` when there is one:
+        what status rows add for people (events, files) always, and for the model with
+        subagent_control."""
+        fields: dict[str, Any] = {"tokens": self.tokens, "cost_usd": self.cost_usd}
+        if self.usage_estimated:
+            fields["usage_estimated"] = True
+        if self.question is not None:
+            fields["question"] = self.question.text
+        return fields
+
+    def view_row(self) -> dict[str, Any]:
+        """The row events carry (SubAgentStarted/Progress/Finished, for the chat front
+        ends, never the model): the status row, ``token_usage`` (``prompt``,
+        ``completion``, ``total`` tokens so far; empty before the first turn) and
+        :meth:`usage_fields`."""
         return {
             **self.status_row(),
+            "token_usage": dict(self.token_usage),
+            **self.usage_fields(),
+        }
+
+    def conversation_row(self) -> dict[str, Any]:
+        """Return the row the main conversation file keeps for this sub-agent: the
+        status row with usage, plus background, sub_conversation_id, result_summary, the
+        record's path (``transcript``) and its runs."""
+        return {
+            **self.view_row(),
+            "runs": self.runs,
             "background": self.background,
             "sub_conversation_id": self.spec.sub_conversation_id,
             "result_summary": self.result_summary,
             "transcript": self.record_elsewhere or record_relpath(self.spec.deliverables_dir),
+            **self._profile_name(),
         }
+
+    def _profile_name(self) -> dict[str, str]:
+        profile = self.spec.extra.get("profile")
+        name = profile.get("name") if isinstance(profile, dict) else None
+        return {"profile": name} if isinstance(name, str) else {}

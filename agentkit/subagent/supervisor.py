@@ -2,10 +2,12 @@
 
 One job: for each started sub-agent, a monitor thread reads its channel (progress,
 write claims, the result), sends the wrap-up message at ``subagent_wrapup_at`` of
-its timeout, kills it at the timeout (docs/specification.md §8), and finishes it exactly once: the
-final status, the write claims released, the record finalised, the waiters woken
-and SubAgentFinished emitted. The manager decides which agents exist; this module
-only watches them.
+its timeout, kills it at the timeout (docs/specification.md §8), hands its approval
+requests to the conversation (its timeout clock paused until the answer), and finishes it exactly once: the
+final status, the write claims released, the record finalised, the waiters woken,
+SubAgentFinished emitted and the manager's ``on_finished`` called. The manager decides which agents exist; this module
+only watches them. The control plane's messages (usage, budgets, questions, receipts)
+go to its ``control`` (agentkit.subagent.control), which also hears of each end.
 """
 
 from __future__ import annotations
@@ -14,30 +16,59 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agentkit import events as ev
 from agentkit import prompts
+from agentkit.conversation import SEED_COUNTERS
 from agentkit.settings import Settings
 from agentkit.subagent.claims import Claims
 from agentkit.subagent.contract import (
+    ApprovalAnswer,
+    ApprovalRequest,
     ChannelClosed,
     ClaimAnswer,
     ClaimRequest,
+    ControlMessage,
+    EndStatus,
+    KillStatus,
     ParentMessage,
     Progress,
     Result,
     Terminate,
+    WorkerHandle,
     WrapUp,
 )
+from agentkit.subagent.finalise import finalise_record
 from agentkit.subagent.record import (
+    FINAL_STATUSES,
     Ending,
-    finalise_record,
     list_deliverables,
     read_record,
     record_path,
 )
-from agentkit.subagent.state import EndStatus, KillStatus, SubAgent
+from agentkit.subagent.state import SubAgent
+
+if TYPE_CHECKING:
+    from agentkit.tools.gate import AskAnswer
+
+ApprovalHandler = Callable[[SubAgent, ApprovalRequest, Callable[["AskAnswer"], bool]], None]
+"""``handler(agent, request, reply)``: a worker's approval request; ``reply(answer)``
+sends the answer (False: the agent ended first) and restarts its timeout clock."""
+
+
+class ControlHooks(Protocol):
+    """What the supervisor tells the control plane (agentkit.subagent.control.ControlPlane)."""
+
+    def on_message(self, agent: SubAgent, message: ControlMessage) -> None:
+        """A control message from ``agent``'s worker (UsageReport, Question, Receipt...)."""
+
+    def on_result(self, agent: SubAgent, result: Result) -> None:
+        """``agent``'s Result arrived (before its end is recorded)."""
+
+    def on_finished(self, agent: SubAgent) -> None:
+        """``agent`` ended, whichever way."""
+
 
 # How long a killed or finished worker gets to exit before its tree is killed.
 JOIN_SECONDS = 5
@@ -65,6 +96,9 @@ class Supervisor:
         changed: the manager's condition; its lock guards every SubAgent, and it is
             notified when one finishes.
         emit: event callback (SubAgentProgress, SubAgentFinished).
+        on_finished: called with each agent once it finished (after SubAgentFinished).
+        on_approval: takes the workers' approval requests (see :data:`ApprovalHandler`);
+            None: ``approvals_default`` answers them at once (no one to ask).
     """
 
     def __init__(
@@ -76,6 +110,8 @@ class Supervisor:
         agents: dict[int, SubAgent],
         changed: threading.Condition,
         emit: Callable[[ev.Event], None],
+        on_finished: Callable[[SubAgent], None] | None = None,
+        on_approval: ApprovalHandler | None = None,
     ) -> None:
         self.workspace = workspace
         self.settings = settings
@@ -83,10 +119,28 @@ class Supervisor:
         self.agents = agents
         self.changed = changed
         self.emit = emit
+        self.on_finished = on_finished
+        self.on_approval = on_approval
+        self.control: ControlHooks | None = None  # set by the manager
 
     def phrase(self, key: str, **values: Any) -> str:
         """Return the prompts phrase ``key`` in the settings' language."""
         return prompts.phrase(self.settings.language, key, **values)
+
+    def adopt(self, agent: SubAgent, handle: WorkerHandle) -> bool:
+        """The worker of ``agent`` started (outside the manager's lock): watch it and
+        return True, or, when the agent was ended meanwhile (a terminate, a shutdown:
+        their kill did not see this worker), kill it at once and return False."""
+        with self.changed:
+            agent.handle = handle
+            ended = agent.status != "running" or agent.kill_reason is not None
+        if not ended:
+            self.watch(agent)
+            return True
+        handle.kill(self.settings.command_kill_grace)
+        handle.join(1)
+        handle.close()
+        return False
 
     def watch(self, agent: SubAgent) -> None:
         """Start the monitor thread of ``agent`` (its handle is set)."""
@@ -102,19 +156,21 @@ class Supervisor:
         handle = agent.handle
         assert handle is not None
         channel = handle.channel
-        deadline = agent.started + agent.spec.timeout_seconds
-        wrapup_at = agent.started + agent.spec.timeout_seconds * self.settings.subagent_wrapup_at
+        # Seconds on the timeout clock, which stops while the agent waits for its
+        # parent or a person (SubAgent.pause_clock).
+        deadline = float(agent.spec.timeout_seconds)
+        wrapup_at = agent.spec.timeout_seconds * self.settings.subagent_wrapup_at
         wrapup_sent = False
         result: Result | None = None
         while agent.status == "running":
-            now = time.monotonic()
-            if now >= deadline:
+            elapsed = agent.timeout_elapsed()
+            if elapsed >= deadline:
                 self.kill(agent, "timeout")
                 break
-            if not wrapup_sent and now >= wrapup_at:
+            if not wrapup_sent and elapsed >= wrapup_at:
                 wrapup_sent = True
-                self.send(agent, WrapUp(seconds_left=int(deadline - now)))
-            wait = max(0.0, min(deadline, wrapup_at if not wrapup_sent else deadline) - now)
+                self.send(agent, WrapUp(seconds_left=int(deadline - elapsed)))
+            wait = max(0.0, (wrapup_at if not wrapup_sent else deadline) - elapsed)
             try:
                 message = channel.receive(min(wait, 0.5))
             except ChannelClosed:
@@ -123,9 +179,15 @@ class Supervisor:
                 self.progress(agent, message)
             elif isinstance(message, ClaimRequest):
                 self._answer_claim(agent, message)
+            elif isinstance(message, ApprovalRequest):
+                self._ask(agent, message)
             elif isinstance(message, Result):
                 result = message
                 break
+            elif message is not None and self.control is not None:
+                self.control.on_message(agent, message)  # the rest are ControlMessages
+        if result is not None and self.control is not None:
+            self.control.on_result(agent, result)
         if result is not None and agent.status == "running" and agent.kill_reason is None:
             # Announce first: the worker's exit and the leftover sweep come after,
             # off the critical path of whoever waits for this agent.
@@ -157,11 +219,13 @@ class Supervisor:
         """Take the worker's counters and last action; emit SubAgentProgress."""
         with self.changed:
             agent.counters.update(progress.counters)
+            if progress.token_usage:
+                agent.token_usage = dict(progress.token_usage)
             agent.finishing = progress.finishing
             if progress.last_action:
                 agent.last_action = progress.last_action
         if emit:
-            row = agent.status_row()
+            row = agent.view_row()
             if row != agent.last_progress:  # a retry loop must not flood the stream
                 agent.last_progress = row
                 self.emit(ev.SubAgentProgress(info=row))
@@ -171,6 +235,26 @@ class Supervisor:
         owner = self.claims.claim_file(agent.spec.agent_id, path)
         error = None if owner is None else self.conflict_message(path, owner)
         self.send(agent, ClaimAnswer(request=request.request, error=error))
+
+    def _ask(self, agent: SubAgent, request: ApprovalRequest) -> None:
+        """Hand a worker's approval request on, its timeout clock stopped meanwhile."""
+        agent.pause_clock()
+        answered = threading.Event()  # the clock restarts once, whatever answers
+
+        def reply(answer: AskAnswer) -> bool:
+            if answered.is_set():
+                return False
+            answered.set()
+            agent.resume_clock()
+            with self.changed:
+                alive = agent.status == "running"
+            message = ApprovalAnswer(request.request, answer.decision, answer.note, answer.by)
+            return alive and agent.handle is not None and agent.handle.channel.send(message)
+
+        if self.on_approval is None:
+            reply(_no_one_to_ask(self.settings.approvals_default))
+        else:
+            self.on_approval(agent, request, reply)
 
     def _shown(self, path: Path) -> str:
         try:
@@ -230,7 +314,14 @@ class Supervisor:
         by the parent's clock, a summary that says how it ended, claims released,
         record finalised (from ``worker_record`` when the worker could not write
         it; kept on the agent when no disk takes it); then wake waiters and emit
-        SubAgentFinished."""
+        SubAgentFinished.
+
+        One truth: the record's first final write decides (under its folder lock,
+        agentkit.subagent.record.may_replace). When the worker's own end got there
+        first (finish_task at the moment of a terminate), the agent takes the
+        record's status, summary and error; and its counters are always the ones
+        saved with the record's transcript. So the record, the event, the session
+        and the tool result say the same."""
         result_summary, error = ending.result_summary, ending.error
         with self.changed:
             if agent.status != "running":
@@ -238,33 +329,86 @@ class Supervisor:
             agent.status = status
             # The parent's clock: it includes the worker's start-up.
             agent.runtime_seconds = int(time.monotonic() - agent.started)
-            if status != "completed":
-                # The seed's notification templates say "finished"; the summary they
-                # carry says how, so a failure never reads as a success.
-                reason = error if status == "failed" and error and error != result_summary else ""
-                if status == "failed" and not reason and not result_summary:
-                    reason = self.phrase("crashed_summary", reason="unknown")
-                note = self.phrase("status_note", status=status, reason=reason).strip()
-                result_summary = f"{note}\n{result_summary}" if result_summary else note
+            result_summary = self._summary(status, result_summary, error)
             agent.result_summary = result_summary
             agent.error = error
             self.claims.release(agent.spec.agent_id)
-        record, where = finalise_record(
-            agent.spec,
-            status,
-            agent.stats(),
-            agent.token_usage,
-            Ending(result_summary, error),
-            worker_record,
-        )
-        with self.changed:
-            if where is None:
-                agent.record = record  # no disk took it: the parent keeps it
-            elif where != record_path(agent.deliverables_path):
-                agent.record_elsewhere = self._shown(where)
+        try:
+            self._finalise(
+                agent, status, Ending(result_summary, error, result=agent.result), worker_record
+            )
+        finally:  # the record is final: another process may take the folder now
+            self.claims.release_hold(agent.spec.agent_id)
+        if self.control is not None:
+            self.control.on_finished(agent)  # its question withdrawn, unread messages kept
         agent.done.set()
         with self.changed:
             self.changed.notify_all()
         self.emit(
-            ev.SubAgentFinished(info={**agent.status_row(), "result_summary": agent.result_summary})
+            ev.SubAgentFinished(info={**agent.view_row(), "result_summary": agent.result_summary})
         )
+        if self.on_finished is not None:
+            self.on_finished(agent)
+
+    def _finalise(
+        self,
+        agent: SubAgent,
+        status: EndStatus,
+        ending: Ending,
+        worker_record: dict[str, Any] | None,
+    ) -> None:
+        """Make ``agent``'s record final (agentkit.subagent.finalise.finalise_record) and
+        take from it what it says (its counters; its status when it was first)."""
+        record, where = finalise_record(
+            agent.spec, status, agent.stats(), agent.token_usage, ending, worker_record
+        )
+        with self.changed:
+            _adopt(agent, record)
+            if where is None:
+                agent.record = record  # no disk took it: the parent keeps it
+            elif where != record_path(agent.deliverables_path):
+                agent.record_elsewhere = self._shown(where)
+
+    def _summary(self, status: EndStatus, result_summary: str | None, error: str | None) -> str:
+        """The summary an agent ending with ``status`` reports: for ends other than
+        completed, a note saying how it ended first."""
+        if status == "completed":
+            return result_summary or ""
+        # The seed's notification templates say "finished"; the summary they
+        # carry says how, so a failure never reads as a success.
+        reason = error if status == "failed" and error and error != result_summary else ""
+        if status == "failed" and not reason and not result_summary:
+            reason = self.phrase("crashed_summary", reason="unknown")
+        note = self.phrase("status_note", status=status, reason=reason).strip()
+        return f"{note}\n{result_summary}" if result_summary else note
+
+
+def _adopt(agent: SubAgent, record: dict[str, Any]) -> None:
+    """Take the final record's word (under the manager's lock): its status, summary and
+    error when it is this agent's and ended otherwise (the worker's end was first),
+    and the counters and token usage saved with its transcript."""
+    if record.get("sub_conversation_id") != agent.spec.sub_conversation_id:
+        return
+    stored = record.get("status")
+    if stored in FINAL_STATUSES and stored != agent.status:
+        agent.status = stored
+        agent.result_summary = record.get("result_summary")
+        agent.error = record.get("error")
+        agent.result = record.get("result")
+    stats = record.get("stats")
+    if isinstance(stats, dict):
+        agent.counters.update(
+            {k: v for k in SEED_COUNTERS if type(v := stats.get(k)) is int and v >= 0}
+        )
+        usage = stats.get("token_usage")
+        if isinstance(usage, dict):
+            agent.token_usage = dict(usage)
+
+
+def _no_one_to_ask(default: str) -> AskAnswer:
+    """What an ask becomes without a conversation to hand it to (approvals_default)."""
+    from agentkit.tools.gate import AskAnswer
+
+    if default == "allow":
+        return AskAnswer("allow", None, "default")
+    return AskAnswer("deny", "no one to ask", "default")

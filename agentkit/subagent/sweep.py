@@ -7,17 +7,22 @@ whole group ended it with the main process) is recorded as terminated with
 KILLED_ERROR, its leftover processes are killed, and the row says so, so the
 main agent's next run is told (Agent._pending_notes). Also whether a folder's
 sub-agent still runs (:func:`folder_in_use`, :func:`worker_alive`), so two
-conversations on one workspace never share a deliverables folder.
+conversations on one workspace never share a deliverables folder; and, for views
+that must change nothing (``agentkit show``, the conversation lists), what a row
+still saved as running is now (:func:`live_rows`): its record's counters and end,
+or :data:`agentkit.conversation.PROCESS_GONE` when its worker is gone; and whether
+a conversation's own process still holds it (:func:`conversation_held`).
 """
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
 
-from agentkit.conversation import utc_now
-from agentkit.subagent.record import clean_temp_files, read_record, write_record
+from agentkit.conversation import PROCESS_GONE, SEED_COUNTERS, conversations_dir, utc_now
+from agentkit.subagent.record import FINAL_STATUSES, clean_temp_files, read_record, write_record
 
 # Written into a record found "running" at the next start whose worker is gone.
 KILLED_ERROR = (
@@ -29,21 +34,10 @@ def worker_alive(record: dict[str, Any]) -> bool:
     """True when the record's worker process still runs: its ``worker_pid`` exists,
     is not a zombie, and (when the record holds ``worker_started``) started at
     that time, so a reused pid does not count."""
-    pid = record.get("worker_pid")
-    if not isinstance(pid, int) or pid == os.getpid():
-        return False
-    import psutil
+    from agentkit.process.tree import process_alive
 
-    try:
-        process = psutil.Process(pid)
-        if process.status() == psutil.STATUS_ZOMBIE:
-            return False
-        started = record.get("worker_started")
-        if isinstance(started, (int, float)) and abs(process.create_time() - started) > 1.0:
-            return False
-    except psutil.Error:
-        return False
-    return True
+    pid = record.get("worker_pid")
+    return pid != os.getpid() and process_alive(pid, record.get("worker_started"))
 
 
 def folder_in_use(deliverables: Path) -> str | None:
@@ -66,12 +60,12 @@ def sweep_record(deliverables: Path, root: Path) -> dict[str, Any] | None:
     process mark. Returns the swept record, or None when there was nothing to do
     (no record, a final one, or a live worker). Write errors are ignored
     (``root``: as write_record's)."""
-    record = read_record(deliverables)
+    record = read_record(deliverables, root)  # its end written elsewhere counts
     if not record or record.get("status") != "running" or worker_alive(record):
         return None
     mark = record.get("process_mark")
     if isinstance(mark, str) and mark:
-        from agentkit.proctree import kill_tree
+        from agentkit.process.tree import kill_tree
 
         kill_tree(None, mark, grace=0.5)
     clean_temp_files(deliverables, root=root)
@@ -105,7 +99,7 @@ def sweep_rows(workspace: Path, rows: list[dict[str, Any]]) -> list[dict[str, An
             row["error"] = record.get("error")
             swept.append(row)
             continue
-        record = read_record(deliverables)
+        record = read_record(deliverables, workspace)
         same = record is not None and record.get("sub_conversation_id") == row.get(
             "sub_conversation_id"
         )
@@ -113,3 +107,71 @@ def sweep_rows(workspace: Path, rows: list[dict[str, Any]]) -> list[dict[str, An
             row["status"] = record["status"]
             row["result_summary"] = record.get("result_summary")
     return swept
+
+
+def live_rows(
+    workspace: Path, rows: list[Any], *, owner_alive: bool = True
+) -> list[dict[str, Any]]:
+    """Return copies of a conversation file's sub-agent ``rows`` as their records say
+    now, reading only (nothing is swept or written).
+
+    A row saved as running takes its record's runtime and counters (the file is saved
+    at the main agent's turns; the record at the sub-agent's, journal included), and
+    its end when the record is final; when the record is still running and its worker
+    is gone, or there is no record and the conversation's own process is gone
+    (``owner_alive`` False), its status is :data:`PROCESS_GONE`. Other rows, and rows
+    that are not objects, are copied as they are (bad ones left out).
+    """
+    out: list[dict[str, Any]] = []
+    for row in rows:
+        if not isinstance(row, dict):
+            continue
+        row = dict(row)
+        out.append(row)
+        folder = row.get("deliverables_dir")
+        if row.get("status") != "running" or not isinstance(folder, str) or not folder:
+            continue
+        record = read_record(workspace / folder, workspace)
+        if record is None or record.get("sub_conversation_id") != row.get("sub_conversation_id"):
+            if not owner_alive:
+                row["status"] = PROCESS_GONE
+            continue
+        stats = record.get("stats")
+        if isinstance(stats, dict):
+            row.update(
+                {
+                    k: v
+                    for k in ("runtime_seconds", *SEED_COUNTERS)
+                    if type(v := stats.get(k)) is int
+                }
+            )
+        if record.get("status") in FINAL_STATUSES:
+            row["status"] = record["status"]
+            row["result_summary"] = record.get("result_summary")
+        elif not worker_alive(record):
+            row["status"] = PROCESS_GONE
+    return out
+
+
+def conversation_held(workspace: Path, conversation_id: str) -> bool:
+    """Whether a live process has conversation ``conversation_id`` open: its lock file
+    ``<id>.lock`` (agentkit.chat.lock; removed at release) names a process that still
+    runs, by pid and start time (a holder that was killed leaves the file behind).
+    True when the file cannot be read or names nobody yet (its holder is writing it);
+    False when there is none. Light: reads one small file, imports no session."""
+    if not conversation_id or "/" in conversation_id or conversation_id.startswith("."):
+        return False
+    try:
+        text = (conversations_dir(workspace) / f"{conversation_id}.lock").read_text()
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+    try:
+        data = json.loads(text)
+        pid, started = data["pid"], data.get("started")
+    except (ValueError, KeyError, TypeError):
+        return True  # just taken and not written yet, or read-only: held as far as we know
+    from agentkit.process.tree import process_alive
+
+    return pid == os.getpid() or process_alive(pid, started)

@@ -108,12 +108,14 @@ Handler = Callable[[dict], ReplyLike]
 
 @dataclass
 class RecordedRequest:
-    """One request the server received: method, path, lower-case headers, parsed body."""
+    """One request the server received: method, path, lower-case headers, parsed body,
+    and the body's bytes as they came (``raw_body``)."""
 
     method: str
     path: str
     headers: dict[str, str]
     body: Any
+    raw_body: bytes = b""
 
 
 class ScriptExhausted(RuntimeError):
@@ -244,7 +246,7 @@ class FakeOpenAIServer:
         except ValueError:
             body = ex.body.decode("utf-8", "replace")
         with self._lock:
-            self.records.append(RecordedRequest(ex.method, ex.path, ex.headers, body))
+            self.records.append(RecordedRequest(ex.method, ex.path, ex.headers, body, ex.body))
         if ex.method == "GET" and path in ("/v1/models", "/models"):
             data = [
                 {"id": m, "object": "model", "created": 0, "owned_by": "agentkit"}

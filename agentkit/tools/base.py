@@ -1,11 +1,10 @@
-"""Tool definitions, the per-run tool context, and the registry that runs tool calls.
+"""Tool definitions and the per-run tool context (the registry that runs tool calls is
+:mod:`agentkit.tools.registry`).
 
 A tool is a plain function ``func(params, ctx) -> str | dict | ToolResult`` whose
 parameters are a pydantic model; the JSON schema sent to the model is generated
 from that model. Descriptions come from ``prompts/<lang>/tools/<name>.md`` when
-the tool does not carry its own. The registry turns every failure (unknown tool,
-bad arguments, ToolError, any exception) into an ``Error:`` result; nothing
-raises into the loop (docs/architecture.md §3, Tools).
+the tool does not carry its own (docs/architecture.md §3, Tools).
 """
 
 from __future__ import annotations
@@ -14,17 +13,18 @@ import functools
 import inspect
 import json
 import threading
-import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from pydantic import BaseModel, ValidationError
 
-from agentkit.errors import ToolError
 from agentkit.settings import Settings
-from agentkit.tools.os_errors import os_error_kind
+
+if TYPE_CHECKING:
+    from agentkit.process.sandbox import WriteScope
+    from agentkit.tools.gate import ToolGate
 
 
 @dataclass
@@ -33,6 +33,9 @@ class ToolResult:
 
     ``output`` is the text the model sees; for a failure it begins with ``Error:``.
     ``meta`` holds machine-readable facts (exit code, truncation, sizes).
+    ``messages``: messages the engine appends after the batch's tool results, for
+    text that is the user's rather than a tool's output (a skill's instructions,
+    agentkit.conventions.tool), so it is not read as data nor shrunk as old output.
     """
 
     output: str
@@ -40,11 +43,25 @@ class ToolResult:
     error_code: str | None = None
     truncated: bool = False
     meta: dict[str, Any] = field(default_factory=dict)
+    messages: list[dict[str, Any]] = field(default_factory=list)
 
     @classmethod
     def error(cls, code: str, message: str, **meta: Any) -> ToolResult:
         """Build a failed result whose output is ``Error: <code>: <message>``."""
         return cls(output=f"Error: {code}: {message}", ok=False, error_code=code, meta=meta)
+
+    def with_note(self, note: str) -> ToolResult:
+        """Return a copy with ``note`` added for the model: a JSON result (a dict the
+        tool returned) gains a ``"note"`` key (after a note it has already) and stays
+        JSON, serialised as :func:`to_result` does; a text result gets the note on a
+        line of its own after a blank line. ``ok``, the error code and meta stay."""
+        value = self.meta.get("json")
+        if isinstance(value, dict):
+            own = value.get("note")
+            noted = {**value, "note": f"{own}\n{note}" if own else note}
+            output = json.dumps(noted, ensure_ascii=False, indent=2, default=str)
+            return replace(self, output=output, meta={**self.meta, "json": noted})
+        return replace(self, output=f"{self.output.rstrip()}\n\n{note}")
 
 
 WriteClaim = Callable[[Path], None]
@@ -71,6 +88,11 @@ class ToolContext:
             so all processes of this agent can be found and killed (subagent timeouts).
         owner: the conversation the tools work for (its id), or None; background
             services of its commands end when it is closed.
+        write_scope: where this agent's sandboxed commands may write in the workspace
+            (a sub-agent: its deliverables folder and the files it claimed, set by
+            agentkit.subagent.worker.sandbox_scope); None: the whole workspace.
+        gate: approval rules and tool hooks every call passes (agentkit.tools.gate),
+            or None: calls run as they are.
     """
 
     workspace: Path
@@ -81,6 +103,8 @@ class ToolContext:
     process_mark: str | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
     owner: str | None = None
+    write_scope: WriteScope | None = None
+    gate: ToolGate | None = None
 
     @property
     def language(self) -> str:
@@ -173,150 +197,6 @@ def _schema(name: str, params: type[BaseModel], fallback: str, language: str) ->
         "type": "function",
         "function": {"name": name, "description": description, "parameters": parameters},
     }
-
-
-def _format_validation_error(tool: str, exc: ValidationError) -> str:
-    parts = []
-    for err in exc.errors(include_url=False):
-        loc = ".".join(str(p) for p in err.get("loc", ())) or "(arguments)"
-        parts.append(f"{loc}: {err.get('msg')}")
-    return f"invalid arguments for {tool}: " + "; ".join(parts)
-
-
-class ToolRegistry:
-    """The tools offered in one conversation, by name, in registration order.
-
-    Use :meth:`register` with a :class:`Tool`, or :meth:`tool` as a decorator on a
-    function whose first parameter is annotated with a pydantic model.
-    """
-
-    def __init__(self, tools: list[Tool] | None = None) -> None:
-        self._tools: dict[str, Tool] = {}
-        self._schemas: dict[str, list[dict[str, Any]]] = {}
-        self._closers: list[Callable[[], None]] = []
-        for tool in tools or []:
-            self.register(tool)
-
-    def on_close(self, closer: Callable[[], None]) -> None:
-        """Call ``closer()`` at :meth:`close` (tools holding resources: MCP sessions)."""
-        self._closers.append(closer)
-
-    def close(self) -> None:
-        """Release what the tools hold (each closer once; their errors are ignored)."""
-        while self._closers:
-            try:
-                self._closers.pop()()
-            except Exception:  # closing must not fail the caller's close
-                pass
-
-    def register(self, tool: Tool) -> Tool:
-        """Add or replace ``tool``; returns it."""
-        self._tools[tool.name] = tool
-        self._schemas.clear()
-        return tool
-
-    def tool(
-        self,
-        func: Callable[..., Any] | None = None,
-        *,
-        name: str | None = None,
-        description: str | None = None,
-        counter: str | None = None,
-        agents: Agents = "main",
-    ) -> Any:
-        """Decorator: register ``func(params: Model, ctx: ToolContext)`` (ctx optional).
-
-        The description defaults to the function's docstring. Raises TypeError when the
-        first parameter is not annotated with a pydantic model.
-        """
-
-        def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
-            self.register(
-                tool_from_function(
-                    fn, name=name, description=description, counter=counter, agents=agents
-                )
-            )
-            return fn
-
-        return wrap(func) if func is not None else wrap
-
-    def get(self, name: str) -> Tool | None:
-        """Return the tool called ``name`` or None."""
-        return self._tools.get(name)
-
-    def names(self) -> list[str]:
-        """Return the tool names in registration order."""
-        return list(self._tools)
-
-    def schemas(self, language: str) -> list[dict[str, Any]]:
-        """Return the ``tools`` list for a request (cached per language)."""
-        cached = self._schemas.get(language)
-        if cached is None:
-            cached = [t.schema(language) for t in self._tools.values()]
-            self._schemas[language] = cached
-        return cached
-
-    def execute(self, name: str, arguments: dict[str, Any] | None, ctx: ToolContext) -> ToolResult:
-        """Run one tool call and return its result; never raises (except KeyboardInterrupt).
-
-        Unknown tool, invalid arguments, ToolError and any other exception become
-        ``ToolResult.error`` with codes ``unknown_tool``, ``invalid_argument``,
-        the os_error_kind of an uncaught OSError, and ``internal_error``.
-        """
-        tool = self._tools.get(name)
-        if tool is None:
-            known = ", ".join(self._tools)
-            return ToolResult.error(
-                "unknown_tool", f"there is no tool named {name!r}; available tools: {known}"
-            )
-        try:
-            params = tool.params.model_validate(arguments or {})
-        except ValidationError as exc:
-            own = _own_refusal(tool, exc, arguments or {}, ctx)
-            return own or ToolResult.error("invalid_argument", _format_validation_error(name, exc))
-        started = time.monotonic()
-        try:
-            result = to_result(tool.func(params, ctx))
-        except ToolError as exc:
-            return ToolResult.error(exc.code, exc.message)
-        except OSError as exc:  # a file system failure no tool caught: say which kind
-            return ToolResult.error(os_error_kind(exc), f"{name} failed: {exc}")
-        except KeyboardInterrupt:
-            raise
-        except BaseException as exc:  # a tool bug, even sys.exit(), must not end the loop
-            return ToolResult.error("internal_error", f"{name} failed: {type(exc).__name__}: {exc}")
-        result.meta.setdefault("duration_seconds", round(time.monotonic() - started, 3))
-        return result
-
-    def unusable_arguments(self, name: str, reason: str, ctx: ToolContext) -> ToolResult:
-        """Answer a call whose arguments could not be parsed into a JSON object
-        (``reason`` says why): the tool's own refusal when it has an
-        ``on_invalid_arguments`` hook (given a ValidationError of type
-        ``json_invalid``), else ``Error: invalid_argument: ...``."""
-        tool = self._tools.get(name)
-        if tool is not None:
-            line = {"type": "json_invalid", "loc": (), "input": "", "ctx": {"error": reason}}
-            exc = ValidationError.from_exception_data(name, [line])  # type: ignore[list-item]
-            own = _own_refusal(tool, exc, {}, ctx)
-            if own is not None:
-                return own
-        return ToolResult.error(
-            "invalid_argument",
-            f"the arguments of this {name} call could not be used: {reason}. "
-            f"Call {name} again with one complete JSON object.",
-        )
-
-
-def _own_refusal(
-    tool: Tool, exc: ValidationError, arguments: dict[str, Any], ctx: ToolContext
-) -> ToolResult | None:
-    """The tool's on_invalid_arguments answer, or None (no hook, or it failed)."""
-    if tool.on_invalid_arguments is None:
-        return None
-    try:
-        return to_result(tool.on_invalid_arguments(exc, arguments, ctx))
-    except Exception:  # a broken hook: the caller falls back to the generic error
-        return None
 
 
 def to_result(value: Any) -> ToolResult:

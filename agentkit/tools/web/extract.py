@@ -5,7 +5,7 @@ Behaviour from docs/tools.md §9 (extract_webpage) and docs/architecture.md §3/
 * fetching, SSRF guard, redirects and caps: :mod:`agentkit.tools.web.fetch`;
 * dispatch on Content-Type, then magic bytes: HTML → trafilatura (Markdown, tables,
   metadata); ``text/*``, JSON, Markdown → decoded text as is; PDF → text with
-  ``pypdf`` when installed (``agentkit[pdf]``); images, archives and other binary
+  ``pypdf`` when installed (the ``pdf`` extra); images, archives and other binary
   types → ``unsupported_content`` with type and size, refused after the first bytes;
 * HTML where trafilatura finds no main content falls back to ``favor_recall``, then
   to a plain visible-text pass; still nothing → ``no_extractable_text``;
@@ -27,6 +27,7 @@ import threading
 from dataclasses import dataclass
 
 from agentkit.errors import ToolError
+from agentkit.extras import install_hint
 from agentkit.settings import Settings
 from agentkit.tools.base import ToolResult
 from agentkit.tools.web import _text
@@ -107,7 +108,7 @@ def _make_inspector(settings: Settings) -> Inspector:
                 raise ToolError(
                     "unsupported_content",
                     f"this URL is a PDF ({_size_text(declared, len(head))}); reading PDFs needs "
-                    "the optional pypdf package: install agentkit[pdf]",
+                    f"the optional pypdf package: {install_hint('pdf')}",
                 )
             if declared is not None and declared > settings.web_max_bytes:
                 raise ToolError(
@@ -199,7 +200,7 @@ def extract_pdf(body: bytes) -> Extracted:
         from pypdf import PdfReader
     except ImportError:
         raise ToolError(
-            "unsupported_content", "reading PDFs needs pypdf: install agentkit[pdf]"
+            "unsupported_content", f"reading PDFs needs pypdf: {install_hint('pdf')}"
         ) from None
     try:
         reader = PdfReader(io.BytesIO(body))

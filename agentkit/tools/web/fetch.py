@@ -266,79 +266,107 @@ def fetch(
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise ToolError("timeout", f"{url}: gave up after {settings.web_fetch_timeout:g} s")
-            try:
-                target = check_url(current, settings.web_allow_hosts, remaining)
-                key = str(httpx.URL(current).copy_with(fragment=None))
-            except ToolError as exc:
-                if chain:  # say it was a redirect that went somewhere bad
-                    raise ToolError(
-                        exc.code, f"redirected from {chain[-1]}: {exc.message}"
-                    ) from None
-                raise
-            except httpx.InvalidURL as exc:
-                raise ToolError(
-                    "invalid_argument", f"not a valid URL: {current!r} ({exc})"
-                ) from None
-            if key in seen:
-                shown = " -> ".join([*chain, current])
-                raise ToolError("redirect_loop", f"redirect loop: {shown}")
-            if len(chain) > settings.web_max_redirects:
-                shown = " -> ".join([*chain, current])
-                raise ToolError(
-                    "redirect_loop",
-                    f"more than {settings.web_max_redirects} redirects (web_max_redirects): {shown}",
-                )
-            seen.add(key)
-            chain.append(current)
+            target = _check_hop(current, chain, seen, settings, remaining)
             request = _pinned_request(client, target, remaining, settings.language)
             try:
                 response = client.send(request, stream=True)
             except httpx.HTTPError as exc:
                 raise _transport_error(exc, current, time.monotonic() - started) from None
             try:
-                location = response.headers.get("location")
-                if response.status_code in _REDIRECT_CODES and location:
-                    try:
-                        current = str(httpx.URL(current).join(location.strip()))
-                    except httpx.InvalidURL:
-                        raise ToolError(
-                            "http_error", f"{current} redirects to an invalid URL: {location!r}"
-                        ) from None
+                following = _redirect(response, current)
+                if following is not None:
+                    current = following
                     continue
-                if response.status_code >= 400:
-                    raise ToolError("http_error", _status_message(response, current))
-                content_type, charset = _split_content_type(
-                    response.headers.get("content-type", "")
-                )
-                page = FetchedPage(
-                    url=url,
-                    final_url=current,
-                    status=response.status_code,
-                    reason=response.reason_phrase or "",
-                    content_type=content_type,
-                    charset=charset,
-                    body=b"",
-                    declared_length=_declared_length(response),
-                    chain=chain,
-                )
-                fired = threading.Event()
-                timer = _watchdog(response, deadline - time.monotonic(), fired)
-                try:
-                    _read_body(
-                        page, response, settings.web_max_bytes, deadline, fired, cancel, inspect
-                    )
-                except httpx.HTTPError as exc:
-                    raise _transport_error(exc, current, time.monotonic() - started) from None
-                finally:
-                    if timer is not None:
-                        timer.cancel()
-                if page.truncated and not page.body:
-                    raise ToolError(
-                        "timeout",
-                        f"{current}: no content within {settings.web_fetch_timeout:g} s "
-                        "(web_fetch_timeout)",
-                    )
-                page.seconds = time.monotonic() - started
+                page = _page(url, current, response, chain)
+                _download(page, response, settings, deadline, cancel, inspect, started)
                 return page
             finally:
                 response.close()
+
+
+def _check_hop(
+    current: str, chain: list[str], seen: set[str], settings: Settings, remaining: float
+) -> Target:
+    """Check the next URL to visit (the address guard, loops, the redirect cap) and
+    add it to ``chain``; raise the ToolError of docs/tools.md §9 otherwise."""
+    try:
+        target = check_url(current, settings.web_allow_hosts, remaining)
+        key = str(httpx.URL(current).copy_with(fragment=None))
+    except ToolError as exc:
+        if chain:  # say it was a redirect that went somewhere bad
+            raise ToolError(exc.code, f"redirected from {chain[-1]}: {exc.message}") from None
+        raise
+    except httpx.InvalidURL as exc:
+        raise ToolError("invalid_argument", f"not a valid URL: {current!r} ({exc})") from None
+    shown = " -> ".join([*chain, current])
+    if key in seen:
+        raise ToolError("redirect_loop", f"redirect loop: {shown}")
+    if len(chain) > settings.web_max_redirects:
+        raise ToolError(
+            "redirect_loop",
+            f"more than {settings.web_max_redirects} redirects (web_max_redirects): {shown}",
+        )
+    seen.add(key)
+    chain.append(current)
+    return target
+
+
+def _redirect(response: httpx.Response, current: str) -> str | None:
+    """The URL ``response`` redirects to, or None; a ToolError for an invalid one."""
+    location = response.headers.get("location")
+    if response.status_code not in _REDIRECT_CODES or not location:
+        return None
+    try:
+        return str(httpx.URL(current).join(location.strip()))
+    except httpx.InvalidURL:
+        raise ToolError(
+            "http_error", f"{current} redirects to an invalid URL: {location!r}"
+        ) from None
+
+
+def _page(url: str, current: str, response: httpx.Response, chain: list[str]) -> FetchedPage:
+    """The FetchedPage of a final response, its body still to read; ToolError for
+    a status of 400 or more."""
+    if response.status_code >= 400:
+        raise ToolError("http_error", _status_message(response, current))
+    content_type, charset = _split_content_type(response.headers.get("content-type", ""))
+    return FetchedPage(
+        url=url,
+        final_url=current,
+        status=response.status_code,
+        reason=response.reason_phrase or "",
+        content_type=content_type,
+        charset=charset,
+        body=b"",
+        declared_length=_declared_length(response),
+        chain=chain,
+    )
+
+
+def _download(
+    page: FetchedPage,
+    response: httpx.Response,
+    settings: Settings,
+    deadline: float,
+    cancel: threading.Event | None,
+    inspect: Inspector | None,
+    started: float,
+) -> None:
+    """Read the body into ``page`` under the deadline's watchdog; ToolError
+    ``timeout`` when nothing came in time, ``http_error`` for a broken transfer."""
+    fired = threading.Event()
+    timer = _watchdog(response, deadline - time.monotonic(), fired)
+    try:
+        _read_body(page, response, settings.web_max_bytes, deadline, fired, cancel, inspect)
+    except httpx.HTTPError as exc:
+        raise _transport_error(exc, page.final_url, time.monotonic() - started) from None
+    finally:
+        if timer is not None:
+            timer.cancel()
+    if page.truncated and not page.body:
+        raise ToolError(
+            "timeout",
+            f"{page.final_url}: no content within {settings.web_fetch_timeout:g} s "
+            "(web_fetch_timeout)",
+        )
+    page.seconds = time.monotonic() - started

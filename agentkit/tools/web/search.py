@@ -195,30 +195,29 @@ def run_search(
             raise ToolError("cancelled", "the run was cancelled")
         if cancel is None:
             time.sleep(pause)
+    raise ToolError(
+        "search_unavailable",
+        f"web search is unavailable: {_failure_reason(last)}. Retry later or rephrase, or if "
+        "you know a relevant URL, read it directly with extract_webpage.",
+    )
+
+
+def _failure_reason(last: BaseException | None) -> str:
+    """Why both attempts failed, for the model: the provider's reason, cut to 200 chars."""
     if isinstance(last, SearchProviderError) and last.maybe_empty:
-        reason = (
+        return (
             "no results after 2 attempts. The search engine reports a refused "
             "(rate-limited) search the same way as a search with really no results, so "
             "either may be the cause"
         )
-    else:
-        detail = " ".join(str(last).split()) or type(last).__name__
-        if not isinstance(last, SearchProviderError):
-            detail = f"{type(last).__name__}: {detail}"
-        if len(detail) > 200:
-            detail = detail[:199] + "…"
-        if getattr(last, "rate_limited", False):
-            reason = f"the search engine is rate-limiting this client ({detail}), 2 attempts"
-        else:
-            reason = (
-                f"2 attempts failed ({detail}); the search engine may be unreachable or "
-                "rate-limiting"
-            )
-    raise ToolError(
-        "search_unavailable",
-        f"web search is unavailable: {reason}. Retry later or rephrase, or if you know a "
-        "relevant URL, read it directly with extract_webpage.",
-    )
+    detail = " ".join(str(last).split()) or type(last).__name__
+    if not isinstance(last, SearchProviderError):
+        detail = f"{type(last).__name__}: {detail}"
+    if len(detail) > 200:
+        detail = detail[:199] + "…"
+    if getattr(last, "rate_limited", False):
+        return f"the search engine is rate-limiting this client ({detail}), 2 attempts"
+    return f"2 attempts failed ({detail}); the search engine may be unreachable or rate-limiting"
 
 
 class SearchCache:

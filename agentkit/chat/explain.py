@@ -1,0 +1,94 @@
+"""Words for people about a round that failed: what failed and what to do.
+
+One job: :func:`state_words` says a conversation's state as people read it, and
+:func:`round_failure` turns a round's error and its kind (the LLMError kind,
+``RoundResult.error_kind``) into one sentence that names the endpoint when the endpoint
+is at fault, for the terminal chat and the web chat (docs/web-api.md: RoundFinished's
+``explanation``). :func:`shown_url` is the endpoint as it may be shown anywhere: no
+user name, password, query or fragment (they may hold a secret).
+"""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import urlsplit, urlunsplit
+
+__all__ = ["DEFAULT_BASE_URL", "round_failure", "shown_url", "state_words"]
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+"""The endpoint used when no base URL is set (the OpenAI SDK's default)."""
+
+_PREFIX = re.compile(r"^[a-z_]+(?: \(HTTP \d{3}\))?: ")
+_SAID = re.compile(r"^cannot reach the model server: ")  # the sentence says it already
+
+_ADVICE = {
+    "connection": "cannot reach the model server at {url} ({detail}). Check that it is running "
+    "and that the base URL is right, then send the message again.",
+    "timeout": "the model server at {url} did not answer in time ({detail}). "
+    "Send the message again in a moment.",
+    "authentication": "the model server at {url} refused the API key ({detail}). "
+    "Check the key (OPENAI_API_KEY), then send the message again.",
+    "not_found": "the model server at {url} does not know the model {model} or this address "
+    "({detail}). Check the model name and the base URL.",
+    "rate_limit": "the model server at {url} is limiting requests ({detail}). "
+    "Wait a moment, then send the message again.",
+    "quota_exhausted": "the account at {url} has no quota left ({detail}). "
+    "Add credit or use another key.",
+    "overloaded": "the model server at {url} is overloaded ({detail}). Try again in a moment.",
+    "server_error": "the model server at {url} had an internal error ({detail}). "
+    "Try again in a moment.",
+    "context_length_exceeded": "the conversation no longer fits the model's context ({detail}). "
+    "Start a new conversation, or use a model with a larger context.",
+    "request_too_large": "the request is too large for the model server ({detail}). "
+    "Start a new conversation, or send a shorter message.",
+    "content_filter": "the provider's content filter refused the request ({detail}). "
+    "Rephrase the message.",
+}
+
+
+def shown_url(url: str | None) -> str:
+    """``url`` without user name, password, query and fragment (default endpoint for
+    None or empty); text that is not a URL comes back as it was, cut to 200 characters."""
+    if not url:
+        return DEFAULT_BASE_URL
+    try:
+        parts = urlsplit(url)
+        host = parts.netloc.rpartition("@")[2]  # user:password@ dropped
+        return urlunsplit((parts.scheme, host, parts.path, "", "")) or url[:200]
+    except ValueError:
+        return url[:200]
+
+
+def round_failure(
+    error: str | None, error_kind: str | None, *, base_url: str | None, model: str | None
+) -> str:
+    """One sentence for a failed round: ``"The round failed: <what> (<detail>). <what
+    to do>."``.
+
+    Args:
+        error: the round's error text (``LLMError.one_line()`` for model errors:
+            ``"kind (HTTP n): message"``; the kind prefix is dropped as redundant).
+        error_kind: the LLMError kind (docs/providers.md §4.2), or None for other failures.
+        base_url, model: the settings the round used (the URL is shown without secrets).
+    """
+    detail = _SAID.sub("", _PREFIX.sub("", " ".join((error or "no reason given").split())))
+    if len(detail) > 300:
+        detail = detail[:300] + "…"
+    template = _ADVICE.get(error_kind or "")
+    if template is None:
+        return f"The round failed: {detail}. Send a message to try again."
+    text = template.format(url=shown_url(base_url), model=repr(model or ""), detail=detail)
+    return f"The round failed: {text}"
+
+
+def state_words(state: str, running: int = 0) -> str:
+    """A conversation's state in words: ``working`` (running), ``waiting for 2
+    sub-agents`` (waiting_for_subagents; ``running`` is how many), ``idle``. The web
+    page's common.js ``stateWords`` says the same."""
+    if state == "running":
+        return "working"
+    if state == "waiting_for_subagents":
+        if running <= 0:
+            return "waiting for sub-agents"
+        return f"waiting for {running} sub-agent{'s' if running != 1 else ''}"
+    return "idle"

@@ -1,0 +1,87 @@
+"""The commands that help a person find their way: ``agentkit help [COMMAND]``, "did
+you mean" for a mistyped command, ``agentkit conversations`` (a workspace's
+conversations, to continue one) and the ``demo`` command's parser.
+
+One job: their parsers and entry points, kept out of agentkit.cli (the dispatch).
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from agentkit.cli.common import PROG, UsageError, print_json, workspace, workspace_arg
+
+__all__ = ["add_parsers", "cmd_conversations", "cmd_help", "unknown_command"]
+
+
+def add_parsers(sub: Any) -> None:
+    """Add ``conversations``, ``demo`` and ``help`` to the ``agentkit`` subparsers ``sub``."""
+    listing = sub.add_parser(
+        "conversations",
+        help="list a workspace's conversations",
+        description="List the conversations saved in the workspace, newest first: id, "
+        "last change, state, turns, sub-agents and title. Continue one with "
+        "`agentkit chat --continue ID`.",
+    )
+    workspace_arg(listing)
+    listing.add_argument("--json", action="store_true", help="print JSON")
+
+    demo = sub.add_parser(
+        "demo",
+        help="the whole machinery offline, on a scripted model",
+        description="Run a scripted review of a small sample project with no key and no "
+        "network: a built-in script answers as the model, everything else is real (two "
+        "background sub-agents and a blocking one, their files, the final report). For "
+        "a conversation of your own: `agentkit chat --demo` or `agentkit serve --demo`.",
+    )
+    demo.add_argument(
+        "-w",
+        "--workspace",
+        default=None,
+        metavar="DIR",
+        help="workspace folder (default: a fresh copy of the sample project)",
+    )
+    demo.add_argument("--lang", choices=("zh", "en"), help="prompt language (default en)")
+
+    help_ = sub.add_parser(
+        "help", help="show the help of agentkit or of one command", description="Show help."
+    )
+    help_.add_argument("topic", nargs="?", metavar="COMMAND", help="a command, e.g. chat")
+
+
+def unknown_command(word: str, known: list[str]) -> str:
+    """The line for a command ``word`` that is not one of ``known``, with the closest
+    one when there is one: ``unknown command 'caht'; did you mean 'chat'?``."""
+    import difflib
+
+    close = difflib.get_close_matches(word, known, n=1, cutoff=0.6)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return f"unknown command {word!r}{hint} (`{PROG} help` lists the commands)"
+
+
+def cmd_conversations(args: argparse.Namespace) -> int:
+    """``agentkit conversations``: the workspace's conversations, newest first (``--json``:
+    ``{"conversations": [ConversationInfo.to_dict()]}``)."""
+    from agentkit.chat.store import list_conversations
+    from agentkit.cli.safe_text import terminal_safe
+    from agentkit.cli.show import render_conversations
+
+    infos = list_conversations(workspace(args.workspace))
+    if args.json:
+        print_json({"conversations": [i.to_dict() for i in infos]})
+    else:
+        print(terminal_safe(render_conversations(infos)))
+    return 0
+
+
+def cmd_help(args: argparse.Namespace, parser: argparse.ArgumentParser, known: list[str]) -> int:
+    """``agentkit help [COMMAND]``: print ``parser``'s help, or that of the command
+    ``args.topic`` (one of ``known``); UsageError (with "did you mean") for another."""
+    if args.topic is None:
+        parser.print_help()
+        return 0
+    if args.topic not in known:
+        raise UsageError(unknown_command(args.topic, known))
+    parser.parse_args([args.topic, "--help"])  # prints it and exits 0
+    return 0

@@ -1,0 +1,141 @@
+"""The ``agentkit serve`` (web chat) and ``agentkit profiles`` subcommands.
+
+One job: their argument parsers and entry points, kept out of agentkit.cli so that
+module stays the story of ``run``. Heavy imports happen only when a command runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+from typing import Any
+
+from agentkit.cli.common import (
+    Signals,
+    UsageError,
+    check_cli_settings,
+    control_arg,
+    endpoint_args,
+    settings_from_args,
+    workspace,
+    workspace_arg,
+)
+
+__all__ = ["add_parsers", "cmd_profiles", "cmd_serve"]
+
+
+def add_parsers(sub: Any) -> None:
+    """Add ``profiles`` and ``serve`` to the ``agentkit`` subparsers ``sub``."""
+    profiles = sub.add_parser(
+        "profiles",
+        help="list the agent profiles and check their files",
+        description="List the agent profiles (named kinds of sub-agent: a prompt, a tool "
+        "allow-list, a model) from <workspace>/.agentkit/agents/*.md and "
+        "~/.config/agentkit/agents/*.md, and check each file; exit 1 when one has a problem.",
+    )
+    workspace_arg(profiles)
+    serve = sub.add_parser(
+        "serve",
+        help="a web chat with the main agent and its sub-agents",
+        description="Serve the web chat (needs the web extra) on HOST:PORT. Loopback by "
+        "default; any other address needs a token of at least 16 characters (given, or "
+        "generated and printed once) and answers only to its own names and --allowed-host. "
+        "The model endpoint is checked at start (the page's header shows the result).",
+    )
+    serve.add_argument(
+        "-w",
+        "--workspace",
+        default=None,
+        metavar="DIR",
+        help="workspace folder (default: .; with --demo a copy of the sample project)",
+    )
+    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8765, help="port (default 8765; 0: a free one)")
+    serve.add_argument(
+        "--token",
+        help="access token, at least 16 characters (default: none on loopback, else generated)",
+    )
+    serve.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="another name the Host header may carry (repeatable; e.g. the machine's DNS name)",
+    )
+    endpoint_args(serve)
+    serve.add_argument("--max-turns", type=int, metavar="N", help="model requests per round")
+    serve.add_argument("--no-stream", action="store_true", help="send plain requests")
+    control_arg(serve)
+    serve.add_argument(
+        "--demo",
+        action="store_true",
+        help="no key: a scripted model plays every agent (work requests start a sub-agent)",
+    )
+
+
+def cmd_profiles(args: argparse.Namespace) -> int:
+    """``agentkit profiles``: list the profiles; exit code 1 when one has a problem."""
+    from agentkit.profiles import check_profiles
+    from agentkit.settings import Settings
+
+    lines, good = check_profiles(workspace(args.workspace), Settings())
+    print("\n".join(lines), flush=True)
+    return 0 if good else 1
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    """``agentkit serve``: the web chat (agentkit.webchat.serve) until a signal; returns
+    128 + the signal (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP) after a clean shutdown
+    (every conversation saved, its sub-agents ended).
+
+    Raises:
+        UsageError: a missing workspace, bad settings, the web extra missing, no model.
+    """
+    from agentkit.cli.chat import check_endpoint_flags
+    from agentkit.errors import ConfigurationError
+
+    args.local = False
+    check_endpoint_flags(args)
+    demo: Any = None
+    try:
+        from agentkit.webchat import require_web_extra
+
+        require_web_extra()
+        if args.demo:
+            from agentkit.cli.demo_chat import start_demo
+
+            demo = start_demo(args.workspace, args.lang)
+            root = demo.workspace
+        else:
+            root = workspace(args.workspace or ".")
+        settings = settings_from_args(args, demo.overrides if demo else None)
+        check_cli_settings(settings)
+        from agentkit.webchat.serve import serve
+
+        # While it serves, uvicorn's own flag-setting handlers take SIGINT and SIGTERM
+        # (a clean shutdown) and raise them again once it stopped: they reach these
+        # handlers then and set the exit code. SIGHUP, which uvicorn leaves alone,
+        # is turned into that same shutdown.
+        with Signals(on_leave=_hang_up_as_term) as signals:
+            code = serve(
+                root,
+                settings,
+                host=args.host,
+                port=args.port,
+                token=args.token,
+                allowed_hosts=args.allowed_host,
+                demo=args.demo,
+            )
+    except (ConfigurationError, FileNotFoundError) as exc:
+        raise UsageError(str(exc)) from None
+    finally:
+        if demo is not None:
+            demo.stop()
+    return signals.exit_code(code)
+
+
+def _hang_up_as_term(signum: int) -> None:
+    # Called on the signal watcher thread, not in a handler.
+    if signum == signal.SIGHUP:
+        os.kill(os.getpid(), signal.SIGTERM)

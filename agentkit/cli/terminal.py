@@ -1,0 +1,416 @@
+"""The terminal front end of ``agentkit chat``.
+
+One job: a chat on a terminal. The input line (prompt_toolkit) stays usable while
+the main agent works: output printed meanwhile appears above it (``patch_stdout``),
+and a bottom toolbar shows the state, the running sub-agents and the tail of the
+answer as it streams. Once a round ends its answer is rendered as Markdown (rich).
+Sub-agents get a line when they start and finish (and all of them on ``/status``).
+Ctrl-C cancels the current round only; Ctrl-D or ``/quit`` leaves (sub-agents end,
+the conversation is saved, one line says so and how to come back). Ctrl-D, ``/new``
+and ``/switch`` ask first while sub-agents run (a second Ctrl-D confirms); ``✓ all
+done`` (and the bell) follows only background work, not every answer; states and
+failed rounds are said in words (agentkit.chat.explain).
+
+Events come from the session's threads; printing goes through prompt_toolkit's
+stdout proxy, which is thread-safe, and the view's own fields are guarded by a lock.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import signal
+import sys
+import threading
+from typing import TYPE_CHECKING, Any
+
+from agentkit import events as ev
+from agentkit.chat.explain import round_failure, state_words
+from agentkit.cli.approve import Asks
+from agentkit.cli.commands import ChatCommands, CommandError, message_text, unsent_note
+from agentkit.cli.common import Signals
+from agentkit.cli.paste import typed_runs_as_paste
+from agentkit.cli.progress import event_line, shorten
+from agentkit.cli.safe_text import terminal_safe
+
+if TYPE_CHECKING:
+    from agentkit.chat import Session, Workspace
+
+__all__ = ["TerminalChat", "render_markdown"]
+
+BELL = "\a"
+
+
+class _Leave(Exception):
+    """Raised out of the prompt when a signal ends the chat."""
+
+
+def render_markdown(text: str, width: int | None = None) -> str:
+    """Return ``text`` rendered as Markdown for a terminal (ANSI styles), ``width`` columns
+    (default: the terminal's, at most 120). ``text`` is made terminal-safe first: rich's
+    Markdown passes escape sequences in it through."""
+    from markdown_it import MarkdownIt
+    from rich.console import Console
+    from rich.markdown import Markdown
+
+    columns = width or min(shutil.get_terminal_size((100, 40)).columns, 120)
+    buffer = io.StringIO()
+    safe = terminal_safe(text)
+    shown = Markdown(safe)
+    # rich parses HTML and then drops it: "use <div> here" read "use  here". Parsed
+    # with HTML off, tags are text, shown as the model wrote them.
+    parser = MarkdownIt("commonmark", {"html": False}).enable("strikethrough").enable("table")
+    shown.parsed = parser.parse(safe)
+    Console(file=buffer, force_terminal=True, width=columns).print(shown)
+    return buffer.getvalue().rstrip("\n")
+
+
+class TerminalChat:
+    """A chat on a terminal (see the module docstring).
+
+    Args:
+        workspace: the chat's Workspace.
+        session: the conversation to start in.
+        resume: the command that continues a conversation, ``{id}`` for its id
+            (printed when the chat ends).
+    """
+
+    def __init__(
+        self, workspace: Workspace, session: Session, resume: str = "agentkit chat --continue {id}"
+    ) -> None:
+        self._lock = threading.Lock()
+        self._state = session.state
+        self._streamed = ""
+        self._running: dict[int, str] = {}  # running sub-agents: id -> summary
+        self._round_open = False
+        self._background_ran = False  # since the last "all done"
+        self._done_pending = False
+        self._resume = resume
+        self._prompt: Any = None
+        self._signals: Signals | None = None
+        self._terminal_gone = False
+        self._unsent_told = False
+        self._asks = Asks(session)  # approval requests waiting for the person
+        self._unsubscribe = session.subscribe(self._on_event)
+        self.commands = ChatCommands(workspace, session, self._switched)
+
+    # ------------------------------------------------------------------ loop
+    def run(self) -> int:
+        """Read and act on input lines until the user leaves; returns the exit code
+        (0, or 128 + the signal; 129 when the terminal went away)."""
+        from prompt_toolkit import PromptSession
+        from prompt_toolkit.patch_stdout import patch_stdout
+
+        self._prompt = PromptSession(
+            input=typed_runs_as_paste(), bottom_toolbar=self._toolbar, refresh_interval=0.5
+        )
+        session = self.commands.session
+        on_signal = lambda signum: signum == signal.SIGINT and self._interrupt()  # noqa: E731
+        with Signals(on_signal, self._signal_leave) as signals:
+            self._signals = signals
+            patched = patch_stdout(raw=True)
+            patched.__enter__()
+            try:
+                _say(
+                    f"agentkit chat · {session.id} · {self.commands.workspace.path}\n"
+                    "/help lists the commands · Ctrl-C cancels a round · Ctrl-D or /quit leaves"
+                )
+                self._loop()
+            finally:
+                try:  # the proxy flushes what it holds: a closed terminal says EIO
+                    patched.__exit__(None, None, None)
+                except OSError:
+                    self._terminal_gone = True
+                _say(self._leave())  # every open conversation: sub-agents end, saved
+        if self._terminal_gone:
+            _quiet_standard_streams()
+            return signals.exit_code(128 + signal.SIGHUP)
+        return signals.exit_code(0)
+
+    def _loop(self) -> None:
+        """Prompt for lines and act on them until the user or a signal ends the chat."""
+        assert self._signals is not None
+        while not self._signals.leaving.is_set():
+            try:
+                line = self._prompt.prompt(self._asks.prompt, pre_run=self._leave_if_signalled)
+            except KeyboardInterrupt:  # Ctrl-C typed at the prompt
+                self._interrupt()
+                continue
+            except _Leave:  # a signal ended the prompt
+                self._terminal_gone = not _still_a_terminal()
+                return
+            except EOFError:  # Ctrl-D, or a hang-up
+                self._terminal_gone = not _still_a_terminal()
+                if self._terminal_gone or self._may_end_subagents("leaving", "Leave", True):
+                    return
+                continue
+            except OSError:  # EIO: the terminal was closed under the prompt (a hang-up)
+                self._terminal_gone = True
+                return
+            if not self._handle(line.strip()):
+                return
+
+    def _handle(self, line: str) -> bool:
+        """Act on one input line; False to leave."""
+        if not line:
+            return True
+        answered = self._asks.answer(self.commands.session, line)  # y / a / n reason
+        if answered is not None:
+            if answered:
+                _show(_style(answered, "31"))
+            return True
+        text = message_text(line)
+        if text is None:
+            word = line[1:].split(maxsplit=1)[0].lower() if line[1:].strip() else ""
+            doing = {"new": ("a new conversation", "Start a new one"),
+                     "switch": ("switching", "Switch")}.get(word)  # fmt: skip
+            if doing and not self._may_end_subagents(*doing):
+                return True
+            try:
+                result = self.commands.execute(line)
+            except CommandError as exc:
+                _show(_style(str(exc), "31"))
+                return True
+            if result.ok:
+                _say(result.text)
+            else:
+                _show(_style(result.text, "31"))
+            self._unsent_told = result.quit  # /quit counted the unsent messages
+            return not result.quit
+        self.commands.session.post(text)
+        return True
+
+    def _running_ids(self) -> list[int]:
+        rows = self.commands.session.subagents()
+        return [int(r["agent_id"]) for r in rows if r.get("status") == "running"]
+
+    def _may_end_subagents(self, doing: str, question: str, eof_means: bool = False) -> bool:
+        """True when no sub-agent runs, or the user agrees that ``doing`` ends them
+        (``question [y/N]``); ``eof_means``: a Ctrl-D at the question says yes."""
+        running = self._running_ids()
+        if not running:
+            return True
+        ids = ", ".join(f"#{i}" for i in running)
+        _show(_style(f"sub-agents {ids} are still running: {doing} ends them "
+                     "(their files so far stay; the conversation is saved)", "33"))  # fmt: skip
+        again = " (Ctrl-D again: yes)" if eof_means else ""
+        try:
+            answer = self._prompt.prompt(
+                f"{question}? [y/N]{again} ", pre_run=self._leave_if_signalled
+            )
+        except EOFError:
+            return eof_means
+        except (KeyboardInterrupt, _Leave, OSError):
+            return False
+        if answer.strip().lower() in ("y", "yes"):
+            return True
+        _say("kept: the sub-agents go on")
+        return False
+
+    def _leave(self) -> str:
+        """Close every open conversation; return the farewell: where it was saved, the
+        queued messages left unsent (unless /quit said so already), the running
+        sub-agents ended (said first, too), and how to continue it."""
+        session = self.commands.session
+        ended = self._running_ids()
+        if ended:
+            _say(f"ending sub-agents {', '.join(f'#{i}' for i in ended)}…")
+        unsent = len(session.inbox)
+        self.commands.workspace.close()  # every open conversation: sub-agents end, saved
+        self._unsubscribe()
+        parts = [f"left: conversation {session.id} saved to {session.transcript_path}"]
+        if unsent and not self._unsent_told:
+            parts.append(unsent_note(unsent))
+        if ended:
+            parts.append(f"sub-agents {', '.join(f'#{i}' for i in ended)} ended")
+        way_back = f"continue it with: {self._resume.format(id=session.id)}"
+        return "; ".join(parts) + "\n" + way_back
+
+    def _interrupt(self) -> bool:
+        """Ctrl-C: cancel the round, or say how to leave. Never ends the chat."""
+        if self.commands.session.cancel():
+            _show(
+                _style(
+                    "cancelling the round… (background sub-agents go on; /stop N ends one)", "33"
+                )
+            )
+        else:
+            _say("no round is running: Ctrl-D or /quit leaves")
+        return True
+
+    def _signal_leave(self, signum: int) -> None:
+        """SIGTERM/SIGHUP (on the signal watcher thread): end the prompt; the loop
+        then leaves cleanly."""
+        app = getattr(self._prompt, "app", None)
+        loop = getattr(app, "loop", None)
+        if app is not None and app.is_running and loop is not None:
+            loop.call_soon_threadsafe(self._leave_if_signalled)
+
+    def _leave_if_signalled(self) -> None:
+        # On the prompt's event loop: when it starts (a signal may have come just
+        # before) and when the watcher asks.
+        app = getattr(self._prompt, "app", None)
+        signals = self._signals
+        if app is not None and signals is not None and signals.leaving.is_set():
+            future = getattr(app, "future", None)
+            if future is not None and not future.done():
+                app.exit(exception=_Leave())
+
+    def _switched(self, old: Session, new: Session) -> None:
+        self._asks = Asks(new)
+        with self._lock:
+            self._running.clear()
+            self._state = new.state
+            self._streamed = ""
+        self._unsubscribe = new.subscribe(self._on_event)
+
+    # ---------------------------------------------------------------- events
+    def _toolbar(self) -> str:
+        with self._lock:
+            parts = [state_words(self._state, len(self._running))]
+            if self._running:
+                parts.append("sub-agents running: " + " ".join(f"#{i}" for i in self._running))
+            if self._streamed:
+                parts.append("answer: …" + shorten(self._streamed[-200:], 70)[-70:])
+        return terminal_safe(" " + " · ".join(parts))
+
+    def _on_event(self, event: ev.Event) -> None:
+        """Print what the event means (called on the session's threads, one at a time)."""
+        with self._lock:
+            lines = self._apply(event)
+        for line in lines:
+            _show(line)  # built by _style and render_markdown, which made the text safe
+
+    def _apply(self, event: ev.Event) -> list[str]:
+        asked = self._asks.lines(event)  # approval requests, their answers
+        if asked is not None:
+            return [_style(line, "33") for line in asked]
+        if isinstance(event, ev.StateChanged):
+            self._state = event.state
+        elif isinstance(event, ev.TextDelta):
+            self._streamed += event.text
+        elif isinstance(event, ev.RoundStarted):
+            self._round_open, self._streamed = True, ""
+            if event.trigger == "notification":
+                return [
+                    _style("· background work finished: the main agent reads the results", "36")
+                ]
+        elif isinstance(event, ev.AssistantMessage):
+            self._streamed = ""
+            if event.tool_calls and (event.content or "").strip():
+                return [_style(event.content.strip(), "2")]  # type: ignore[union-attr]
+        elif isinstance(event, ev.MessageQueued):
+            return [
+                _style(
+                    f"queued ({event.position}): it reaches the main agent after the current tool results",
+                    "33",
+                )
+            ]
+        elif isinstance(event, ev.ToolCallStarted) and event.last_action:
+            # Words first (as the web page), the tool's name after them.
+            return [_style(f"· {shorten(event.last_action, 100)} ({event.name})", "2")]
+        elif isinstance(event, ev.UserMessage) and event.queued:
+            return [_style(f"· queued message delivered: {shorten(event.text, 60)}", "36")]
+        elif isinstance(event, (ev.SubAgentStarted, ev.SubAgentFinished)):
+            agent_id = event.info.get("agent_id")
+            if isinstance(event, ev.SubAgentStarted) and isinstance(agent_id, int):
+                self._running[agent_id] = str(event.info.get("summary", ""))
+            elif isinstance(agent_id, int):
+                self._running.pop(agent_id, None)
+            return [_style(event_line(event) or "", "35")]
+        elif isinstance(event, ev.SubAgentQuestion):  # it waits: the user may answer it
+            return [_style("? " + (event_line(event) or ""), "1;33")]
+        elif isinstance(event, ev.RoundFinished):
+            return self._round_finished(event)
+        elif isinstance(event, ev.AllWorkDone):
+            if self._round_open:  # the session says "idle" just before the round's end
+                self._done_pending = True
+                return []
+            return self._all_done()
+        else:
+            line = event_line(event)  # tool calls, retries, compaction
+            if line is not None and not isinstance(event, ev.SubAgentProgress):
+                return [_style(line, "2")]
+        return []
+
+    def _round_finished(self, event: ev.RoundFinished) -> list[str]:
+        self._round_open, self._streamed = False, ""
+        lines = []
+        if event.status == "done":
+            text = (event.final_text or "").strip()
+            lines.append(render_markdown(text) if text else _style("(no answer text)", "2"))
+        elif event.status == "cancelled":
+            going = " ".join(f"#{i}" for i in event.background)
+            tail = f" Sub-agents {going} keep working in the background." if going else ""
+            lines.append(_style(f"Round stopped.{tail} Send a message to go on.", "33"))
+        else:
+            settings = self.commands.session.settings
+            why = event.explanation or round_failure(
+                event.error, event.error_kind, base_url=settings.base_url, model=settings.model
+            )
+            lines.append(_style(why, "31"))
+        if event.background:
+            self._background_ran = True
+            ids = " ".join(f"#{i}" for i in event.background)
+            lines.append(
+                _style(
+                    f"round finished · background work still running: sub-agents {ids} "
+                    "(their results start a round by themselves; /status shows them)",
+                    "36",
+                )
+            )
+        elif self._done_pending:
+            lines += self._all_done()
+        return lines
+
+    def _all_done(self) -> list[str]:
+        """``✓ all done`` with the bell, once background work has ended; nothing after a
+        round that left nothing running (its answer says it is done)."""
+        ran, self._background_ran, self._done_pending = self._background_ran, False, False
+        if not ran:
+            return []
+        return [_style("✓ all done: no round and no sub-agent running", "32") + BELL]
+
+
+def _style(text: str, code: str) -> str:
+    """``text`` made terminal-safe, in an ANSI style (``"2"`` dim, ``"31"`` red...)."""
+    return f"\x1b[{code}m{terminal_safe(text)}\x1b[0m"
+
+
+def _say(text: str) -> None:
+    """Print plain text (model, tool or file text allowed) above the input line,
+    terminal-safe."""
+    _show(terminal_safe(text))
+
+
+def _show(text: str) -> None:
+    """Print a line already made for the terminal (by :func:`_style` or
+    :func:`render_markdown`, whose escapes are ours) above the input line, through
+    prompt_toolkit's proxy when patched."""
+    try:
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+    except (OSError, ValueError):  # a closed terminal: the chat is ending anyway
+        pass
+
+
+def _still_a_terminal() -> bool:
+    """False once the terminal hung up (closed pane or window, dropped ssh): its
+    reads then end like Ctrl-D, but it answers no terminal request any more."""
+    return os.isatty(0) and os.isatty(1)
+
+
+def _quiet_standard_streams() -> None:
+    """Point stdout and stderr (the Python objects and descriptors 1 and 2) at
+    /dev/null: the terminal is gone, and a failed flush at exit would otherwise
+    change the exit code (Python's 120)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 1)
+        os.dup2(devnull, 2)
+        os.close(devnull)
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115
+        sys.stderr = open(os.devnull, "w")  # noqa: SIM115
+    except OSError:
+        pass

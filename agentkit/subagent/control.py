@@ -1,0 +1,391 @@
+"""The parent side of the control plane: messages, questions, waits, usage (docs/control-plane.md).
+
+One job: what passes between the main agent (or a person) and running sub-agents
+besides create, status and terminate. One :class:`ControlPlane` per manager:
+
+- **from workers** (their monitor threads, agentkit.subagent.supervisor): UsageReport
+  (tokens and cost of each response, counted for the agent and the conversation's
+  budget), BudgetWarning (an event), Question (the agent waits: its timeout clock is
+  paused, SubAgentQuestion is emitted, the main agent is woken like a completion),
+  QuestionClosed (withdrawn), Receipt (a Steer or Answer taken or refused) and
+  SteerRead (messages now read); and each end (:meth:`ControlPlane.on_finished`: the
+  question withdrawn, unread messages kept for the notification).
+- **to workers**: :meth:`ControlPlane.message` (message_sub_agent) and :meth:`answer`
+  (answer_sub_agent); wait_for_sub_agents is agentkit.subagent.waits'. A message or answer counts
+  as delivered only when the worker's Receipt says it took it; an agent that ended
+  between the call and the delivery is reported as not delivered, with its status.
+
+Lock order: the manager's condition (``changed``) guards every SubAgent field used
+here; nothing is sent or emitted under it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from agentkit import events as ev
+from agentkit import prompts
+from agentkit.subagent.budget import Limits, Meter
+from agentkit.subagent.contract import (
+    Answer,
+    BudgetWarning,
+    BudgetWrapUp,
+    ControlMessage,
+    Question,
+    QuestionClosed,
+    Receipt,
+    Result,
+    Steer,
+    SteerRead,
+    UsageReport,
+)
+
+if TYPE_CHECKING:
+    from agentkit.settings import Settings
+    from agentkit.subagent.contract import ParentMessage
+    from agentkit.subagent.state import SubAgent
+
+__all__ = ["RECEIPT_SECONDS", "ControlPlane", "PendingQuestion", "session_meter"]
+
+RECEIPT_SECONDS = 10.0
+"""How long a message or answer waits for the worker's Receipt (its reader thread
+answers at once; only a worker that stopped reading takes this long)."""
+
+
+@dataclass
+class PendingQuestion:
+    """A sub-agent's question waiting for an answer: ``request`` (the worker's number),
+    ``text``, and whether the main agent was told (``announced``, exactly once)."""
+
+    request: int
+    text: str
+    announced: bool = False
+
+
+def session_meter(settings: Any, tokens: int = 0, cost_usd: float = 0.0) -> Meter | None:
+    """The conversation's budget meter from ``session_max_tokens`` and
+    ``session_max_cost_usd`` (None when neither is set), starting at what the
+    conversation spent before (a loaded one)."""
+    limits = Limits(settings.session_max_tokens, settings.session_max_cost_usd)
+    return Meter(limits, tokens, cost_usd) if limits else None
+
+
+class Sender(Protocol):
+    """Sends a parent message to an agent's worker (the Supervisor is one)."""
+
+    def send(self, agent: SubAgent, message: ParentMessage) -> None: ...
+
+
+class Manager(Protocol):
+    """What the control plane reads of its SubAgentManager."""
+
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def language(self) -> str: ...
+
+    @property
+    def agents(self) -> dict[int, SubAgent]: ...
+
+    @property
+    def changed(self) -> threading.Condition: ...
+
+    @property
+    def supervisor(self) -> Sender: ...
+
+    @property
+    def emit(self) -> Callable[[ev.Event], None]: ...
+
+    def running(self) -> list[SubAgent]: ...
+
+    def status(self, agent_ids: list[int]) -> dict[str, Any]: ...
+
+    def earlier_status(self, agent_id: int) -> str | None: ...
+
+
+class ControlPlane:
+    """The control plane of one manager (see the module docstring).
+
+    Args:
+        manager: the SubAgentManager (its agents, condition, supervisor, emit).
+        budget: the conversation's budget meter, or None.
+    """
+
+    def __init__(self, manager: Manager, budget: Meter | None = None) -> None:
+        self.manager = manager
+        self.budget = budget
+        self.on_question: Any = None  # called with the agent when a question arrives
+        self._refs = itertools.count(1)
+        self._refs_lock = threading.Lock()
+        self._session_spent = False
+
+    @property
+    def enabled(self) -> bool:
+        """True with ``subagent_control`` on (the tools and the Session's methods)."""
+        return bool(self.manager.settings.subagent_control)
+
+    def _phrase(self, key: str, **values: Any) -> str:
+        return prompts.phrase(self.manager.language, key, **values)
+
+    def _next_ref(self) -> int:
+        with self._refs_lock:
+            return next(self._refs)
+
+    # ------------------------------------------------------------ from workers
+    def on_message(self, agent: SubAgent, message: ControlMessage) -> None:
+        """Act on one control message from ``agent``'s worker (its monitor thread)."""
+        changed = self.manager.changed
+        if isinstance(message, UsageReport):
+            self._usage(agent, message)
+        elif isinstance(message, BudgetWarning):
+            self.manager.emit(_budget_event(agent.spec.agent_id, message))
+        elif isinstance(message, Question):
+            self._question(agent, message)
+        elif isinstance(message, QuestionClosed):
+            self._close_question(agent, message.request, "timed_out")
+        elif isinstance(message, Receipt):
+            with changed:
+                agent.receipts[message.ref] = message
+                changed.notify_all()
+        elif isinstance(message, SteerRead):
+            with changed:
+                for ref in message.refs:
+                    agent.steers.pop(ref, None)
+
+    def on_result(self, agent: SubAgent, result: Result) -> None:
+        """Keep the Result's typed result and its unread messages (before the end)."""
+        with self.manager.changed:
+            agent.result = result.result
+            for ref in result.unread:
+                text = agent.steers.pop(ref, None)
+                if text is not None:
+                    agent.unread.append(text)
+
+    def on_finished(self, agent: SubAgent) -> None:
+        """The agent ended: its question is withdrawn, messages it never read kept."""
+        with self.manager.changed:
+            agent.unread.extend(agent.steers.values())
+            agent.steers.clear()
+            question = agent.question
+        if question is not None:
+            self._close_question(agent, question.request, "agent_ended")
+
+    def _usage(self, agent: SubAgent, report: UsageReport) -> None:
+        with self.manager.changed:
+            agent.tokens += report.prompt + report.completion
+            agent.cost_usd = report.cost_usd_total
+            agent.usage_estimated = agent.usage_estimated or report.estimated
+        self.count_session(report.prompt + report.completion, report.cost_usd)
+
+    def count_session(self, tokens: int, cost_usd: float | None) -> None:
+        """Count one response (the main agent's or a sub-agent's) against the
+        conversation's budget: BudgetWarning once past the wrap-up point, and once it
+        is spent the sub-agents' wrap-up (:meth:`check_session_budget`)."""
+        budget = self.budget
+        if budget is None:
+            return
+        budget.add(tokens, cost_usd)
+        if budget.state() == "wrap_up" and budget.first_warning():
+            self.manager.emit(ev.BudgetWarning(scope="session", exhausted=False, **budget.used()))
+        self.check_session_budget()
+
+    def check_session_budget(self) -> bool:
+        """True once the conversation's budget is spent; the first time, every running
+        sub-agent is told to wrap up and BudgetWarning (exhausted) is emitted."""
+        if self.budget is None or self.budget.state() != "exhausted":
+            return False
+        with self.manager.changed:
+            first, self._session_spent = not self._session_spent, True
+        if first:
+            for agent in self.manager.running():
+                self.manager.supervisor.send(agent, BudgetWrapUp("session"))
+            used = self.budget.used()
+            self.manager.emit(ev.BudgetWarning(scope="session", exhausted=True, **used))
+        return True
+
+    def _question(self, agent: SubAgent, message: Question) -> None:
+        with self.manager.changed:
+            if agent.status != "running":
+                return
+            if agent.question is None:
+                agent.pause_clock()
+            agent.question = PendingQuestion(message.request, message.text)
+            self.manager.changed.notify_all()  # wait_for_sub_agents returns for it
+        spec = agent.spec
+        self.manager.emit(
+            ev.SubAgentQuestion(agent_id=spec.agent_id, summary=spec.summary, question=message.text)
+        )
+        if self.on_question is not None:
+            self.on_question(agent)
+
+    def _close_question(
+        self, agent: SubAgent, request: int, outcome: str, answer: str | None = None, by: str = ""
+    ) -> None:
+        """End the pending question ``request`` (once): the clock runs again, and
+        SubAgentAnswered says how (``answered``, ``timed_out``, ``agent_ended``)."""
+        with self.manager.changed:
+            question = agent.question
+            if question is None or question.request != request:
+                return
+            agent.question = None
+            agent.resume_clock()
+        self.manager.emit(
+            ev.SubAgentAnswered(agent_id=agent.spec.agent_id, answer=answer, outcome=outcome, by=by)
+        )
+
+    # --------------------------------------------------------- questions owed
+    def take_questions(self) -> list[SubAgent]:
+        """Running agents whose question the main agent was not told yet, marking them
+        told (each question is announced exactly once)."""
+        with self.manager.changed:
+            asking = [
+                a
+                for a in self.manager.agents.values()
+                if a.status == "running" and a.question is not None and not a.question.announced
+            ]
+            for agent in asking:
+                agent.question.announced = True
+            return sorted(asking, key=lambda a: a.spec.agent_id)
+
+    def has_questions(self) -> bool:
+        """True when a question waits to be announced."""
+        with self.manager.changed:
+            return any(
+                a.status == "running" and a.question is not None and not a.question.announced
+                for a in self.manager.agents.values()
+            )
+
+    # ---------------------------------------------------------- to workers
+    def message(self, agent_id: int, text: str, *, by: str = "main") -> dict[str, Any]:
+        """message_sub_agent: queue ``text`` for a running sub-agent's next request.
+        Returns ``{"success": true, "status": "delivered", ...}`` once its worker took
+        it, else a refusal with its status (ended ones: the hint to continue it)."""
+        agent, refusal = self._running(agent_id, "message_not_running")
+        if agent is None:
+            return refusal
+        ref = self._next_ref()
+        with self.manager.changed:
+            if agent.status != "running" or agent.finishing:
+                refused = self._not_delivered(agent, "finishing")
+            else:
+                refused = None
+                agent.steers[ref] = text
+                agent.receipts[ref] = None
+        if refused is not None:
+            return self._said(agent, text, by, refused)
+        self.manager.supervisor.send(agent, Steer(ref, text))
+        receipt = self._receipt(agent, ref)
+        if receipt is None or not receipt.accepted:
+            with self.manager.changed:
+                agent.steers.pop(ref, None)
+            why = receipt.reason if receipt is not None else agent.status
+            return self._said(agent, text, by, self._not_delivered(agent, why))
+        done = {
+            "success": True,
+            "agent_id": agent_id,
+            "status": "delivered",
+            "message": self._phrase("message_delivered", agent_id=agent_id),
+        }
+        return self._said(agent, text, by, done)
+
+    def _said(self, agent: SubAgent, text: str, by: str, result: dict[str, Any]) -> dict[str, Any]:
+        delivered = bool(result.get("success"))
+        self.manager.emit(
+            ev.SubAgentMessage(agent_id=agent.spec.agent_id, text=text, delivered=delivered, by=by)
+        )
+        return result
+
+    def _not_delivered(self, agent: SubAgent, why: str) -> dict[str, Any]:
+        status = agent.status
+        key = "message_refused" if status == "running" else "message_not_running"
+        return {
+            "success": False,
+            "agent_id": agent.spec.agent_id,
+            "status": status,
+            "delivered": False,
+            "error": self._phrase(key, agent_id=agent.spec.agent_id, status=status, reason=why),
+        }
+
+    def answer(self, agent_id: int, text: str, *, by: str = "main") -> dict[str, Any]:
+        """answer_sub_agent: answer the agent's pending question. Delivered once its
+        worker took the answer (its ask_parent returns it); else a refusal saying why
+        (no question pending, it stopped waiting, it ended)."""
+        agent, refusal = self._running(agent_id, "no_question")
+        if agent is None:
+            return refusal
+        ref = self._next_ref()
+        with self.manager.changed:
+            question = agent.question if agent.status == "running" else None
+            if question is not None:
+                agent.receipts[ref] = None
+        if question is None:
+            return self._no_question(agent)
+        self.manager.supervisor.send(agent, Answer(ref, question.request, text))
+        receipt = self._receipt(agent, ref)
+        if receipt is None or not receipt.accepted:
+            return self._no_question(agent)
+        self._close_question(agent, question.request, "answered", text, by)
+        return {
+            "success": True,
+            "agent_id": agent_id,
+            "status": "answered",
+            "message": self._phrase("answer_delivered", agent_id=agent_id),
+        }
+
+    def _no_question(self, agent: SubAgent) -> dict[str, Any]:
+        status = agent.status
+        return {
+            "success": False,
+            "agent_id": agent.spec.agent_id,
+            "status": status,
+            "error": self._phrase("no_question", agent_id=agent.spec.agent_id, status=status),
+        }
+
+    def _running(self, agent_id: int, ended_key: str) -> tuple[Any, dict[str, Any]]:
+        """``(agent, {})`` for a sub-agent of this conversation, else ``(None, refusal)``
+        (control off, an unknown id, one of an earlier run: its status)."""
+        if not self.enabled:
+            error = self._phrase("control_off")
+            return None, {"success": False, "agent_id": agent_id, "error": error}
+        manager = self.manager
+        with manager.changed:
+            agent = manager.agents.get(agent_id)
+            earlier = manager.earlier_status(agent_id)
+        if agent is not None:
+            return agent, {}
+        if earlier is not None:
+            error = self._phrase(ended_key, agent_id=agent_id, status=earlier, reason=earlier)
+            return None, {"success": False, "agent_id": agent_id, "status": earlier, "error": error}
+        error = self._phrase("unknown_agent", agent_id=agent_id)
+        return None, {"success": False, "agent_id": agent_id, "status": "not_found", "error": error}
+
+    def _receipt(self, agent: SubAgent, ref: int) -> Receipt | None:
+        """Wait for the Receipt ``ref``; None when the agent ended first or none came."""
+        changed = self.manager.changed
+        deadline = time.monotonic() + RECEIPT_SECONDS
+        with changed:
+            while True:
+                receipt = agent.receipts.get(ref)
+                left = deadline - time.monotonic()
+                if receipt is not None or agent.status != "running" or left <= 0:
+                    agent.receipts.pop(ref, None)
+                    return receipt if isinstance(receipt, Receipt) else None
+                changed.wait(min(left, 0.5))
+
+
+def _budget_event(agent_id: int, warning: BudgetWarning) -> ev.BudgetWarning:
+    return ev.BudgetWarning(
+        scope="subagent",
+        agent_id=agent_id,
+        exhausted=warning.exhausted,
+        tokens=warning.tokens_used,
+        max_tokens=warning.max_tokens,
+        cost_usd=warning.cost_usd,
+        max_cost_usd=warning.max_cost_usd,
+    )

@@ -1,0 +1,284 @@
+"""Starting workers on a Ray cluster: the Ray Launcher.
+
+One job: :class:`RayLauncher` implements the contract's Launcher. Each sub-agent
+runs as a job on a host actor (agentkit.subagent.launchers.ray_host.SubAgentHost)
+taken from a warm pool (agentkit.subagent.launchers.ray_pool): non-detached actors
+placed by Ray with the Settings' resources (``ray_num_cpus``, ``ray_memory_mb``,
+``ray_resources``, ``ray_label_selector``, ``ray_scheduling``), each with a worker
+process server already preloaded, reused one sub-agent after another
+(``ray_pool_size``, ``ray_pool_idle_seconds``). On its node the host checks that the
+workspace is shared, starts the ordinary worker process there (forkserver), and
+relays its pipe to the driver over the Ray channel
+(agentkit.subagent.launchers.ray_channel). :class:`RayWorker` is the driver's handle.
+
+Timeout and terminate run the local kill (the worker and every process carrying
+its mark, agentkit.process.tree) on the worker's node through the host; when the
+sub-agent ended, the host kills whatever of it is left before the actor goes back
+to the pool. An actor that dies fails its sub-agent with the reason, and the pool
+replaces it.
+
+Requirements: agentkit (same version) installed on every node, and the workspace
+on storage every node mounts at the same path (README: "Running on a Ray
+cluster"). The endpoint's API key travels to the worker's node inside the spec,
+as it travels over the pipe locally; use Ray's TLS on networks you do not trust.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import ray
+
+from agentkit.settings import MiB, Settings
+from agentkit.subagent.contract import Channel, ParentMessage, WorkerMessage, WorkerSpec
+from agentkit.subagent.launchers.ray_channel import RayEndpoint
+from agentkit.subagent.launchers.ray_host import (
+    MARKER_NAME,
+    check_shared_workspace,
+    marker_path,
+    write_marker,
+)
+from agentkit.subagent.launchers.ray_pool import Host, HostPool, join_pool
+
+__all__ = [
+    "MARKER_NAME",
+    "RayLauncher",
+    "RayWorker",
+    "actor_options",
+    "check_shared_workspace",
+    "connect",
+    "marker_path",
+    "write_marker",
+]
+
+NAMESPACE = "agentkit"
+# Seconds the driver waits for host calls that should answer at once.
+CALL_TIMEOUT = 30.0
+
+_connect_lock = threading.Lock()
+
+
+def connect(address: str) -> None:
+    """Join the Ray cluster at ``address`` ("auto", "host:port" or "ray://...") once
+    per process. Never starts a cluster: raises ConnectionError when none answers."""
+    with _connect_lock:
+        if ray.is_initialized():
+            return
+        if not address:
+            raise ValueError("ray_address is empty; give the cluster's address or 'auto'")
+        _check_reachable(address)
+        ray.init(
+            address=address,
+            namespace=NAMESPACE,
+            log_to_driver=False,
+            logging_level=logging.WARNING,
+        )
+
+
+def _check_reachable(address: str, timeout: float = 5.0) -> None:
+    """Raise ConnectionError when nothing accepts TCP connections at a ``host:port``
+    or ``ray://host:port`` address (``auto`` is left to Ray). Without this check
+    ``ray.init`` retries an unreachable address for minutes."""
+    rest = address.removeprefix("ray://")
+    host, sep, port = rest.rpartition(":")
+    if address == "auto" or not sep or not port.isdigit():
+        return
+    host = host.strip("[]") or "127.0.0.1"
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout).close()
+    except OSError as exc:
+        raise ConnectionError(
+            f"no Ray cluster answers at {address} ({exc.strerror or exc}); "
+            "check ray_address (the head's host:port, or ray://host:10001 for Ray Client)"
+        ) from None
+
+
+@dataclass
+class RayWorker:
+    """A worker running as job ``job`` on a pool's host actor (a contract
+    WorkerHandle). ``pid`` is None (the worker may be on another host);
+    :attr:`remote_pid` and :attr:`node_id` say where."""
+
+    pool: HostPool
+    host: Host
+    job: int
+    endpoint: RayEndpoint
+    channel: Channel[ParentMessage, WorkerMessage]
+    _where: tuple[str, int | None] | None = None
+    _code: int | None = None
+    _ended: bool = False
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _where_lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def actor(self) -> Any:
+        """The host actor's handle."""
+        return self.host.actor
+
+    def _call(self, method: str, *args: Any, timeout: float = CALL_TIMEOUT) -> Any:
+        """Call a host method about this job; None when the actor is gone or slow."""
+        try:
+            return ray.get(getattr(self.actor, method).remote(self.job, *args), timeout=timeout)
+        except (ray.exceptions.RayError, ray.exceptions.GetTimeoutError):
+            return None
+
+    def _placement(self) -> tuple[str, int | None]:
+        with self._where_lock:
+            if self._where is None:
+                self._where = self._call("where") or ("", None)
+            return self._where
+
+    @property
+    def node_id(self) -> str:
+        """The Ray node id the worker runs on ("" when unknown)."""
+        return self._placement()[0]
+
+    @property
+    def remote_pid(self) -> int | None:
+        """The worker's process id on its node."""
+        return self._placement()[1]
+
+    @property
+    def pid(self) -> int | None:
+        """None: the worker's pid is on its node (see remote_pid)."""
+        return None
+
+    @property
+    def exit_code(self) -> int | None:
+        """The worker's exit code once known, else None."""
+        return self._code if self._code is not None else self.endpoint.exit_code
+
+    def is_alive(self) -> bool:
+        """True while the worker process runs."""
+        if self._ended or self.endpoint.exit_code is not None:
+            return False
+        code = self._call("join", 0.0, timeout=5.0)
+        if code is not None:
+            self._code = code
+        return code is None and not self._ended
+
+    def join(self, timeout: float | None = None) -> None:
+        """Wait up to ``timeout`` seconds (None: 1 hour) for the worker to end."""
+        if self._ended or self.exit_code is not None:
+            return
+        wait = 3600.0 if timeout is None else timeout
+        code = self._call("join", wait, timeout=wait + CALL_TIMEOUT)
+        if code is not None:
+            self._code = code
+
+    def kill(self, grace: float) -> None:
+        """Kill the worker and its marked processes on its node; the actor then goes
+        back to the pool (or ends)."""
+        if not self._ended:
+            code = self._call("kill", grace, timeout=grace + CALL_TIMEOUT)
+            if code is not None:
+                self._code = code
+        self._end_job()
+
+    def close(self) -> None:
+        """End the job (nothing of it is left on the node) and the channel; idempotent."""
+        self._end_job()
+        self.channel.close()
+
+    def _end_job(self) -> None:
+        with self._lock:
+            if self._ended:
+                return
+            self._ended = True
+        self.endpoint.stop()
+        self.pool.give_back(self.host, self.job)
+
+
+def actor_options(settings: Settings) -> dict[str, Any]:
+    """Ray actor options for a host from Settings (resources, placement)."""
+    options: dict[str, Any] = {
+        "num_cpus": settings.ray_num_cpus,
+        # take (long-poll), deliver, join, kill, where and the pool's live call at once
+        "max_concurrency": 16,
+        "max_restarts": 0,
+        "max_task_retries": 0,
+        "scheduling_strategy": settings.ray_scheduling,
+    }
+    if settings.ray_memory_mb:
+        options["memory"] = settings.ray_memory_mb * MiB
+    if settings.ray_resources:
+        options["resources"] = dict(settings.ray_resources)
+    if settings.ray_label_selector:
+        options["label_selector"] = dict(settings.ray_label_selector)
+    return options
+
+
+class RayLauncher:
+    """Launcher over a Ray cluster (Settings ``subagent_launcher = "ray"``).
+
+    Args:
+        settings: the main agent's Settings (``ray_address``, resources, pool).
+
+    Uses the process's shared pool for its placement from the first start (or
+    :meth:`prewarm`) until :meth:`close`.
+    """
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._pool: HostPool | None = None
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def _joined(self) -> HostPool:
+        """The pool, joined on first use (and the cluster with it). Raises
+        ConnectionError when no cluster answers, RuntimeError once closed."""
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("the Ray launcher is closed")
+            if self._pool is None:
+                s = self.settings
+                connect(s.ray_address)
+                self._pool = join_pool(
+                    actor_options(s),
+                    s.subagent_start_method,
+                    s.ray_pool_size,
+                    s.ray_pool_idle_seconds,
+                )
+            return self._pool
+
+    def prewarm(self, wait: float = 0.0) -> int:
+        """Join the cluster and start the pool's actors now; they warm up on their
+        nodes. ``wait``: seconds to wait for all of them to be warm. Returns how many
+        are warm. Raises as :meth:`start` does."""
+        pool = self._joined()
+        pool.warm_up()
+        deadline = time.monotonic() + wait
+        while True:
+            warm = sum(1 for host in pool.hosts() if host.is_warm())
+            if warm >= len(pool.hosts()) or time.monotonic() >= deadline:
+                return warm
+            time.sleep(0.05)
+
+    def start(self, spec: WorkerSpec) -> RayWorker:
+        """Take a host from the pool for ``spec`` and start its worker there
+        (asynchronously); return the handle. Joins the cluster on first use (raises
+        when none answers: the agent then fails with the reason). The marker is
+        written first; a node that cannot read it fails the agent."""
+        pool = self._joined()
+        token = write_marker(spec)
+        host, job = pool.acquire()
+        host.actor.start.remote(job, spec, token)
+        endpoint = RayEndpoint(host.actor, job, on_end=lambda: pool.ending(host))
+        worker = RayWorker(
+            pool=pool, host=host, job=job, endpoint=endpoint, channel=Channel(endpoint)
+        )
+        # Learn where it runs while the job lives (asked later, a killed actor is mute).
+        threading.Thread(target=worker._placement, name="agentkit-ray-where", daemon=True).start()
+        return worker
+
+    def close(self) -> None:
+        """Stop using the pool (the last launcher to leave ends it); idempotent."""
+        with self._lock:
+            pool, self._pool, self._closed = self._pool, None, True
+        if pool is not None:
+            pool.leave()

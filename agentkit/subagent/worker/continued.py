@@ -1,0 +1,65 @@
+"""A continued sub-agent's start: its saved history, then the new task (docs/control-plane.md §1).
+
+One job: what continue_sub_agent gives a worker, ``WorkerSpec.extra["continued"]``
+(``messages``: the record's messages; ``stats``: the record's stats; ``runs``: this
+run's number), turned into the conversation it starts from: the saved messages, then
+one user message with the new task (``subagent/continue_user.txt``), and the saved
+counters and usage, so the record's stats add up over the runs. Its budget and its
+timeout are this run's own.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentkit import prompts
+from agentkit.conversation import Stats
+from agentkit.subagent.contract import WorkerSpec
+
+__all__ = ["continued_start", "earlier_runtime"]
+
+
+def continued_start(spec: WorkerSpec, language: str) -> tuple[list[dict[str, Any]], Stats] | None:
+    """The messages and stats a continued run starts from, or None for a first run."""
+    continued = spec.extra.get("continued")
+    if not isinstance(continued, dict):
+        return None
+    saved = [m for m in continued.get("messages") or [] if isinstance(m, dict)]
+    task = prompts.render(
+        language,
+        "subagent/continue_user.txt",
+        agent_id=spec.agent_id,
+        summary=spec.summary,
+        task=spec.task,
+        deliverables_dir=spec.deliverables_dir,
+        timeout_seconds=spec.timeout_seconds,
+    )
+    return [*saved, {"role": "user", "content": task}], _stats(continued.get("stats"))
+
+
+def earlier_runtime(spec: WorkerSpec) -> int:
+    """Seconds the earlier runs took (0 for a first run)."""
+    continued = spec.extra.get("continued")
+    stats = continued.get("stats") if isinstance(continued, dict) else None
+    runtime = stats.get("runtime_seconds") if isinstance(stats, dict) else None
+    return runtime if isinstance(runtime, int) and runtime > 0 else 0
+
+
+def _stats(saved: Any) -> Stats:
+    """The record's stats (seed shape: ``token_usage`` as prompt/completion/total) as Stats."""
+    if not isinstance(saved, dict):
+        return Stats()
+    stats = Stats.from_dict({k: v for k, v in saved.items() if k != "runtime_seconds"})
+    usage = saved.get("token_usage")
+    if isinstance(usage, dict):
+        for field, key in (
+            ("prompt_tokens", "prompt"),
+            ("completion_tokens", "completion"),
+            ("total_tokens", "total"),
+        ):
+            value = usage.get(key)
+            if isinstance(value, int) and not isinstance(value, bool):
+                setattr(stats, field, value)
+    if saved.get("cost_usd") is None and stats.turns:
+        stats.unpriced_responses = max(stats.unpriced_responses, 1)
+    return stats

@@ -1,0 +1,360 @@
+// The agentkit web chat page: conversations, the streamed conversation, the agents.
+// All untrusted text (model, tool and file output) goes through textContent or the
+// safe Markdown renderer; nothing is ever assigned to innerHTML. Modules: common.js
+// (API, elements, words), layout.js (drawers, shortcuts), sidebar.js (the
+// conversations list), messages.js (the conversation), agents.js (the agent tree, a
+// sub-agent's detail), control.js (a sub-agent's question, the conversation's cost),
+// approvals.js (approval requests' cards), cards.js (the slot for cards waiting for
+// the person), markdown.js (the renderer).
+import { $, api, stateWords, usageText } from "./common.js";
+import {
+  clearAgents, openAgentDetail, runningCount, selectTab, setMainAgent, tickRuntimes, upsertAgent,
+  closeAgentDetail,
+} from "./agents.js";
+import { approvalHandlers, showApprovals } from "./approvals.js";
+import { clearCards } from "./cards.js";
+import { controlHandlers, showCosts } from "./control.js";
+import { confirmLeave, reveal, setDrawer, setupLayout, isDesktop } from "./layout.js";
+import { loadConversations, setTitle, setupSidebar } from "./sidebar.js";
+import * as view from "./messages.js";
+
+const page = {
+  current: null, // conversation id
+  title: "",
+  state: "idle",
+  source: null, // EventSource
+  lastSeq: 0,
+  streaming: null, // {node, text} of the assistant message being streamed
+  tools: new Map(), // call_id -> details element
+  agents: new Map(), // agent_id -> {row, info, at}
+  openAgent: null,
+  detailStatus: null,
+  lastEnd: null, // the last round's status
+  armedDelete: null, // the conversation whose delete button asks "delete?"
+  conversations: [],
+  info: null, // GET /api/info
+  ready: false, // the conversation is shown and followed (false while switching)
+  outbox: [], // messages sent before it was ready: posted once it is
+  posting: Promise.resolve(), // posts go one after another, in the order sent
+};
+// For tests and debugging: every seq received, in order (duplicates included).
+window.agentkitDebug = { seqs: [], resets: 0, connections: 0 };
+
+function showError(message) {
+  view.addMessage("error", message);
+}
+
+// ------------------------------------------------------------------ the server
+async function loadInfo(polls = 0) {
+  try {
+    page.info = await api("/api/info");
+  } catch (e) {
+    $("endpoint").textContent = `the server did not answer: ${e.message}`;
+    return;
+  }
+  const info = page.info;
+  $("demo-badge").hidden = !info.demo;
+  $("about-workspace").textContent = `Workspace: ${info.workspace}`;
+  showEndpoint(info.endpoint, info);
+  if (!$("messages").querySelector("[data-testid=message]")) view.showEmpty(info);
+  if (info.endpoint?.status === "checking" && polls < 30) setTimeout(() => loadInfo(polls + 1), 1000);
+}
+
+function showEndpoint(endpoint, info) {
+  const box = $("endpoint");
+  box.dataset.status = endpoint?.status || "checking";
+  box.textContent = endpoint?.message || "checking the model endpoint…";
+  box.title = `${info.model} at ${info.base_url}`;
+}
+
+async function switchTo(id) {
+  if (id && id === page.current) { setDrawer("sidebar", false); return; }
+  const running = runningCount(page);
+  if (running && page.current && !(await confirmLeave(running))) return;
+  const leaving = page.current;
+  // Close the conversations drawer after a switch chosen in it, not one that began
+  // before it was opened (a slow first load must not shut the drawer just opened).
+  const fromDrawer = $("sidebar").classList.contains("open");
+  page.ready = false; // messages sent meanwhile wait in page.outbox
+  closeStream();
+  let detail;
+  try {
+    detail = await api("/api/switch", { method: "POST", body: { leaving, to: id } });
+  } catch (e) {
+    showError(e.message);
+    if (page.current) { page.ready = true; openStream(); sendOutbox(); } // still showing it
+    return;
+  }
+  page.current = detail.id;
+  history.replaceState(null, "", `#${detail.id}`);
+  showConversation(detail);
+  openStream();
+  page.ready = true;
+  sendOutbox();
+  if (fromDrawer) setDrawer("sidebar", false);
+  loadConversations().catch((e) => showError(e.message));
+}
+
+async function reloadConversation() {
+  closeStream();
+  const detail = await api(`/api/conversations/${page.current}`);
+  showConversation(detail);
+  openStream();
+}
+
+function showConversation(detail) {
+  setTitle(detail.title);
+  $("messages").replaceChildren();
+  clearCards();
+  page.tools.clear();
+  page.streaming = null;
+  page.lastSeq = detail.last_seq;
+  page.lastEnd = null;
+  const ends = [...(detail.round_ends || [])];
+  const endsAt = (count) => {
+    while (ends.length && ends[0].after <= count) {
+      const end = ends.shift();
+      view.addRoundEnd(end.status, end.error, end.explanation, end.background || []);
+      page.lastEnd = end.status;
+    }
+  };
+  detail.messages.forEach((message, index) => {
+    endsAt(index);
+    // One message that cannot be shown must not hide the ones after it.
+    try { view.showStored(page, message, openAgent); } catch (e) {
+      console.error("agentkit: a stored message could not be shown", e);
+      view.addMessage("error", `a message could not be shown: ${e.message}`);
+    }
+    if (message.kind === "assistant" && message.content) page.lastEnd = "done";
+  });
+  endsAt(Infinity);
+  // Accepted but not yet taken by a round (saved with the conversation), then those
+  // typed here before the page was ready.
+  for (const text of detail.queued || []) view.addMessage("user", text).classList.add("queued");
+  for (const text of page.outbox) view.addMessage("user", text).classList.add("pending");
+  clearAgents(page);
+  for (const info of detail.subagent_rows) upsertAgent(page, info, showError);
+  showApprovals(page, detail.approvals, showError); // after the rows: a sub-agent's goes on its row too
+  setState(detail.state);
+  setWork(detail.state === "waiting_for_subagents" ? "background work still running" : detail.state === "idle" ? endWords() : "");
+  showUsage(detail.usage, detail.stats);
+  showCosts(page);
+  view.showEmpty(page.info);
+}
+
+function endWords() {
+  if (page.lastEnd === "done") return "all done";
+  if (page.lastEnd === "cancelled") return "round stopped";
+  if (page.lastEnd === "failed") return "the last round failed (see above)";
+  return "";
+}
+
+async function refreshUsage() {
+  const id = page.current;
+  try {
+    const summary = await api(`/api/conversations/${id}/summary`);
+    if (id === page.current) showUsage(summary.usage, summary.stats);
+  } catch { /* the header keeps its last figures */ }
+}
+
+function showUsage(usage, stats) {
+  $("usage").textContent = usageText(usage ? { total_tokens: usage.total_tokens, cost_usd: usage.cost_usd } : null);
+  setMainAgent(stateWords(page.state, runningCount(page)), undefined, usageText(stats));
+}
+
+function openAgent(agentId) {
+  reveal("agents");
+  openAgentDetail(page, agentId);
+}
+
+// ------------------------------------------------------------ state in words
+function setState(state) {
+  page.state = state;
+  const running = runningCount(page);
+  const words = stateWords(state, running);
+  const pill = $("state");
+  pill.textContent = words;
+  pill.dataset.state = state;
+  pill.className = `state ${state}`;
+  $("cancel").hidden = state !== "running";
+  setMainAgent(words, state === "running" ? undefined : "");
+  // The sidebar's line for this conversation says the same at once (the list itself
+  // reloads after each round).
+  const meta = document.querySelector("#conversations li.current .meta");
+  if (meta) meta.textContent = `${words} · just now`;
+}
+
+function setWork(text) {
+  $("work").textContent = text;
+}
+
+function agentChanged(info) {
+  upsertAgent(page, info, showError);
+  setState(page.state); // "waiting for N sub-agents" follows the count
+}
+
+// --------------------------------------------------------------- the stream
+function closeStream() {
+  if (page.source) page.source.close();
+  page.source = null;
+}
+
+function openStream() {
+  const id = page.current;
+  const source = new EventSource(`/api/conversations/${id}/events?after=${page.lastSeq}`);
+  page.source = source;
+  source.onopen = () => { window.agentkitDebug.connections++; };
+  source.onmessage = () => {};
+  source.onerror = () => {
+    // Refused for good (e.g. 409: the server restarted and the conversation is no
+    // longer open): open it again once, with a POST, and follow its new stream.
+    if (source.readyState !== EventSource.CLOSED || page.source !== source) return;
+    page.source = null;
+    api("/api/switch", { method: "POST", body: { leaving: null, to: id } })
+      .then((detail) => { if (page.current === id) { showConversation(detail); openStream(); } })
+      .catch((e) => showError(e.message));
+  };
+  source.addEventListener("reset", () => {
+    window.agentkitDebug.resets++;
+    reloadConversation().catch((e) => showError(e.message));
+  });
+  for (const type of Object.keys(HANDLERS)) {
+    source.addEventListener(type, (message) => {
+      if (page.source !== source) return;
+      const event = JSON.parse(message.data);
+      window.agentkitDebug.seqs.push(event.seq);
+      if (event.seq <= page.lastSeq) return; // already shown
+      page.lastSeq = event.seq;
+      HANDLERS[type](event);
+    });
+  }
+}
+
+const HANDLERS = {
+  RoundStarted: () => { setState("running"); setWork(""); setMainAgent("working", "thinking…"); },
+  UserMessage: (e) => {
+    const waiting = shownUser(e.text, ".pending, .queued");
+    if (waiting) waiting.classList.remove("pending", "queued");
+    else view.addMessage("user", e.text);
+    if (!page.title) setTitle(e.text.split(/\s+/).join(" ").trim().slice(0, 80));
+  },
+  MessageQueued: (e) => {
+    view.endAssistant(page);
+    const node = shownUser(e.text, ".pending") || view.addMessage("user", e.text);
+    node.classList.remove("pending");
+    node.classList.add("queued");
+  },
+  Notification: (e) => { view.endAssistant(page); view.addNotification(e.text, e.agent_ids, openAgent); },
+  TextDelta: (e) => { view.streamDelta(page, e.text); setMainAgent("working", "writing the answer…"); },
+  RetryScheduled: (e) => {
+    if (page.streaming) page.streaming.text = "";
+    setMainAgent("working", `retrying in ${Math.round(e.delay_seconds)} s: ${e.message}`);
+  },
+  AssistantMessage: (e) => view.endAssistant(page, e.content),
+  ToolCallStarted: (e) => { view.endAssistant(page); view.addToolCall(page, e); setMainAgent("working", e.last_action); },
+  ToolCallFinished: (e) => view.finishToolCall(page.tools.get(e.call_id), e),
+  ContextCompacted: () => {},
+  RunStarted: () => {}, // Agent.run only; listed so every seq is counted
+  RunFinished: () => {},
+  StateChanged: (e) => setState(e.state),
+  SubAgentStarted: (e) => agentChanged(e.info),
+  SubAgentProgress: (e) => agentChanged(e.info),
+  SubAgentFinished: (e) => { agentChanged(e.info); refreshUsage(); },
+  RoundFinished: (e) => {
+    view.endAssistant(page);
+    page.lastEnd = e.status;
+    if (e.status !== "done") view.addRoundEnd(e.status, e.error, e.explanation, e.background);
+    setWork(e.background.length ? "background work still running" : page.state === "idle" ? endWords() : "");
+    loadConversations().catch(() => {});
+    refreshUsage();
+    showCosts(page);
+  },
+  AllWorkDone: () => { setState("idle"); setWork(endWords()); loadConversations().catch(() => {}); },
+  ...approvalHandlers(page, showError),
+  ...controlHandlers(page, (info) => agentChanged(info), showError),
+};
+
+// ---------------------------------------------------------------- composer
+/** The first user message shown with ``text`` and one of the classes in ``which``. */
+function shownUser(text, which) {
+  const nodes = document.querySelectorAll(`#messages .message.user:is(${which})`);
+  return [...nodes].find((n) => n.textContent === text) || null;
+}
+
+function send() {
+  const box = $("composer");
+  const text = box.value;
+  if (!text.trim()) return;
+  box.value = "";
+  // Shown at once, marked "pending" until the conversation takes it (UserMessage) or
+  // queues it behind the running round (MessageQueued).
+  view.addMessage("user", text).classList.add("pending");
+  if (!page.ready) {
+    // No conversation yet (the page is loading or switching): kept, and posted to the
+    // conversation shown next (sendOutbox).
+    page.outbox.push(text);
+    $("send").textContent = "Sending…";
+    return;
+  }
+  queuePost(text);
+}
+
+function queuePost(text) {
+  page.posting = page.posting.then(() => post(text));
+  return page.posting;
+}
+
+async function post(text) {
+  try {
+    await api(`/api/conversations/${page.current}/messages`, { method: "POST", body: { text } });
+  } catch (e) {
+    shownUser(text, ".pending")?.remove();
+    if (!$("composer").value) $("composer").value = text;
+    showError(e.message);
+  }
+}
+
+function sendOutbox() {
+  // In order, after any post already under way: each is accepted (and saved) before
+  // the next is posted.
+  $("send").textContent = "Send";
+  while (page.outbox.length) queuePost(page.outbox.shift());
+}
+
+function stopRound() {
+  if (page.state !== "running" || !page.current) return;
+  $("state").textContent = "stopping…";
+  api(`/api/conversations/${page.current}/cancel`, { method: "POST" }).catch((e) => showError(e.message));
+}
+
+function nextConversation(step) {
+  const ids = page.conversations.map((c) => c.id);
+  const at = ids.indexOf(page.current);
+  const next = ids[at + step];
+  if (next) switchTo(next);
+}
+
+$("composer-form").addEventListener("submit", (e) => { e.preventDefault(); send(); });
+$("composer").addEventListener("keydown", (e) => {
+  if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); send(); }
+});
+$("new").addEventListener("click", () => switchTo(null));
+$("cancel").addEventListener("click", stopRound);
+$("agent-detail-close").addEventListener("click", () => closeAgentDetail(page));
+for (const tab of document.querySelectorAll("#agent-detail [role=tab]")) {
+  tab.addEventListener("click", () => selectTab(tab.dataset.tab));
+}
+setupSidebar(page, { switchTo, showError, closeStream, openStream });
+setupLayout({ newConversation: () => switchTo(null), nextConversation, stopRound });
+setInterval(() => tickRuntimes(page), 1000);
+if (isDesktop()) $("composer").focus();
+
+(async () => {
+  loadInfo();
+  try {
+    const conversations = await loadConversations();
+    const wanted = location.hash.slice(1);
+    const start = conversations.find((c) => c.id === wanted) || conversations[0];
+    await switchTo(start ? start.id : null);
+  } catch (e) { showError(e.message); }
+})();

@@ -1,0 +1,91 @@
+// Shared helpers of the page: the JSON API client, a safe element builder (text always
+// through textContent) and the words people read instead of identifiers.
+
+export const $ = (id) => document.getElementById(id);
+
+export async function api(path, { method = "GET", body } = {}) {
+  const init = { method, credentials: "same-origin", headers: {} };
+  if (method !== "GET") {
+    init.headers["Content-Type"] = "application/json";
+    init.body = JSON.stringify(body ?? {});
+  }
+  const response = await fetch(path, init);
+  const data = await response.json().catch(() => ({}));
+  if (!response.ok) throw new Error(data.error || `${response.status} ${response.statusText}`);
+  return data;
+}
+
+export function el(tag, attrs = {}, text) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs)) {
+    if (key === "class") node.className = value;
+    else if (key.startsWith("data-") || key.startsWith("aria-") || key === "role") node.setAttribute(key, value);
+    else node[key] = value;
+  }
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+const plural = (n, one, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
+
+/** The conversation's state in words: "working", "waiting for 2 sub-agents", "idle". */
+export function stateWords(state, running = 0) {
+  if (state === "running") return "working";
+  if (state === "waiting_for_subagents") {
+    return running > 0 ? `waiting for ${plural(running, "sub-agent")}` : "waiting for sub-agents";
+  }
+  return "idle";
+}
+
+/** A sub-agent's status in words. */
+export const STATUS_WORDS = {
+  running: "running",
+  completed: "done",
+  failed: "failed",
+  timeout: "timed out",
+  terminated: "stopped",
+  budget_exhausted: "budget used up",
+};
+
+export const COUNTER_WORDS = { files_read: "files read", searches: "searches", web_pages: "web pages", commands: "commands" };
+
+/** "1,234 tokens" (or "" for none). */
+export function tokensText(tokens) {
+  const n = Number(tokens);
+  return Number.isFinite(n) && n > 0 ? `${n.toLocaleString("en-US")} tokens` : "";
+}
+
+/** "$0.0123" for a known cost (a number), "" when unknown (null/absent). */
+export function costText(cost) {
+  if (typeof cost !== "number" || !Number.isFinite(cost)) return "";
+  if (cost === 0) return "$0";
+  return cost < 0.01 ? `$${cost.toPrecision(2)}` : `$${cost.toFixed(2)}`;
+}
+
+/** Tokens and cost of one agent's row or stats, e.g. "1,234 tokens · $0.0021". */
+export function usageText(info) {
+  const usage = info?.token_usage;
+  const tokens = typeof info?.tokens === "number" ? info.tokens
+    : usage && typeof usage === "object" ? usage.total : info?.total_tokens;
+  const cost = info?.cost_usd ?? info?.stats?.cost_usd;
+  const shown = tokensText(tokens);
+  // Estimated when the server sent no usage (issue 21): said, not hidden.
+  const counted = shown && info?.usage_estimated ? `~${shown} (estimated)` : shown;
+  return [counted, costText(cost)].filter(Boolean).join(" · ");
+}
+
+/** "just now", "5 min ago", "3 h ago", or the date, for an ISO time. */
+export function ago(iso) {
+  const then = Date.parse(iso);
+  if (!Number.isFinite(then)) return "";
+  const minutes = Math.round((Date.now() - then) / 60000);
+  if (minutes < 1) return "just now";
+  if (minutes < 60) return `${minutes} min ago`;
+  if (minutes < 60 * 24) return `${Math.round(minutes / 60)} h ago`;
+  return new Date(then).toLocaleDateString();
+}
+
+/** A conversation's title to show: its own, else "New conversation" (never an id). */
+export function titleText(title, id) {
+  return title && title !== id ? title : "New conversation";
+}

@@ -1,0 +1,111 @@
+// The conversations list (the sidebar): each conversation's title, state in words and
+// age; rename in place (one PATCH for Enter and the blur it causes); delete after a
+// second click (armed for 3 s, and still armed when the list is redrawn meanwhile).
+// The page's state and its switchTo/showError come from app.js (setupSidebar).
+import { $, ago, api, el, stateWords, titleText } from "./common.js";
+
+let page = null; // app.js's page state: current, title, conversations, armedDelete
+let hooks = null; // {switchTo(id), showError(message)}
+
+/** Give the sidebar the page's state and the callbacks it needs. */
+export function setupSidebar(state, callbacks) {
+  page = state;
+  hooks = callbacks;
+}
+
+export async function loadConversations() {
+  const { conversations } = await api("/api/conversations");
+  page.conversations = conversations;
+  const list = $("conversations");
+  list.replaceChildren();
+  for (const c of conversations) list.append(conversationItem(c));
+  return conversations;
+}
+
+function conversationItem(c) {
+  const item = el("li", { "data-testid": "conversation", "data-id": c.id, "data-state": c.state });
+  if (c.id === page.current) {
+    item.classList.add("current");
+    item.setAttribute("aria-current", "true");
+    setTitle(c.title);
+  }
+  const name = el("button", { class: "name", type: "button", title: c.error ? `${c.id}: ${c.error}` : c.title || c.id });
+  const running = c.subagents_running ? ` · ${c.subagents_running} sub-agent${c.subagents_running === 1 ? "" : "s"} running` : "";
+  const state = c.state === "damaged" ? "damaged (cannot be opened)" : stateWords(c.state, c.subagents_running);
+  name.append(el("span", { class: "text" }, titleText(c.title, c.id)),
+    el("span", { class: `meta ${c.state}` }, `${state} · ${ago(c.updated_at)}${running}`));
+  name.addEventListener("click", () => hooks.switchTo(c.id));
+  const rename = el("button", { class: "icon", type: "button", title: "Rename", "aria-label": "Rename" }, "✎");
+  rename.addEventListener("click", () => startRename(item, c));
+  const armed = page.armedDelete === c.id; // survives a reload of the list
+  const ask = deleteWords(c.subagents_running);
+  const del = el("button", { class: "icon", type: "button", title: "Delete", "aria-label": "Delete" }, armed ? ask : "✕");
+  if (armed) del.dataset.armed = "1";
+  del.addEventListener("click", () => confirmDelete(del, c.id, ask));
+  item.append(name, rename, del);
+  return item;
+}
+
+export function setTitle(title) {
+  page.title = title && title !== page.current ? title : "";
+  const shown = titleText(page.title, page.current);
+  $("title").textContent = shown;
+  document.title = `${shown} · agentkit`;
+}
+
+function startRename(item, c) {
+  const input = el("input", { value: c.title, "data-testid": "rename-input", "aria-label": "New title" });
+  item.replaceChildren(input);
+  input.focus();
+  input.select();
+  let finished = false; // Enter, then the blur it causes: one rename, not two
+  const done = async (save) => {
+    if (finished) return;
+    finished = true;
+    if (save && input.value.trim()) {
+      try { await api(`/api/conversations/${c.id}`, { method: "PATCH", body: { title: input.value } }); }
+      catch (e) { hooks.showError(e.message); }
+      if (c.id === page.current) setTitle(input.value.trim());
+    }
+    loadConversations();
+  };
+  input.addEventListener("keydown", (e) => {
+    if (e.key === "Enter") done(true);
+    if (e.key === "Escape") { e.stopPropagation(); done(false); }
+  });
+  input.addEventListener("blur", () => done(true), { once: true });
+}
+
+/** The armed delete button's question: deleting ends the conversation's sub-agents. */
+function deleteWords(running) {
+  if (!running) return "delete?";
+  return `delete and stop ${running === 1 ? "its sub-agent" : `${running} sub-agents`}?`;
+}
+
+function confirmDelete(button, id, ask) {
+  if (button.dataset.armed !== "1") {
+    button.dataset.armed = "1";
+    button.textContent = ask;
+    page.armedDelete = id;
+    setTimeout(() => {
+      button.dataset.armed = "";
+      button.textContent = "✕";
+      if (page.armedDelete === id) page.armedDelete = null;
+    }, 3000);
+    return;
+  }
+  page.armedDelete = null;
+  // Its event stream would reconnect to a conversation that is gone (404s).
+  if (id === page.current) { hooks.closeStream(); page.ready = false; }
+  api(`/api/conversations/${id}`, { method: "DELETE" })
+    .then(async () => {
+      if (id === page.current) {
+        page.current = null;
+        await hooks.switchTo(null);
+      } else loadConversations();
+    })
+    .catch((e) => {
+      hooks.showError(e.message);
+      if (id === page.current) { hooks.openStream(); page.ready = true; } // still showing it
+    });
+}

@@ -1,0 +1,215 @@
+"""``agentkit chat`` as people meet it (issue 26): the terminal in tmux, piped input, the
+keyless demo, and the round flags. Real subprocesses against FakeOpenAIServer (or the
+demo's own scripted server); sub-agents are real worker processes."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from subagent_helpers import Router, call, calls, finish, wait_until, who
+from test_chat_cli import SLEEPER, background
+from test_cli import REPO, cli_env
+
+from agentkit.testing import FakeOpenAIServer
+
+pytestmark = pytest.mark.slow
+needs_tmux = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+
+
+class Tmux:
+    """One program in a detached tmux session of its own server (socket in tmp)."""
+
+    def __init__(self, tmp: Path) -> None:
+        self.cmd = ["tmux", "-S", str(tmp / "tmux.sock")]
+        self.status = tmp / "status"
+
+    def start(self, command: str, env: dict[str, str]) -> None:
+        line = f"{command}; echo $? > {self.status}; sleep 60"
+        subprocess.run(
+            [*self.cmd, "new-session", "-d", "-x", "120", "-y", "50", line], env=env, check=True
+        )
+
+    def screen(self) -> str:
+        args = [*self.cmd, "capture-pane", "-p", "-S", "-200"]
+        return subprocess.run(args, capture_output=True, text=True, check=False).stdout
+
+    def keys(self, *keys: str) -> None:
+        subprocess.run([*self.cmd, "send-keys", *keys], check=True)
+
+    def wait_for(self, text: str, timeout: float = 40) -> str:
+        """Wait until ``text`` is on the screen (lines the pane wrapped rejoined)."""
+        assert wait_until(lambda: text in self.screen().replace("\n", ""), timeout), self.screen()
+        return self.screen()
+
+    def exit_code(self, timeout: float = 40) -> int:
+        assert wait_until(self.status.is_file, timeout), self.screen()
+        return int(self.status.read_text().strip())
+
+    def kill(self) -> None:
+        subprocess.run([*self.cmd, "kill-server"], check=False, capture_output=True)
+
+
+@contextmanager
+def tmux_chat(tmp: Path, workspace: Path, server: FakeOpenAIServer, *args: str) -> Iterator[Tmux]:
+    tmux = Tmux(tmp)
+    env = cli_env(server.base_url, TERM="xterm-256color")
+    tmux.start(f"{sys.executable} -m agentkit chat -w {workspace} {' '.join(args)}", env)
+    try:
+        tmux.wait_for("/help lists the commands")
+        yield tmux
+    finally:
+        tmux.kill()
+
+
+# ----------------------------------------------------------------- terminal
+@needs_tmux
+def test_all_done_only_after_background_work_and_the_way_back(
+    workspace: Path, tmp_path: Path
+) -> None:
+    router = Router(
+        main=["Plain **answer**", background(1, "Quick job"), "started it", "read its result"],
+        subs={1: [finish("quick job done")]},
+    )
+    with FakeOpenAIServer(router) as server, tmux_chat(tmp_path, workspace, server) as tmux:
+        tmux.keys("hello", "Enter")
+        tmux.wait_for("Plain answer")
+        time.sleep(0.5)  # what would follow the answer has had time to print
+        assert "all done" not in tmux.screen()  # an answer with nothing in the background
+        tmux.keys("work in the background", "Enter")
+        shown = tmux.wait_for("✓ all done")
+        assert shown.count("✓ all done") == 1 and "read its result" in shown
+        assert "· Creating sub-agent 1 (create_sub_agent)" in shown  # words, then the tool
+        tmux.keys("/quit", "Enter")
+        assert tmux.exit_code() == 0
+        shown = tmux.screen()
+    (saved,) = (workspace / ".agentkit" / "conversations").glob("*.json")
+    unwrapped = shown.replace("\n", "")  # the long line wraps at the pane's 120 columns
+    assert f"continue it with: agentkit chat --continue {saved.stem} -w {workspace}" in unwrapped
+
+
+@needs_tmux
+def test_new_and_ctrl_d_ask_before_ending_running_subagents(
+    workspace: Path, tmp_path: Path
+) -> None:
+    router = Router(main=[background(1, "Sleeper"), "started"], subs={1: SLEEPER})
+    with FakeOpenAIServer(router) as server, tmux_chat(tmp_path, workspace, server) as tmux:
+        tmux.keys("go", "Enter")
+        tmux.wait_for("started")
+        assert wait_until(lambda: any(who(r) == 1 for r in server.requests), 30)
+        tmux.keys("/new", "Enter")
+        tmux.wait_for("Start a new one? [y/N]")
+        tmux.wait_for("sub-agents #1 are still running: a new conversation ends them")
+        tmux.keys("n", "Enter")
+        tmux.wait_for("kept: the sub-agents go on")
+        tmux.keys("C-d")
+        tmux.wait_for("Leave? [y/N] (Ctrl-D again: yes)")
+        tmux.keys("C-d")  # the second Ctrl-D confirms
+        assert tmux.exit_code() == 0
+        shown = tmux.screen()
+    assert "ending sub-agents #1" in shown and "sub-agents #1 ended" in shown
+    saved = json.loads(next((workspace / ".agentkit" / "conversations").glob("*.json")).read_text())
+    assert len(list((workspace / ".agentkit" / "conversations").glob("*.json"))) == 1  # no /new
+    assert saved["subagents"][0]["status"] == "terminated"
+
+
+@needs_tmux
+def test_a_failed_round_names_the_dead_endpoint_and_what_to_do(
+    workspace: Path, tmp_path: Path
+) -> None:
+    dead = "http://127.0.0.1:9/v1"  # nothing listens on the discard port
+    tmux = Tmux(tmp_path)
+    env = cli_env(dead, TERM="xterm-256color")
+    tmux.start(f"{sys.executable} -m agentkit chat -w {workspace}", env)
+    try:
+        tmux.wait_for("/help lists the commands")
+        tmux.keys("hello", "Enter")
+        shown = tmux.wait_for("Check that it is running").replace("\n", "")
+        assert f"The round failed: cannot reach the model server at {dead} (" in shown
+        assert "connection:" not in shown  # the error kind is said in words
+        tmux.keys("/quit", "Enter")
+        assert tmux.exit_code() == 0
+    finally:
+        tmux.kill()
+
+
+# -------------------------------------------------------------- JSON lines
+def _run_chat(workspace: Path, env: dict[str, str], text: str, *args: str) -> list[dict[str, Any]]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "agentkit", "chat", "-w", str(workspace), *args],
+        env=env, cwd=REPO, input=text, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    events = [json.loads(line) for line in proc.stdout.splitlines()]
+    cid = events[0]["conversation_id"]
+    way_back = f"agentkit: continue it with: agentkit chat --continue {cid} -w {workspace}"
+    assert proc.stderr.strip().splitlines()[-1].startswith(way_back)  # stdout stays JSON
+    return events
+
+
+def test_piped_lines_read_together_are_answered_one_by_one(workspace: Path) -> None:
+    def echo(request: dict[str, Any]) -> str:
+        return "ok: " + request["messages"][-1]["content"]
+
+    with FakeOpenAIServer(echo) as server:
+        events = _run_chat(workspace, cli_env(server.base_url), "hello\nbg x\n")
+        bodies = list(server.requests)
+    answers = [e["final_text"] for e in events if e["type"] == "RoundFinished"]
+    assert answers == ["ok: hello", "ok: bg x"]  # one request each, not one for both
+    users = [[m["content"] for m in b["messages"] if m["role"] == "user"] for b in bodies]
+    assert users == [["hello"], ["hello", "bg x"]]
+
+
+def test_max_turns_and_no_stream_reach_the_chat_s_requests(workspace: Path) -> None:
+    (workspace / "a.txt").write_text("alpha\n")
+    reads = [calls(call("read_file", path="a.txt"))] * 3
+    with FakeOpenAIServer(Router(main=[*reads, "never reached"])) as server:
+        events = _run_chat(
+            workspace, cli_env(server.base_url), "read it\n", "--max-turns", "2", "--no-stream"
+        )
+        bodies = list(server.requests)
+    assert len(bodies) == 2  # --max-turns 2: two model requests in the round
+    assert all(not b.get("stream") for b in bodies)
+    (end,) = [e for e in events if e["type"] == "RoundFinished"]
+    assert end["status"] != "done"
+
+
+def test_the_keyless_demo_answers_and_starts_a_background_subagent(workspace: Path) -> None:
+    (workspace / "app.py").write_text("# TODO: one thing\nprint('hi')\n")
+    env = cli_env(AGENTKIT_DEMO_LATENCY="0")
+    events = _run_chat(workspace, env, "hello\nreview this project in the background\n", "--demo")
+    ends = [e for e in events if e["type"] == "RoundFinished"]
+    assert "scripted demo" in ends[0]["final_text"] and ends[0]["background"] == []
+    assert "sub-agent 1" in ends[1]["final_text"]
+    # The second round started sub-agent 1 in the background. With no latency it may
+    # finish before that round ends (CI saw it), and then the round lists none running.
+    kinds = [(e["type"], (e.get("info") or {}).get("agent_id")) for e in events]
+    second = [i for i, e in enumerate(events) if e["type"] == "RoundStarted"][1]
+    second_end = events.index(ends[1])
+    assert ("SubAgentStarted", 1) in kinds[second:second_end]
+    finished_first = ("SubAgentFinished", 1) in kinds[:second_end]
+    # (Its status turns before its SubAgentFinished prints, so [] alone proves nothing.)
+    assert ends[1]["background"] in ([[]] if finished_first else [[1], []])
+    starts = [e["trigger"] for e in events if e["type"] == "RoundStarted"]
+    assert starts == ["user", "user", "notification"]
+    assert "TODO: one thing" in ends[2]["final_text"]  # it read the sub-agent's findings
+    findings = workspace / "sub_agent_results" / "agent_1" / "findings.md"
+    assert "TODO: one thing" in findings.read_text()
+    assert events[-1]["type"] == "AllWorkDone"
+
+
+def test_demo_refuses_endpoint_flags_with_one_line(workspace: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "agentkit", "chat", "--demo", "--model", "x", "-w", str(workspace)],
+        env=cli_env(), cwd=REPO, input="", capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == "agentkit: --demo brings its own model: drop --model"

@@ -1,0 +1,298 @@
+"""Messages encoded once (agentkit.llm.wire) and the ContextWindow that keeps them:
+the request bodies stay byte for byte what encoding them whole gives, over a long run
+with shrinking, compaction, a context-length refusal and repairs."""
+
+from __future__ import annotations
+
+import copy
+import json
+import pickle
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from agentkit import events as ev
+from agentkit.conversation import Conversation
+from agentkit.engine import Engine, Hooks, Step
+from agentkit.llm import LLMClient
+from agentkit.llm.wire import WireMessage, encode_body
+from agentkit.settings import Settings
+from agentkit.testing import ErrorReply, FakeOpenAIServer, Reply
+from agentkit.tokens import count_message, count_messages
+from agentkit.tools.base import ToolContext
+from agentkit.tools.registry import ToolRegistry
+
+_whole = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
+def whole(body: dict[str, Any]) -> bytes:
+    """What the client sent before messages were encoded once."""
+    return _whole(body).encode("utf-8", "replace")
+
+
+MESSAGES: list[dict[str, Any]] = [
+    {"role": "system", "content": "sys"},
+    {"role": "user", "content": 'héllo 你好 \U0001f600 "quoted" \\ back\nslash\t'},
+    {"role": "user", "content": "half an emoji \ud83d here"},  # sent as "?"
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"a":1}'}}
+        ],
+    },
+    {"role": "tool", "tool_call_id": "c1", "name": "f", "content": ""},
+    {"role": "user", "content": [{"type": "text", "text": "parts"}, {"type": "image_url"}]},
+    {"role": "assistant", "content": "n", "extra": [1.5, 1e300, -0.0, True, None, 10**30]},
+]
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"model": "m", "messages": None, "stream": True},
+        {"messages": None, "model": "m"},
+        {"model": "m", "tools": [{"type": "function"}], "messages": None},
+        {"model": "m", "messages": None},
+    ],
+)
+@pytest.mark.parametrize("kept", ["all", "none", "mixed"])
+def test_encode_body_is_byte_for_byte_the_whole_encoding(fields: dict[str, Any], kept: str) -> None:
+    messages: list[dict[str, Any]] = [
+        WireMessage(m) if kept == "all" or (kept == "mixed" and i % 2) else dict(m)
+        for i, m in enumerate(MESSAGES)
+    ]
+    body = {k: (messages if k == "messages" else v) for k, v in fields.items()}
+    assert encode_body(body) == whole(body)
+    body["messages"] = messages[:1]
+    assert encode_body(body) == whole(body)
+    body["messages"] = []
+    assert encode_body(body) == whole(body)
+
+
+def test_encode_body_refuses_what_json_refuses() -> None:
+    with pytest.raises(TypeError):
+        encode_body({"model": "m", "messages": [WireMessage({"content": object()})]})
+
+
+def test_a_wire_message_is_read_only_and_its_copies_are_plain_dicts() -> None:
+    message = WireMessage({"role": "user", "content": "x"})
+    for change in (
+        lambda: message.__setitem__("content", "y"),
+        lambda: message.__delitem__("content"),
+        lambda: message.update(content="y"),
+        lambda: message.pop("content"),
+        lambda: message.setdefault("name", "n"),
+        message.clear,
+        message.popitem,
+    ):
+        with pytest.raises(TypeError, match="read-only"):
+            change()
+    assert message == {"role": "user", "content": "x"}
+    for duplicate in (dict(message), {**message}, copy.copy(message), copy.deepcopy(message)):
+        assert type(duplicate) is dict and duplicate == message
+        duplicate["content"] = "changed"  # a copy may be edited
+    assert type(pickle.loads(pickle.dumps(message))) is dict
+
+
+def test_counting_uses_the_count_a_wire_message_keeps() -> None:
+    kept = [WireMessage({"role": "user", "content": "some words " * 50}, tokens=7)] * 3
+    assert count_messages(kept) == 3 + 3 * 7  # reply priming + the kept counts
+    fresh = WireMessage({"role": "user", "content": "some words " * 50})
+    assert fresh.tokens == count_message(dict(fresh))
+    assert count_messages([fresh]) == count_messages([dict(fresh)])
+
+
+# ------------------------------------------------------------------ a long run
+
+
+class TextParams(BaseModel):
+    text: str
+
+
+def registry() -> ToolRegistry:
+    tools = ToolRegistry()
+
+    @tools.tool
+    def big(p: TextParams) -> str:
+        """Returns a large output."""
+        return p.text * 300
+
+    @tools.tool
+    def echo(p: TextParams) -> str:
+        """Echoes the text's length."""
+        return f"echo of {len(p.text)} characters"
+
+    return tools
+
+
+OVERFLOW = ErrorReply(
+    400,
+    {
+        "error": {
+            "message": "This model's maximum context length is 1800 tokens. "
+            "However, your messages resulted in 2600 tokens.",
+            "type": "invalid_request_error",
+            "code": "context_length_exceeded",
+        }
+    },
+)
+TURNS = 36
+
+
+class Script:
+    """A deterministic model: by the number of replies given, a large tool output, a
+    long argument, one context-length refusal, and refusals of system messages after
+    the first (the client then sends them as user messages)."""
+
+    def __init__(self) -> None:
+        self.step = 0
+        self.overflowed = False
+
+    def __call__(self, request: dict[str, Any]) -> Any:
+        if any(m["role"] == "system" for m in request["messages"][1:]):
+            return ErrorReply(400, {"error": {"message": "system only at the start"}})
+        step = self.step
+        if step == 20 and not self.overflowed:
+            self.overflowed = True
+            return OVERFLOW
+        self.step += 1
+        if step >= TURNS:
+            return "done"
+        if step % 3 == 1:
+            call = {"name": "echo", "arguments": {"text": f"{step} " + "long argument " * 80}}
+        else:
+            call = {"name": "big", "arguments": {"text": f"{step} abcdefghij "}}
+        return Reply(tool_calls=[{**call, "id": f"call_{step}"}])
+
+
+class Notes(Hooks):
+    """After some batches: a system note (refused by the server, then sent as a user
+    message) and a message put straight into the history (not through append)."""
+
+    def after_tool_results(self, engine: Engine) -> Step:
+        turns = engine.conversation.stats.turns
+        if turns == 5:
+            return Step(messages=[{"role": "system", "content": "NOTICE"}])
+        if turns == 9:
+            engine.conversation.messages.append({"role": "user", "content": "a nudge"})
+        return Step()
+
+
+class Fresh:
+    """The reference model: sends the wire form of the stored messages, made afresh
+    for each request as plain dicts (what the client encoded whole before)."""
+
+    def __init__(self, client: LLMClient) -> None:
+        self.client = client
+        self.engine: Engine | None = None
+
+    def complete(self, messages: list[dict[str, Any]], tools: Any, **kwargs: Any) -> Any:
+        assert self.engine is not None
+        window = self.engine.window
+        fresh = [window._to_wire(m) for m in self.engine.conversation.messages]
+        assert all(type(m) is dict for m in fresh)
+        return self.client.complete(fresh, tools, **kwargs)
+
+
+def long_run(workspace: Path, reference: bool) -> tuple[list[bytes], list[str], Conversation]:
+    with FakeOpenAIServer(Script()) as server:
+        settings = Settings(
+            model="m",
+            base_url=server.base_url,
+            api_key="k",
+            language="en",
+            context_window=2048,
+            max_retries=0,
+            max_turns=TURNS + 5,
+        )
+        client = LLMClient(settings)
+        model: Any = Fresh(client) if reference else client
+        conversation = Conversation(
+            messages=[
+                {"role": "system", "content": "You are terse."},
+                {"role": "user", "content": "work through the steps"},
+                # An interrupted call: the engine answers it first (a repair).
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": "call_x",
+                            "type": "function",
+                            "function": {"name": "echo", "arguments": '{"text": "x"}'},
+                        }
+                    ],
+                },
+            ]
+        )
+        events: list[ev.Event] = []
+        engine = Engine(
+            model=model,
+            registry=registry(),
+            conversation=conversation,
+            ctx=ToolContext(workspace=workspace, settings=settings),
+            hooks=Notes(),
+            emit=events.append,
+        )
+        if reference:
+            model.engine = engine
+        result = engine.run()
+        engine.close()
+        client.close()
+        bodies = [r.raw_body for r in server.records if r.path.endswith("/chat/completions")]
+    assert result.status == "done", result
+    how = [e.how for e in events if isinstance(e, ev.ContextCompacted)]
+    return bodies, how, conversation
+
+
+def test_request_bodies_are_byte_identical_over_a_long_run_with_compaction(
+    workspace: Path,
+) -> None:
+    bodies, how, conversation = long_run(workspace, reference=False)
+    expected, expected_how, _ = long_run(workspace, reference=True)
+    assert {"shrink", "shrink arguments", "compact"} <= set(how), how
+    assert how == expected_how
+    assert len(bodies) == len(expected) > TURNS
+    for sent, reference in zip(bodies, expected, strict=True):
+        assert sent == reference
+        assert sent == whole(json.loads(sent))  # and the canonical compact JSON
+    # The refusals were answered as the script says: the overflow, the system note.
+    texts = [b.decode() for b in bodies]
+    assert any(
+        '"content":"NOTICE"' in t and '"role":"system","content":"NOTICE"' not in t for t in texts
+    )
+    assert any("a nudge" in t for t in texts)
+    assert conversation.archive
+
+
+def test_compaction_keeps_the_encoding_of_messages_it_did_not_change(workspace: Path) -> None:
+    settings = Settings(model="m", api_key="k", language="en", context_window=2048)
+    conversation = Conversation(messages=[{"role": "system", "content": "s"}])
+    engine = Engine(
+        model=None,  # type: ignore[arg-type]  # no request is made
+        registry=registry(),
+        conversation=conversation,
+        ctx=ToolContext(workspace=workspace, settings=settings),
+    )
+    window = engine.window
+    window.append({"role": "user", "content": "task"})
+    for i in range(12):
+        window.append({"role": "assistant", "content": f"step {i}"})
+        window.append({"role": "user", "content": f"result {i} " + "x " * 400})
+    tail = list(window.wire[-3:])
+    for message in window.wire:
+        assert isinstance(message, WireMessage)
+        _ = message.json
+    window.fit(window.budget())
+    assert conversation.archive  # compacted
+    assert all(a is b for a, b in zip(window.wire[-3:], tail, strict=True))
+    assert window.tokens == sum(count_message(dict(m)) for m in window.wire)
+    # A message replaced in the history gets a new wire message; the others stay.
+    before = list(window.wire)
+    conversation.messages[1] = {"role": "user", "content": "another task"}
+    window.rebuild()
+    assert window.wire[1] is not before[1] and window.wire[1]["content"] == "another task"
+    assert all(a is b for a, b in zip(window.wire[2:], before[2:], strict=True))

@@ -1,0 +1,144 @@
+"""How sub-agent workers start on this machine, and that nothing of it outlives a
+command: the parent never imports the worker module itself (a small trampoline is
+the target), the worker process server is stopped on demand and then started again,
+and ``agentkit run`` leaves no process behind, with or without a sub-agent.
+
+Real processes throughout; the checks that need a clean process (the forkserver is
+per process) run in a child interpreter."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+from subagent_helpers import Router, call, calls, finish
+from test_cli import cli_env
+
+from agentkit.testing import FakeOpenAIServer
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def python(code: str, **env: str) -> dict[str, Any]:
+    """Run ``code`` in a fresh interpreter (this checkout importable); its last line of
+    output is JSON, returned."""
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        env={**os.environ, "PYTHONPATH": str(REPO), "AGENTKIT_TOKENIZER": "estimate", **env},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_starting_a_sub_agent_does_not_import_the_worker_in_the_parent(workspace: Path) -> None:
+    router = Router(main=["unused"], subs={1: [finish("done")]})
+    with FakeOpenAIServer(router) as server:
+        out = python(
+            f"""
+            import json, sys
+            from pathlib import Path
+            from agentkit.settings import Settings
+            from agentkit.subagent.manager import SubAgentManager
+            settings = Settings(model="m", base_url={server.base_url!r}, api_key="k", language="en")
+            manager = SubAgentManager(workspace=Path({str(workspace)!r}), settings=settings)
+            result = manager.create(agent_id=1, summary="s", task="t")
+            manager.shutdown()
+            print(json.dumps({{
+                "status": result["status"],
+                "worker_imported": "agentkit.subagent.worker" in sys.modules,
+                "openai_imported": "openai" in sys.modules,
+            }}))
+            """
+        )
+    assert out["status"] == "completed"
+    assert out["worker_imported"] is False  # the worker module loads in the child only
+    assert out["openai_imported"] is False  # the parent never built a client here
+
+
+def test_the_worker_process_server_stops_on_demand_and_starts_again(workspace: Path) -> None:
+    router = Router(main=["unused"], subs={1: [finish("one")], 2: [finish("two")]})
+    with FakeOpenAIServer(router) as server:
+        out = python(
+            f"""
+            import json
+            from multiprocessing import forkserver
+            from pathlib import Path
+            import psutil
+            from agentkit.settings import Settings
+            from agentkit.subagent.launchers import local
+            from agentkit.subagent.manager import SubAgentManager
+            settings = Settings(model="m", base_url={server.base_url!r}, api_key="k", language="en")
+            manager = SubAgentManager(workspace=Path({str(workspace)!r}), settings=settings)
+            first = manager.create(agent_id=1, summary="s", task="t", deliverables_dir="one")
+            pid = forkserver._forkserver._forkserver_pid
+            stopped = local.stop_forkserver()
+            gone = not psutil.pid_exists(pid)
+            again = local.stop_forkserver()
+            second = manager.create(agent_id=2, summary="s", task="t", deliverables_dir="two")
+            new_pid = forkserver._forkserver._forkserver_pid
+            manager.shutdown()
+            print(json.dumps({{
+                "statuses": [first["status"], second["status"]],
+                "stopped": stopped, "gone": gone, "again": again,
+                "new_server": new_pid not in (None, pid),
+            }}))
+            """
+        )
+    assert out["statuses"] == ["completed", "completed"]
+    assert out["stopped"] is True and out["gone"] is True
+    assert out["again"] is False  # nothing left to stop
+    assert out["new_server"] is True
+
+
+LEFTOVERS = """
+import ctypes, json, os, subprocess, sys
+import psutil
+ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: orphans become ours
+done = subprocess.run([sys.executable, "-m", "agentkit", *sys.argv[1:]], capture_output=True)
+left = [p.pid for p in psutil.Process().children(recursive=True) if p.status() != "zombie"]
+print(json.dumps({"code": done.returncode, "left": left, "stderr": done.stderr.decode()[-2000:]}))
+"""
+
+
+def cli_leftovers(workspace: Path, base_url: str) -> dict[str, Any]:
+    """Run ``agentkit run`` under a child subreaper; what of its tree is alive at once
+    after it exited."""
+    env = {**cli_env(base_url), "AGENTKIT_TOKENIZER": "estimate"}
+    done = subprocess.run(
+        [sys.executable, "-c", LEFTOVERS, "run", "go", "-w", str(workspace)],
+        env=env,
+        cwd=workspace,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_a_one_turn_run_leaves_no_process_behind(workspace: Path) -> None:
+    with FakeOpenAIServer(["Hello."]) as server:
+        out = cli_leftovers(workspace, server.base_url)
+    assert out["code"] == 0, out["stderr"]
+    assert out["left"] == []  # no worker process server was started (nor left preloading)
+
+
+def test_a_run_with_a_sub_agent_leaves_no_process_behind(workspace: Path) -> None:
+    router = Router(
+        main=[calls(call("create_sub_agent", agent_id=1, summary="s", task="t")), "All done."],
+        subs={1: [finish("sub done")]},
+    )
+    with FakeOpenAIServer(router) as server:
+        out = cli_leftovers(workspace, server.base_url)
+        asked = len(server.requests)
+    assert out["code"] == 0, out["stderr"]
+    assert asked == 3  # main, the sub-agent, main again
+    assert out["left"] == []  # the worker process server ended with the command
