@@ -12,6 +12,7 @@ import pytest
 from subagent_helpers import Router, call, calls, finish, scripted_settings
 
 from agentkit.chat import Session
+from agentkit.cli.show import conversation_overview, render_overview
 from agentkit.testing import FakeOpenAIServer
 
 pytestmark = pytest.mark.slow
@@ -46,6 +47,16 @@ def test_a_second_conversation_sets_the_first_ones_files_aside(workspace: Path) 
     assert (kept / "findings.md").read_text() == "first"  # nothing lost
     archived = folder / f".subagent/conversations.{earlier['sub_conversation_id']}.json"
     assert json.loads(archived.read_text())["result_summary"] == "wrote first"
+    # `agentkit show` of each conversation lists that conversation's own files.
+    shown = {
+        cid: conversation_overview(workspace, cid)["subagents"][0] for cid in (first.id, second.id)
+    }
+    moved = f"{FOLDER}/.subagent/earlier/{earlier['sub_conversation_id']}"
+    assert shown[first.id]["deliverables_moved_to"] == moved
+    assert shown[first.id]["deliverables_files"] == ["findings.md"]
+    assert "deliverables_moved_to" not in shown[second.id]
+    text = render_overview(conversation_overview(workspace, first.id))
+    assert f"deliverables: {moved} (moved from {FOLDER}" in text
 
 
 def test_a_folder_named_again_in_one_conversation_keeps_its_files(workspace: Path) -> None:

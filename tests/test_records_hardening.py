@@ -62,6 +62,7 @@ agent.manager.shutdown()
 """
 
 
+@pytest.mark.timeout(360)  # fifteen runs of a Python process each: slow on a loaded CI
 def test_a_completed_record_stays_completed_after_the_main_process_exits(tmp_path: Path) -> None:
     """Regression: the worker's parent-gone handler stayed armed during its last
     clean-up and rewrote a completed record as terminated in ~1/3 of runs."""

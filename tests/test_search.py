@@ -327,7 +327,9 @@ def test_catastrophic_regex_returns_by_the_deadline(
         ticks += 1
     elapsed = time.monotonic() - started
     result = box[0]
-    assert elapsed < 3 * 1.0 + 3  # generous: without the fix it never returns
+    # A bound, not a measurement: without the fix it never returns. It is loose because
+    # a loaded 2-core machine can be slow to start and reap the killed child.
+    assert elapsed < 30
     assert result.ok
     linear = engine == "ripgrep" and where == "." and "(?=" not in pattern
     if linear:  # ripgrep's regex engine does not backtrack: it simply finishes

@@ -20,6 +20,7 @@ from agentkit.conversation import (
     conversations_dir,
 )
 from agentkit.subagent.record import fallback_path, list_deliverables, load_record, record_path
+from agentkit.subagent.reuse import earlier_folder
 from agentkit.subagent.sweep import conversation_held, live_rows
 
 
@@ -86,6 +87,14 @@ def _deliverables(workspace: Path, row: dict[str, Any], limit: int) -> dict[str,
     folder = row.get("deliverables_dir")
     if not isinstance(folder, str) or not folder:
         return {"files": [], "total": 0}
+    run = row.get("sub_conversation_id")
+    if isinstance(run, str) and run:
+        # A later conversation's sub-agent took the folder: this run's files were
+        # set aside (agentkit.subagent.reuse), and the folder now holds the other's.
+        moved = earlier_folder(workspace / folder, run)
+        files, total = list_deliverables(moved, limit, workspace)
+        if total:
+            return {"files": files, "total": total, "moved_to": moved.relative_to(workspace)}
     files, total = list_deliverables(workspace / folder, limit, workspace)
     return {"files": files, "total": total}
 
@@ -98,7 +107,9 @@ def conversation_overview(
     Keys: conversation_id, path, state, model, created_at, updated_at, error,
     final_text, stats, subagents (rows of the conversation file as their records say
     now, agentkit.subagent.sweep.live_rows, each plus ``deliverables_files`` and
-    ``deliverables_total`` read from disk). A conversation or sub-agent saved as
+    ``deliverables_total`` read from disk, and ``deliverables_moved_to`` when a later
+    conversation's sub-agent took the folder and this run's files were set aside
+    there, agentkit.subagent.reuse). A conversation or sub-agent saved as
     running whose process is gone shows ``ended (process gone)``
     (agentkit.conversation.PROCESS_GONE). Reads only. Raises InspectError when there
     is nothing to show.
@@ -111,9 +122,10 @@ def conversation_overview(
     rows = []
     for row in live_rows(workspace, saved if isinstance(saved, list) else [], owner_alive=alive):
         found = _deliverables(workspace, row, files_limit)
-        rows.append(
-            {**row, "deliverables_files": found["files"], "deliverables_total": found["total"]}
-        )
+        row = {**row, "deliverables_files": found["files"], "deliverables_total": found["total"]}
+        if "moved_to" in found:
+            row["deliverables_moved_to"] = found["moved_to"].as_posix()
+        rows.append(row)
     return {
         "conversation_id": doc.get("conversation_id") or path.stem,
         "path": str(path),
@@ -177,9 +189,10 @@ def render_overview(data: dict[str, Any], *, final_chars: int = 600) -> str:
         files = row.get("deliverables_files") or []
         total = row.get("deliverables_total", len(files))
         shown = ", ".join(files[:10]) + (", …" if total > 10 else "")
-        lines.append(
-            f"      deliverables: {row.get('deliverables_dir')} ({total} files{': ' + shown if files else ''})"
-        )
+        where = row.get("deliverables_dir")
+        if row.get("deliverables_moved_to"):
+            where = f"{row['deliverables_moved_to']} (moved from {where}: a later conversation's sub-agent used it)"
+        lines.append(f"      deliverables: {where} ({total} files{': ' + shown if files else ''})")
         if row.get("transcript"):
             lines.append(f"      transcript: {_transcript_of(row, data)}")
         if row.get("last_action"):

@@ -22,11 +22,18 @@ from pathlib import Path
 from agentkit.confined import folder as confined_folder
 from agentkit.subagent.record import RECORD_DIR, read_record
 
-__all__ = ["EARLIER_DIR", "set_aside_earlier"]
+__all__ = ["EARLIER_DIR", "earlier_folder", "set_aside_earlier"]
 
 EARLIER_DIR = "earlier"
 """Under the folder's ``.subagent``: one folder per earlier conversation's run."""
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]")
+
+
+def earlier_folder(deliverables: Path, sub_conversation_id: str) -> Path:
+    """The folder :func:`set_aside_earlier` moves the files of the run
+    ``sub_conversation_id`` to: ``<deliverables>/.subagent/earlier/<id>`` (characters
+    outside ``[A-Za-z0-9_.-]`` become ``_``). Pure: it neither reads nor makes it."""
+    return deliverables / RECORD_DIR / EARLIER_DIR / _SAFE.sub("_", sub_conversation_id)
 
 
 def set_aside_earlier(deliverables: Path, root: Path, own: Container[str]) -> Path | None:
@@ -56,7 +63,7 @@ def set_aside_earlier(deliverables: Path, root: Path, own: Container[str]) -> Pa
         entries = [e for e in os.listdir(source) if e != RECORD_DIR]
         if not entries:
             return None
-        target = deliverables / RECORD_DIR / EARLIER_DIR / _SAFE.sub("_", name)
+        target = earlier_folder(deliverables, name)
         with confined_folder(root, target, create=True) as dest:
             for entry in entries:
                 os.rename(entry, entry, src_dir_fd=source, dst_dir_fd=dest)
