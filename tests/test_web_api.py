@@ -206,6 +206,33 @@ def test_background_subagent_rows_transcript_files_and_notification(workspace: P
         assert "notification" in kinds
 
 
+def test_a_refused_switch_leaves_the_conversation_and_its_sub_agent_as_they_were(
+    workspace: Path,
+) -> None:
+    """Regression (a new user's trial): a switch to a conversation that cannot be
+    opened answered 400 but had already stopped the sub-agents of the one it left."""
+    (workspace / "notes.txt").write_text("alpha\n")
+    gate = Gate()
+    with running_web(workspace, _background_router(gate)) as web:
+        cid = web.new_conversation()
+        web.post(f"/api/conversations/{cid}/messages", {"text": "go"})
+        base = f"/api/conversations/{cid}/subagents"
+        assert wait_until(lambda: web.client.get(base).json()["subagents"])
+        damaged = workspace / ".agentkit" / "conversations" / "conv_deadbeef0001.json"
+        damaged.write_text('{"conversation_id": "conv_deadbeef0001", "messages": [1,2')
+        for target in ("conv_deadbeef0001", "conv_000000000000"):  # damaged, missing
+            refused = web.post("/api/switch", {"leaving": cid, "to": target})
+            assert refused.status_code in (400, 404), refused.text
+            assert "error" in refused.json()
+        rows = web.client.get(base).json()["subagents"]
+        assert [r["status"] for r in rows] == ["running"]
+        assert web.client.get(f"/api/conversations/{cid}").json()["state"] != "closed"
+        gate.event.set()
+        assert wait_until(
+            lambda: web.client.get(base).json()["subagents"][0]["status"] == "completed"
+        )
+
+
 def test_terminate_subagent_and_switch_ends_subagents(workspace: Path) -> None:
     (workspace / "notes.txt").write_text("alpha\n")
     gate = Gate()
@@ -391,6 +418,29 @@ def test_lone_surrogates_in_any_text_are_refused_and_break_nothing(
         assert [c["title"] for c in listed.json()["conversations"]] == ["kept"]
         one = web.client.get(f"/api/conversations/{cid}")
         assert one.status_code == 200 and one.json()["messages"] == []
+
+
+def test_unknown_api_routes_and_methods_answer_json_errors(workspace: Path) -> None:
+    """Regression (a new user's trial): Starlette's own 404 and 405 answered plain
+    text, where docs/web-api.md promises ``{"error": ...}`` for the API."""
+    with running_web(workspace, ["ok"]) as web:
+        cid = web.new_conversation()
+        for method, path, status in [
+            ("GET", "/api/conversations/..%2F..%2Fetc%2Fpasswd", 404),
+            ("GET", "/api/no-such-route", 404),
+            ("PUT", f"/api/conversations/{cid}", 405),
+            ("DELETE", "/api/switch", 405),
+        ]:
+            answer = web.client.request(method, path, headers={"Content-Type": "application/json"})
+            assert answer.status_code == status, (method, path, answer.text)
+            assert answer.headers["content-type"].startswith("application/json"), path
+            assert answer.json()["error"], path
+            if status == 405:
+                assert "allow" in answer.headers
+        page = web.client.get("/no-such-file.js")  # the page's files: plain, as before
+        assert page.status_code == 404 and not page.headers["content-type"].startswith(
+            "application/json"
+        )
 
 
 def test_damaged_conversations_on_disk_are_listed_or_skipped_never_500(workspace: Path) -> None:

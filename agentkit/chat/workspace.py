@@ -301,13 +301,25 @@ class Workspace:
         """Leave conversation ``leaving`` (its sub-agents end: §8.5) and open ``to``
         (None: a new conversation). Returns the session switched to. Leaving an
         untouched conversation (nothing said, no title, nothing queued, no sub-agent)
-        for a new one returns it again: "New conversation" clicked twice makes one."""
-        if leaving is not None and leaving != to:
-            left = self.get(leaving)
-            if to is None and left is not None and _untouched(left):
-                return left
+        for a new one returns it again: "New conversation" clicked twice makes one.
+
+        ``to`` opens first: a switch that fails (no such conversation, a damaged
+        file, one open in another process) raises as :meth:`open` does and leaves
+        ``leaving`` as it was, its sub-agents still working (a new user's trial saw
+        them stopped by a refused switch). When the workspace is full, ``leaving``
+        is closed to make room and ``to`` is opened again."""
+        if leaving is None or leaving == to:
+            return self.open(to) if to else self.create()
+        left = self.get(leaving)
+        if to is None and left is not None and _untouched(left):
+            return left
+        try:
+            session = self.open(to) if to else self.create()
+        except WorkspaceFull:
             self.close_session(leaving)
-        return self.open(to) if to else self.create()
+            return self.open(to) if to else self.create()
+        self.close_session(leaving)
+        return session
 
     def close(self) -> None:
         """Close every open session (their sub-agents end). Idempotent."""

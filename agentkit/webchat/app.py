@@ -14,6 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.middleware import Middleware
 from starlette.routing import Mount
 from starlette.staticfiles import StaticFiles
@@ -52,6 +55,23 @@ class WebState:
     def close(self) -> None:
         """Close every open conversation (their sub-agents end; their streams end)."""
         self.workspace.close()
+
+
+async def http_error(request: Request, exc: Exception) -> Response:
+    """Starlette's own refusals (no such route, a method a route does not take): as
+    ``{"error": ...}`` under ``/api/`` like every other API error (docs/web-api.md),
+    plain text elsewhere (the page's files). Keeps the status and its headers
+    (``Allow`` on 405)."""
+    status = getattr(exc, "status_code", 500)
+    detail = str(getattr(exc, "detail", "") or "error")
+    headers = getattr(exc, "headers", None)
+    if request.url.path.startswith("/api/"):
+        if status == 404:
+            detail = f"no such API route: {request.method} {request.url.path}"
+        elif status == 405:
+            detail = f"{request.method} is not allowed on {request.url.path}"
+        return JSONResponse({"error": detail}, status_code=status, headers=headers)
+    return PlainTextResponse(detail, status_code=status, headers=headers)
 
 
 def create_app(
@@ -101,7 +121,12 @@ def create_app(
         *info_routes(),
         Mount("/", app=StaticFiles(directory=STATIC_DIR, html=True), name="static"),
     ]
-    errors = {ApiError: api_error, files.ViewError: api_error, WorkspaceFull: api_error}
+    errors: dict[Any, Any] = {
+        ApiError: api_error,
+        files.ViewError: api_error,
+        WorkspaceFull: api_error,
+        HTTPException: http_error,
+    }
     app = Starlette(
         routes=routes,
         middleware=[Middleware(Gate, token=token, allowed_hosts=hosts)],
