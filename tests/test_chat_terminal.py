@@ -211,3 +211,22 @@ def test_demo_refuses_endpoint_flags_with_one_line(workspace: Path) -> None:
     )  # fmt: skip
     assert proc.returncode == 2
     assert proc.stderr.strip() == "agentkit: --demo brings its own model: drop --model"
+
+
+def test_no_way_back_is_offered_for_a_conversation_that_could_not_be_saved(
+    workspace: Path,
+) -> None:
+    """Regression (a new user's trial, on a read-only workspace): the chat printed
+    `continue it with: agentkit chat --continue ID`, and that command then found no
+    saved conversation. Here `.agentkit` is a file, so nothing can be saved."""
+    (workspace / ".agentkit").write_text("not a folder\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "agentkit", "chat", "-w", str(workspace), "--demo"],
+        env=cli_env(AGENTKIT_DEMO_LATENCY="0"), cwd=REPO, input="hello\n",
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    (end,) = [e for e in map(json.loads, proc.stdout.splitlines()) if e["type"] == "RoundFinished"]
+    assert end["status"] == "failed" and "could not be saved" in end["error"]
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("agentkit: nothing to continue: the conversation could not be saved")
+    assert "--continue" not in last

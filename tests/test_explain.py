@@ -3,6 +3,8 @@ without their secrets."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from agentkit.chat.explain import DEFAULT_BASE_URL, round_failure, shown_url, state_words
@@ -16,6 +18,8 @@ from agentkit.chat.explain import DEFAULT_BASE_URL, round_failure, shown_url, st
         ("waiting_for_subagents", 2, "waiting for 2 sub-agents"),
         ("waiting_for_subagents", 0, "waiting for sub-agents"),
         ("idle", 0, "idle"),
+        ("damaged", 0, "damaged (cannot be read)"),  # a trial saw these two as idle
+        ("ended (process gone)", 0, "ended (process gone)"),
     ],
 )
 def test_state_words(state: str, running: int, words: str) -> None:
@@ -54,3 +58,18 @@ def test_every_model_error_kind_gets_advice_and_others_a_plain_line() -> None:
         assert f"{kind} (HTTP" not in text  # the identifier is not shown
     plain = round_failure("max_turns (2) reached", None, base_url=None, model="m")
     assert plain == "The round failed: max_turns (2) reached. Send a message to try again."
+
+
+def test_the_conversations_table_says_damaged_and_why(tmp_path: Path) -> None:
+    """Regression (a new user's trial): a damaged file was listed as idle with 0 turns."""
+    from agentkit.chat.store import list_conversations
+    from agentkit.cli.show import render_conversations
+
+    folder = tmp_path / ".agentkit" / "conversations"
+    folder.mkdir(parents=True)
+    (folder / "conv_deadbeef0001.json").write_text('{"conversation_id": "conv_deadbeef0001", [')
+    infos = list_conversations(tmp_path)
+    (row,) = [line for line in render_conversations(infos).splitlines() if "conv_deadbeef" in line]
+    assert "damaged (cannot be read)" in row and "idle" not in row
+    (info,) = infos
+    assert info.error and info.error[:20] in row  # the reason, where the title goes

@@ -240,3 +240,32 @@ def test_serve_starts_on_a_dead_endpoint_and_says_so(workspace: Path) -> None:
         "agentkit serve: model endpoint: cannot reach the model endpoint http://127.0.0.1:9/v1"
         in out
     )
+
+
+@pytest.mark.parametrize("problem", ["busy port", "short token", "no turns"])
+def test_a_refused_demo_start_says_one_line_and_leaves_no_copy(
+    tmp_path: Path, problem: str
+) -> None:
+    """Regression (a new user's trial): a busy port printed the other server's URL,
+    then uvicorn's own error, and exited 3; every refused `serve --demo` start left
+    a copy of the sample project in the temp folder."""
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AGENTKIT_"))}
+    env.update(PYTHONPATH=str(Path(__file__).resolve().parents[1]), TMPDIR=str(temp))
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1] if problem == "busy port" else free_port()
+        flags = {"short token": ["--token", "short"], "no turns": ["--max-turns", "0"]}
+        argv = [sys.executable, "-m", "agentkit", "serve", "--demo", "--port", str(port)]
+        done = subprocess.run(
+            [*argv, *flags.get(problem, [])], env=env, capture_output=True, text=True, timeout=60
+        )
+    assert done.returncode == 2, done.stderr
+    assert "open http" not in done.stdout and "Traceback" not in done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("agentkit: ") and "ERROR" not in done.stderr
+    if problem == "busy port":
+        assert f"cannot listen on 127.0.0.1:{port}" in last and "--port" in last
+    assert list(temp.iterdir()) == []  # the demo's copy went with the refused start

@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from urllib.parse import urlsplit, urlunsplit
 
+from agentkit.conversation import PROCESS_GONE
+
 __all__ = ["DEFAULT_BASE_URL", "round_failure", "shown_url", "state_words"]
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -83,12 +85,18 @@ def round_failure(
 
 def state_words(state: str, running: int = 0) -> str:
     """A conversation's state in words: ``working`` (running), ``waiting for 2
-    sub-agents`` (waiting_for_subagents; ``running`` is how many), ``idle``. The web
-    page's common.js ``stateWords`` says the same."""
+    sub-agents`` (waiting_for_subagents; ``running`` is how many), ``idle``; a list's
+    ``damaged`` (agentkit.chat.store) is ``damaged (cannot be read)`` and ``ended
+    (process gone)`` (agentkit.conversation.PROCESS_GONE) stays as it is (a trial saw
+    both listed as idle). The web page's common.js ``stateWords`` says the same."""
     if state == "running":
         return "working"
     if state == "waiting_for_subagents":
         if running <= 0:
             return "waiting for sub-agents"
         return f"waiting for {running} sub-agent{'s' if running != 1 else ''}"
+    if state == "damaged":
+        return "damaged (cannot be read)"
+    if state == PROCESS_GONE:
+        return PROCESS_GONE
     return "idle"

@@ -35,7 +35,7 @@ def add_parser(sub: Any) -> None:
         "workspace. Endpoint settings fall back to OPENAI_API_KEY, OPENAI_BASE_URL, "
         "AGENTKIT_MODEL and the other AGENTKIT_* variables.",
     )
-    endpoint_args(acp)
+    endpoint_args(acp, demo=True)
     acp.add_argument(
         "--demo",
         action="store_true",

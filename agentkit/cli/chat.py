@@ -51,6 +51,7 @@ from agentkit.cli.common import (
     control_arg,
     endpoint_args,
     settings_from_args,
+    way_back,
     workspace,
 )
 from agentkit.cli.safe_text import json_line
@@ -84,7 +85,7 @@ def add_parser(sub: Any) -> None:
         metavar="DIR",
         help="workspace folder (default: .; with --demo a copy of the sample project)",
     )
-    endpoint_args(chat)
+    endpoint_args(chat, demo=True)
     chat.add_argument("--max-turns", type=int, metavar="N", help="model requests per round")
     chat.add_argument(
         "--no-stream", action="store_true", help="send plain (non-streaming) requests"
@@ -135,8 +136,8 @@ def cmd_chat(args: argparse.Namespace) -> int:
                 chat = JsonLinesChat(chat_workspace, session)
                 code = chat.run()
                 # Standard output holds JSON only: the way back goes with the logs.
-                left = chat.commands.session.id
-                print(f"agentkit: continue it with: {hint.format(id=left)}", file=sys.stderr)
+                left = chat.commands.session
+                print(f"agentkit: {way_back(left.transcript_path, hint, left.id)}", file=sys.stderr)
                 return code
             from agentkit.cli.terminal import TerminalChat
 
@@ -145,6 +146,10 @@ def cmd_chat(args: argparse.Namespace) -> int:
             chat_workspace.close()
     except FileNotFoundError as exc:
         raise UsageError(str(exc)) from None
+    except UsageError:
+        if args.demo and server is not None:
+            server.discard()  # it never chatted: no copy of the sample left behind
+        raise
     finally:
         if server is not None:
             server.stop()

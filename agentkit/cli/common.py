@@ -82,13 +82,19 @@ def workspace_arg(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def endpoint_args(parser: argparse.ArgumentParser) -> None:
+def endpoint_args(parser: argparse.ArgumentParser, *, demo: bool = False) -> None:
     """Add the endpoint flags ``--model --base-url --api-key --lang`` to ``parser``
-    (read by :func:`settings_from_args`; the environment fills what is not given)."""
+    (read by :func:`settings_from_args`; the environment fills what is not given).
+    ``demo``: the command has ``--demo``, whose language defaults to English."""
     parser.add_argument("--model", help="model name (env AGENTKIT_MODEL)")
     parser.add_argument("--base-url", help="OpenAI-compatible base URL (env OPENAI_BASE_URL)")
     parser.add_argument("--api-key", help="API key (env OPENAI_API_KEY)")
-    parser.add_argument("--lang", choices=("zh", "en"), help="prompt language (default zh)")
+    parser.add_argument(
+        "--lang",
+        choices=("zh", "en"),
+        help="prompt language (env AGENTKIT_LANGUAGE; default zh"
+        + (", with --demo en)" if demo else ")"),
+    )
 
 
 def control_arg(parser: argparse.ArgumentParser) -> None:
@@ -182,6 +188,16 @@ def make_settings(given: dict[str, Any]) -> Settings:
 
 
 # -------------------------------------------------------------------- signals
+def way_back(saved: Path, hint: str, conversation_id: str) -> str:
+    """The line that ends a chat: ``continue it with: <hint>`` (``hint`` with ``{id}``
+    for ``conversation_id``) when the conversation file ``saved`` exists, else why
+    there is nothing to continue (a trial on a read-only workspace was told a
+    command that then found no saved conversation)."""
+    if saved.is_file():
+        return f"continue it with: {hint.format(id=conversation_id)}"
+    return f"nothing to continue: the conversation could not be saved to {saved}"
+
+
 class Signals:
     """SIGINT, SIGTERM and SIGHUP for a command that must end cleanly (a context
     manager; installed on the main thread only, elsewhere it does nothing).

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -201,10 +202,19 @@ class DemoSetup:
     server: Any
     workspace: Path
     overrides: dict[str, Any]
+    made: bool = False
+    """True when ``workspace`` is a copy of the sample project made for this demo."""
 
     def stop(self) -> None:
         """Stop the scripted model's server."""
         self.server.stop()
+
+    def discard(self) -> None:
+        """Remove the sample project's copy when the demo never got going (a refused
+        flag, a busy port): failed starts left a copy in the temp folder each. A
+        workspace the user gave is never touched."""
+        if self.made:
+            shutil.rmtree(self.workspace.parent, ignore_errors=True)
 
 
 def start_demo(workspace: str | None, language: str | None) -> DemoSetup:
@@ -216,7 +226,14 @@ def start_demo(workspace: str | None, language: str | None) -> DemoSetup:
     """
     root = prepare_workspace(workspace)
     where = f"workspace: {root}" + ("" if workspace else " (a copy of the sample project)")
-    return start_demo_model(language, root, where)
+    try:
+        demo = start_demo_model(language, root, where)
+    except BaseException:
+        if not workspace:
+            shutil.rmtree(root.parent, ignore_errors=True)
+        raise
+    demo.made = not workspace
+    return demo
 
 
 def start_demo_model(language: str | None, root: Path, where: str) -> DemoSetup:

@@ -63,7 +63,7 @@ def add_parsers(sub: Any) -> None:
         metavar="NAME",
         help="another name the Host header may carry (repeatable; e.g. the machine's DNS name)",
     )
-    endpoint_args(serve)
+    endpoint_args(serve, demo=True)
     serve.add_argument("--max-turns", type=int, metavar="N", help="model requests per round")
     serve.add_argument("--no-stream", action="store_true", help="send plain requests")
     control_arg(serve)
@@ -127,7 +127,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
                 allowed_hosts=args.allowed_host,
                 demo=args.demo,
             )
-    except (ConfigurationError, FileNotFoundError) as exc:
+    except (ConfigurationError, FileNotFoundError, UsageError) as exc:
+        if demo is not None:
+            demo.discard()  # it never served: no copy left behind
         raise UsageError(str(exc)) from None
     finally:
         if demo is not None:

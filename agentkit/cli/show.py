@@ -357,9 +357,9 @@ def render_conversations(infos: list[Any]) -> str:
         state = state_words(info.state, info.subagents_running)
         agents = f"{info.subagents_running}/{info.subagents}"
         updated = info.updated_at.replace("T", " ").removesuffix("Z")
+        title = _flat(info.error, 60) if info.error else _flat(info.title, 60)  # why, if damaged
         lines.append(
-            f"{info.id:<18}  {updated:<20}  {state:<24}  {info.turns:>5}  {agents:<10}  "
-            f"{_flat(info.title, 60)}"
+            f"{info.id:<18}  {updated:<20}  {state:<24}  {info.turns:>5}  {agents:<10}  {title}"
         )
     lines.append("continue one: agentkit chat --continue ID (with -w DIR when not here)")
     return "\n".join(lines)

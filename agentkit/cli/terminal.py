@@ -29,7 +29,7 @@ from agentkit import events as ev
 from agentkit.chat.explain import round_failure, state_words
 from agentkit.cli.approve import Asks
 from agentkit.cli.commands import ChatCommands, CommandError, message_text, unsent_note
-from agentkit.cli.common import Signals
+from agentkit.cli.common import Signals, way_back
 from agentkit.cli.paste import typed_runs_as_paste
 from agentkit.cli.progress import event_line, shorten
 from agentkit.cli.safe_text import terminal_safe
@@ -224,8 +224,9 @@ class TerminalChat:
             parts.append(unsent_note(unsent))
         if ended:
             parts.append(f"sub-agents {', '.join(f'#{i}' for i in ended)} ended")
-        way_back = f"continue it with: {self._resume.format(id=session.id)}"
-        return "; ".join(parts) + "\n" + way_back
+        if not session.transcript_path.is_file():
+            parts[0] = f"left: conversation {session.id}"
+        return "; ".join(parts) + "\n" + way_back(session.transcript_path, self._resume, session.id)
 
     def _interrupt(self) -> bool:
         """Ctrl-C: cancel the round, or say how to leave. Never ends the chat."""

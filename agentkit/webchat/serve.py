@@ -8,6 +8,7 @@ only to its own names; the token never reaches the logs.
 
 from __future__ import annotations
 
+import errno
 import logging
 import secrets
 import socket
@@ -18,11 +19,12 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from agentkit.errors import ConfigurationError
 from agentkit.settings import Settings
 from agentkit.webchat import create_app, require_web_extra
-from agentkit.webchat.security import RedactTokens, is_loopback, loopback_names
+from agentkit.webchat.security import RedactTokens, check_token, is_loopback, loopback_names
 
-__all__ = ["BackgroundServer", "access_token", "free_port", "hosts_for", "serve"]
+__all__ = ["BackgroundServer", "access_token", "free_port", "hosts_for", "listen", "serve"]
 
 
 def access_token(host: str, token: str | None) -> str | None:
@@ -86,9 +88,12 @@ def serve(
     from agentkit.chat.setup import check_settings
 
     check_settings(settings)
-    if port == 0:  # a free one, so the URL printed is the real one
-        port = free_port(host)
     token = access_token(host, token)
+    check_token(token, hosts_for(host, allowed_hosts))
+    # Bound before the URL is printed: a busy port is one clear line, not the URL of
+    # whatever else listens there followed by uvicorn's own error (a trial saw that).
+    listener = listen(host, port)
+    port = listener.getsockname()[1]  # 0: the free one picked, so the URL is real
     app = create_app(
         workspace,
         settings,
@@ -107,8 +112,35 @@ def serve(
         print("agentkit serve: the token is shown only here; keep it secret", flush=True)
     _quiet_tokens()
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
-    uvicorn.Server(config).run()
+    with listener:
+        uvicorn.Server(config).run(sockets=[listener])
     return 0
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A TCP socket bound to ``host``:``port`` (0: a free port) and listening, as
+    uvicorn binds its own (``SO_REUSEADDR``; an IPv6 address gets an IPv6 socket).
+
+    Raises ConfigurationError naming the address and what to do (the port in use, an
+    address this machine does not have, a port that needs privileges)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        shown = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        hint = (
+            "another server uses it: stop it, or pick another --port (0: a free one)"
+            if exc.errno == errno.EADDRINUSE
+            else "check --host and --port"
+        )
+        raise ConfigurationError(
+            f"cannot listen on {shown}: {exc.strerror or exc}; {hint}"
+        ) from None
+    return sock
 
 
 def free_port(host: str = "127.0.0.1") -> int:
