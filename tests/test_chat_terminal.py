@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from subagent_helpers import Router, call, calls, finish, wait_until, who
+from subagent_helpers import Gate, Router, call, calls, finish, wait_until, who
 from test_chat_cli import SLEEPER, background
 from test_cli import REPO, cli_env
 
@@ -119,6 +119,62 @@ def test_new_and_ctrl_d_ask_before_ending_running_subagents(
     saved = json.loads(next((workspace / ".agentkit" / "conversations").glob("*.json")).read_text())
     assert len(list((workspace / ".agentkit" / "conversations").glob("*.json"))) == 1  # no /new
     assert saved["subagents"][0]["status"] == "terminated"
+
+
+@needs_tmux
+def test_sigterm_ends_the_chat_without_inviting_another_message(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """Regression (a new user's trial): a SIGTERM during a round with background work
+    printed "Send a message to go on." and "✓ all done" as the chat was exiting."""
+    import psutil
+
+    slow = calls(call("run_command", command="sleep 60"))
+    router = Router(main=[background(1, "Sleeper"), slow], subs={1: SLEEPER})
+    with FakeOpenAIServer(router) as server, tmux_chat(tmp_path, workspace, server) as tmux:
+        tmux.keys("go", "Enter")
+        assert wait_until(lambda: any(who(r) == 1 for r in server.requests), 30)
+        assert wait_until(lambda: len(server.requests) >= 3, 30)  # the main agent's sleep
+        tmux.wait_for("sleep 60")
+        shell = subprocess.run(
+            [*tmux.cmd, "display", "-p", "#{pane_pid}"], capture_output=True, text=True
+        ).stdout.strip()
+        (chat,) = [
+            p for p in psutil.Process(int(shell)).children() if "agentkit" in " ".join(p.cmdline())
+        ]
+        chat.terminate()
+        assert tmux.exit_code() == 143
+        shown = tmux.screen()
+    assert "Round stopped." in shown and "sub-agents #1 ended" in shown
+    assert "Send a message to go on" not in shown and "all done" not in shown
+
+
+@needs_tmux
+def test_a_message_kept_from_before_is_shown_when_the_continued_chat_sends_it(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """Regression (a new user's trial): `--continue` sent the message a left chat had
+    kept unsent without showing it, so an answer came as if unasked."""
+    gate = Gate()
+    # The script follows the conversation: the cancelled round left no answer, so the
+    # continued chat's round gets the first reply again (released by then).
+    router = Router(main=[gate.hold("the answer")])
+    with FakeOpenAIServer(router) as server:
+        with tmux_chat(tmp_path, workspace, server) as tmux:
+            tmux.keys("one", "Enter")
+            assert wait_until(lambda: len(server.requests) == 1, 30)
+            tmux.keys("the kept message", "Enter")
+            tmux.wait_for("queued (1)")
+            tmux.keys("C-d")
+            assert tmux.exit_code() == 0
+        gate.event.set()
+        (saved,) = (workspace / ".agentkit" / "conversations").glob("*.json")
+        again = tmp_path / "again"
+        again.mkdir()
+        with tmux_chat(again, workspace, server, "--continue", saved.stem) as tmux:
+            shown = tmux.wait_for("the answer")
+    assert "· sent, kept from before: the kept message" in shown
+    assert shown.count("kept from before") == 1
 
 
 @needs_tmux

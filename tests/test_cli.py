@@ -409,6 +409,10 @@ def test_show_and_transcript_after_a_run(read_run: dict[str, Any]) -> None:
         "transcript", run["transcript_path"], "-w", str(workspace), "--json", env=env
     )
     assert json.loads(by_path.stdout)["conversation_id"] == conv_id
+    # A blank target is refused (a trial saw it print the latest conversation).
+    for blank in ("", "  "):
+        refused = agentkit("transcript", blank, "-w", str(workspace), env=env)
+        assert refused.returncode == 2 and "name a transcript" in one_error_line(refused)
 
 
 def test_show_without_conversation_exits_2(workspace: Path) -> None:

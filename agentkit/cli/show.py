@@ -219,8 +219,11 @@ def resolve_transcript(workspace: Path, target: str) -> Path:
     ``target`` is a path to a JSON file, a sub-agent id number (looked up in the
     latest conversation's ``subagents`` rows; its record is
     ``<deliverables_dir>/.subagent/conversations.json``, docs/specification.md §6) or a
-    conversation id. Raises InspectError when nothing matches.
+    conversation id. Raises InspectError when nothing matches, or when ``target`` is
+    blank (it would have read as "the latest conversation", which ``show`` is for).
     """
+    if not target.strip():
+        raise InspectError("name a transcript: a conversation id, a sub-agent number or a file")
     as_path = Path(target).expanduser()
     if as_path.is_file():
         return as_path

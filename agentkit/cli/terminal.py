@@ -85,6 +85,8 @@ class TerminalChat:
         self._running: dict[int, str] = {}  # running sub-agents: id -> summary
         self._round_open = False
         self._background_ran = False  # since the last "all done"
+        self._leaving = False  # set as the chat ends: no "send a message", no "all done"
+        self._typed: list[str] = []  # posted here, not yet in the conversation
         self._done_pending = False
         self._resume = resume
         self._prompt: Any = None
@@ -178,7 +180,12 @@ class TerminalChat:
                 _show(_style(result.text, "31"))
             self._unsent_told = result.quit  # /quit counted the unsent messages
             return not result.quit
-        self.commands.session.post(text)
+        self._typed.append(text)  # before posting: its UserMessage may come at once
+        try:
+            self.commands.session.post(text)
+        except BaseException:
+            self._typed.remove(text)
+            raise
         return True
 
     def _running_ids(self) -> list[int]:
@@ -212,6 +219,7 @@ class TerminalChat:
         """Close every open conversation; return the farewell: where it was saved, the
         queued messages left unsent (unless /quit said so already), the running
         sub-agents ended (said first, too), and how to continue it."""
+        self._leaving = True
         session = self.commands.session
         ended = self._running_ids()
         if ended:
@@ -311,8 +319,12 @@ class TerminalChat:
         elif isinstance(event, ev.ToolCallStarted) and event.last_action:
             # Words first (as the web page), the tool's name after them.
             return [_style(f"· {shorten(event.last_action, 100)} ({event.name})", "2")]
-        elif isinstance(event, ev.UserMessage) and event.queued:
-            return [_style(f"· queued message delivered: {shorten(event.text, 60)}", "36")]
+        elif isinstance(event, ev.UserMessage):
+            if event.text not in self._typed:  # kept by an earlier session (/quit, a crash)
+                return [_style(f"· sent, kept from before: {shorten(event.text, 60)}", "36")]
+            self._typed.remove(event.text)
+            if event.queued:
+                return [_style(f"· queued message delivered: {shorten(event.text, 60)}", "36")]
         elif isinstance(event, (ev.SubAgentStarted, ev.SubAgentFinished)):
             agent_id = event.info.get("agent_id")
             if isinstance(event, ev.SubAgentStarted) and isinstance(agent_id, int):
@@ -344,7 +356,8 @@ class TerminalChat:
         elif event.status == "cancelled":
             going = " ".join(f"#{i}" for i in event.background)
             tail = f" Sub-agents {going} keep working in the background." if going else ""
-            lines.append(_style(f"Round stopped.{tail} Send a message to go on.", "33"))
+            again = "" if self._leaving else " Send a message to go on."
+            lines.append(_style(f"Round stopped.{'' if self._leaving else tail}{again}", "33"))
         else:
             settings = self.commands.session.settings
             why = event.explanation or round_failure(
@@ -369,7 +382,7 @@ class TerminalChat:
         """``✓ all done`` with the bell, once background work has ended; nothing after a
         round that left nothing running (its answer says it is done)."""
         ran, self._background_ran, self._done_pending = self._background_ran, False, False
-        if not ran:
+        if not ran or self._leaving:  # leaving ends the work: that is not "all done"
             return []
         return [_style("✓ all done: no round and no sub-agent running", "32") + BELL]
 
