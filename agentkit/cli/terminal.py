@@ -17,53 +17,28 @@ stdout proxy, which is thread-safe, and the view's own fields are guarded by a l
 
 from __future__ import annotations
 
-import io
 import os
-import shutil
 import signal
 import sys
 import threading
 from typing import TYPE_CHECKING, Any
 
 from agentkit import events as ev
-from agentkit.chat.explain import round_failure, state_words
 from agentkit.cli.approve import Asks
 from agentkit.cli.commands import ChatCommands, CommandError, message_text, unsent_note
 from agentkit.cli.common import Signals, way_back
 from agentkit.cli.paste import typed_runs_as_paste
-from agentkit.cli.progress import event_line, shorten
 from agentkit.cli.safe_text import terminal_safe
+from agentkit.cli.terminal_view import TerminalView, render_markdown, style
 
 if TYPE_CHECKING:
     from agentkit.chat import Session, Workspace
 
 __all__ = ["TerminalChat", "render_markdown"]
 
-BELL = "\a"
-
 
 class _Leave(Exception):
     """Raised out of the prompt when a signal ends the chat."""
-
-
-def render_markdown(text: str, width: int | None = None) -> str:
-    """Return ``text`` rendered as Markdown for a terminal (ANSI styles), ``width`` columns
-    (default: the terminal's, at most 120). ``text`` is made terminal-safe first: rich's
-    Markdown passes escape sequences in it through."""
-    from markdown_it import MarkdownIt
-    from rich.console import Console
-    from rich.markdown import Markdown
-
-    columns = width or min(shutil.get_terminal_size((100, 40)).columns, 120)
-    buffer = io.StringIO()
-    safe = terminal_safe(text)
-    shown = Markdown(safe)
-    # rich parses HTML and then drops it: "use <div> here" read "use  here". Parsed
-    # with HTML off, tags are text, shown as the model wrote them.
-    parser = MarkdownIt("commonmark", {"html": False}).enable("strikethrough").enable("table")
-    shown.parsed = parser.parse(safe)
-    Console(file=buffer, force_terminal=True, width=columns).print(shown)
-    return buffer.getvalue().rstrip("\n")
 
 
 class TerminalChat:
@@ -79,15 +54,8 @@ class TerminalChat:
     def __init__(
         self, workspace: Workspace, session: Session, resume: str = "agentkit chat --continue {id}"
     ) -> None:
-        self._lock = threading.Lock()
-        self._state = session.state
-        self._streamed = ""
-        self._running: dict[int, str] = {}  # running sub-agents: id -> summary
-        self._round_open = False
-        self._background_ran = False  # since the last "all done"
-        self._leaving = False  # set as the chat ends: no "send a message", no "all done"
-        self._typed: list[str] = []  # posted here, not yet in the conversation
-        self._done_pending = False
+        self._lock = threading.Lock()  # guards the view: events come on several threads
+        self.view = TerminalView(lambda: self.commands.session.settings, state=session.state)
         self._resume = resume
         self._prompt: Any = None
         self._signals: Signals | None = None
@@ -160,7 +128,7 @@ class TerminalChat:
         answered = self._asks.answer(self.commands.session, line)  # y / a / n reason
         if answered is not None:
             if answered:
-                _show(_style(answered, "31"))
+                _show(style(answered, "31"))
             return True
         text = message_text(line)
         if text is None:
@@ -172,19 +140,21 @@ class TerminalChat:
             try:
                 result = self.commands.execute(line)
             except CommandError as exc:
-                _show(_style(str(exc), "31"))
+                _show(style(str(exc), "31"))
                 return True
             if result.ok:
                 _say(result.text)
             else:
-                _show(_style(result.text, "31"))
+                _show(style(result.text, "31"))
             self._unsent_told = result.quit  # /quit counted the unsent messages
             return not result.quit
-        self._typed.append(text)  # before posting: its UserMessage may come at once
+        with self._lock:  # before posting: its UserMessage may come at once
+            self.view.typed.append(text)
         try:
-            self.commands.session.post(text)
+            self.commands.session.post(text)  # not under the lock: it may emit events
         except BaseException:
-            self._typed.remove(text)
+            with self._lock:
+                self.view.typed.remove(text)
             raise
         return True
 
@@ -199,7 +169,7 @@ class TerminalChat:
         if not running:
             return True
         ids = ", ".join(f"#{i}" for i in running)
-        _show(_style(f"sub-agents {ids} are still running: {doing} ends them "
+        _show(style(f"sub-agents {ids} are still running: {doing} ends them "
                      "(their files so far stay; the conversation is saved)", "33"))  # fmt: skip
         again = " (Ctrl-D again: yes)" if eof_means else ""
         try:
@@ -219,7 +189,7 @@ class TerminalChat:
         """Close every open conversation; return the farewell: where it was saved, the
         queued messages left unsent (unless /quit said so already), the running
         sub-agents ended (said first, too), and how to continue it."""
-        self._leaving = True
+        self.view.leaving = True
         session = self.commands.session
         ended = self._running_ids()
         if ended:
@@ -240,9 +210,7 @@ class TerminalChat:
         """Ctrl-C: cancel the round, or say how to leave. Never ends the chat."""
         if self.commands.session.cancel():
             _show(
-                _style(
-                    "cancelling the round… (background sub-agents go on; /stop N ends one)", "33"
-                )
+                style("cancelling the round… (background sub-agents go on; /stop N ends one)", "33")
             )
         else:
             _say("no round is running: Ctrl-D or /quit leaves")
@@ -269,127 +237,26 @@ class TerminalChat:
     def _switched(self, old: Session, new: Session) -> None:
         self._asks = Asks(new)
         with self._lock:
-            self._running.clear()
-            self._state = new.state
-            self._streamed = ""
+            self.view.running.clear()
+            self.view.state = new.state
+            self.view.streamed = ""
         self._unsubscribe = new.subscribe(self._on_event)
 
     # ---------------------------------------------------------------- events
     def _toolbar(self) -> str:
         with self._lock:
-            parts = [state_words(self._state, len(self._running))]
-            if self._running:
-                parts.append("sub-agents running: " + " ".join(f"#{i}" for i in self._running))
-            if self._streamed:
-                parts.append("answer: …" + shorten(self._streamed[-200:], 70)[-70:])
-        return terminal_safe(" " + " · ".join(parts))
+            return self.view.toolbar()
 
     def _on_event(self, event: ev.Event) -> None:
         """Print what the event means (called on the session's threads, one at a time)."""
         with self._lock:
-            lines = self._apply(event)
+            asked = self._asks.lines(event)  # approval requests, their answers
+            if asked is not None:
+                lines = [style(line, "33") for line in asked]
+            else:
+                lines = self.view.apply(event)
         for line in lines:
-            _show(line)  # built by _style and render_markdown, which made the text safe
-
-    def _apply(self, event: ev.Event) -> list[str]:
-        asked = self._asks.lines(event)  # approval requests, their answers
-        if asked is not None:
-            return [_style(line, "33") for line in asked]
-        if isinstance(event, ev.StateChanged):
-            self._state = event.state
-        elif isinstance(event, ev.TextDelta):
-            self._streamed += event.text
-        elif isinstance(event, ev.RoundStarted):
-            self._round_open, self._streamed = True, ""
-            if event.trigger == "notification":
-                return [
-                    _style("· background work finished: the main agent reads the results", "36")
-                ]
-        elif isinstance(event, ev.AssistantMessage):
-            self._streamed = ""
-            if event.tool_calls and (event.content or "").strip():
-                return [_style(event.content.strip(), "2")]  # type: ignore[union-attr]
-        elif isinstance(event, ev.MessageQueued):
-            return [
-                _style(
-                    f"queued ({event.position}): it reaches the main agent after the current tool results",
-                    "33",
-                )
-            ]
-        elif isinstance(event, ev.ToolCallStarted) and event.last_action:
-            # Words first (as the web page), the tool's name after them.
-            return [_style(f"· {shorten(event.last_action, 100)} ({event.name})", "2")]
-        elif isinstance(event, ev.UserMessage):
-            if event.text not in self._typed:  # kept by an earlier session (/quit, a crash)
-                return [_style(f"· sent, kept from before: {shorten(event.text, 60)}", "36")]
-            self._typed.remove(event.text)
-            if event.queued:
-                return [_style(f"· queued message delivered: {shorten(event.text, 60)}", "36")]
-        elif isinstance(event, (ev.SubAgentStarted, ev.SubAgentFinished)):
-            agent_id = event.info.get("agent_id")
-            if isinstance(event, ev.SubAgentStarted) and isinstance(agent_id, int):
-                self._running[agent_id] = str(event.info.get("summary", ""))
-            elif isinstance(agent_id, int):
-                self._running.pop(agent_id, None)
-            return [_style(event_line(event) or "", "35")]
-        elif isinstance(event, ev.SubAgentQuestion):  # it waits: the user may answer it
-            return [_style("? " + (event_line(event) or ""), "1;33")]
-        elif isinstance(event, ev.RoundFinished):
-            return self._round_finished(event)
-        elif isinstance(event, ev.AllWorkDone):
-            if self._round_open:  # the session says "idle" just before the round's end
-                self._done_pending = True
-                return []
-            return self._all_done()
-        else:
-            line = event_line(event)  # tool calls, retries, compaction
-            if line is not None and not isinstance(event, ev.SubAgentProgress):
-                return [_style(line, "2")]
-        return []
-
-    def _round_finished(self, event: ev.RoundFinished) -> list[str]:
-        self._round_open, self._streamed = False, ""
-        lines = []
-        if event.status == "done":
-            text = (event.final_text or "").strip()
-            lines.append(render_markdown(text) if text else _style("(no answer text)", "2"))
-        elif event.status == "cancelled":
-            going = " ".join(f"#{i}" for i in event.background)
-            tail = f" Sub-agents {going} keep working in the background." if going else ""
-            again = "" if self._leaving else " Send a message to go on."
-            lines.append(_style(f"Round stopped.{'' if self._leaving else tail}{again}", "33"))
-        else:
-            settings = self.commands.session.settings
-            why = event.explanation or round_failure(
-                event.error, event.error_kind, base_url=settings.base_url, model=settings.model
-            )
-            lines.append(_style(why, "31"))
-        if event.background:
-            self._background_ran = True
-            ids = " ".join(f"#{i}" for i in event.background)
-            lines.append(
-                _style(
-                    f"round finished · background work still running: sub-agents {ids} "
-                    "(their results start a round by themselves; /status shows them)",
-                    "36",
-                )
-            )
-        elif self._done_pending:
-            lines += self._all_done()
-        return lines
-
-    def _all_done(self) -> list[str]:
-        """``✓ all done`` with the bell, once background work has ended; nothing after a
-        round that left nothing running (its answer says it is done)."""
-        ran, self._background_ran, self._done_pending = self._background_ran, False, False
-        if not ran or self._leaving:  # leaving ends the work: that is not "all done"
-            return []
-        return [_style("✓ all done: no round and no sub-agent running", "32") + BELL]
-
-
-def _style(text: str, code: str) -> str:
-    """``text`` made terminal-safe, in an ANSI style (``"2"`` dim, ``"31"`` red...)."""
-    return f"\x1b[{code}m{terminal_safe(text)}\x1b[0m"
+            _show(line)  # built by style and render_markdown, which made the text safe
 
 
 def _say(text: str) -> None:
@@ -399,7 +266,7 @@ def _say(text: str) -> None:
 
 
 def _show(text: str) -> None:
-    """Print a line already made for the terminal (by :func:`_style` or
+    """Print a line already made for the terminal (by :func:`agentkit.cli.terminal_view.style` or
     :func:`render_markdown`, whose escapes are ours) above the input line, through
     prompt_toolkit's proxy when patched."""
     try:
