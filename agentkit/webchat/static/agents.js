@@ -22,7 +22,7 @@ function newRow(page, agentId, showError) {
   stop.addEventListener("click", (ev) => {
     ev.stopPropagation();
     api(`/api/conversations/${page.current}/subagents/${agentId}/terminate`, { method: "POST" })
-      .catch((e) => showError(e.message));
+      .catch((e) => showError(e));
   });
   // Issue 21's question box goes here (rowSlot): clicks in it do not open the detail.
   const slot = el("div", { class: "slot", "data-slot": "subagent" });

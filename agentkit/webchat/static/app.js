@@ -5,17 +5,21 @@
 // conversations list), messages.js (the conversation), agents.js (the agent tree, a
 // sub-agent's detail), control.js (a sub-agent's question, the conversation's cost),
 // approvals.js (approval requests' cards), cards.js (the slot for cards waiting for
-// the person), markdown.js (the renderer).
-import { $, api, stateWords, usageText } from "./common.js";
+// the person), markdown.js (the renderer), switching.js (which conversation is shown,
+// and what a refused switch or a change in another tab does), composer.js (the message
+// box), notices.js (what happened to the page itself).
+import { $, api, isGone, stateWords, usageText } from "./common.js";
 import {
   clearAgents, openAgentDetail, runningCount, selectTab, setMainAgent, tickRuntimes, upsertAgent,
   closeAgentDetail,
 } from "./agents.js";
 import { approvalHandlers, showApprovals } from "./approvals.js";
 import { clearCards } from "./cards.js";
+import { send, setupComposer } from "./composer.js";
 import { controlHandlers, showCosts } from "./control.js";
-import { confirmLeave, reveal, setDrawer, setupLayout, isDesktop } from "./layout.js";
+import { reveal, setupLayout, isDesktop } from "./layout.js";
 import { loadConversations, setTitle, setupSidebar } from "./sidebar.js";
+import { conversationGone, reopen, setupSwitching, startPage, streamRefused, switchTo } from "./switching.js";
 import * as view from "./messages.js";
 
 const page = {
@@ -33,15 +37,21 @@ const page = {
   armedDelete: null, // the conversation whose delete button asks "delete?"
   conversations: [],
   info: null, // GET /api/info
-  ready: false, // the conversation is shown and followed (false while switching)
-  outbox: [], // messages sent before it was ready: posted once it is
+  ready: false, // the conversation is shown, open and followed (false while switching)
+  closed: false, // shown, but closed on the server (by another tab or window): not followed
+  switching: null, // the last switch asked and not done: messages typed now are for it
+  requests: new Set(), // switches not done yet
+  switches: Promise.resolve(), // switches run one after another, in the order asked
   posting: Promise.resolve(), // posts go one after another, in the order sent
 };
 // For tests and debugging: every seq received, in order (duplicates included).
 window.agentkitDebug = { seqs: [], resets: 0, connections: 0 };
 
-function showError(message) {
-  view.addMessage("error", message);
+/** Show an error (text, or an Error from api()) in the conversation; a 404 "no
+ * conversation" means another tab or window deleted that one (switching.js says so). */
+function showError(error) {
+  if (isGone(error) && error.conversation) return conversationGone(error.conversation);
+  view.addMessage("error", typeof error === "string" ? error : error.message);
 }
 
 // ------------------------------------------------------------------ the server
@@ -65,34 +75,6 @@ function showEndpoint(endpoint, info) {
   box.dataset.status = endpoint?.status || "checking";
   box.textContent = endpoint?.message || "checking the model endpoint…";
   box.title = `${info.model} at ${info.base_url}`;
-}
-
-async function switchTo(id) {
-  if (id && id === page.current) { setDrawer("sidebar", false); return; }
-  const running = runningCount(page);
-  if (running && page.current && !(await confirmLeave(running))) return;
-  const leaving = page.current;
-  // Close the conversations drawer after a switch chosen in it, not one that began
-  // before it was opened (a slow first load must not shut the drawer just opened).
-  const fromDrawer = $("sidebar").classList.contains("open");
-  page.ready = false; // messages sent meanwhile wait in page.outbox
-  closeStream();
-  let detail;
-  try {
-    detail = await api("/api/switch", { method: "POST", body: { leaving, to: id } });
-  } catch (e) {
-    showError(e.message);
-    if (page.current) { page.ready = true; openStream(); sendOutbox(); } // still showing it
-    return;
-  }
-  page.current = detail.id;
-  history.replaceState(null, "", `#${detail.id}`);
-  showConversation(detail);
-  openStream();
-  page.ready = true;
-  sendOutbox();
-  if (fromDrawer) setDrawer("sidebar", false);
-  loadConversations().catch((e) => showError(e.message));
 }
 
 async function reloadConversation() {
@@ -128,10 +110,8 @@ function showConversation(detail) {
     if (message.kind === "assistant" && message.content) page.lastEnd = "done";
   });
   endsAt(Infinity);
-  // Accepted but not yet taken by a round (saved with the conversation), then those
-  // typed here before the page was ready.
+  // Accepted but not yet taken by a round (saved with the conversation).
   for (const text of detail.queued || []) view.addMessage("user", text).classList.add("queued");
-  for (const text of page.outbox) view.addMessage("user", text).classList.add("pending");
   clearAgents(page);
   for (const info of detail.subagent_rows) upsertAgent(page, info, showError);
   showApprovals(page, detail.approvals, showError); // after the rows: a sub-agent's goes on its row too
@@ -191,6 +171,8 @@ function setWork(text) {
 function agentChanged(info) {
   upsertAgent(page, info, showError);
   setState(page.state); // "waiting for N sub-agents" follows the count
+  // The last one ended (or was stopped): no background work runs any more.
+  if (!runningCount(page) && $("work").textContent === "background work still running") setWork("");
 }
 
 // --------------------------------------------------------------- the stream
@@ -205,18 +187,10 @@ function openStream() {
   page.source = source;
   source.onopen = () => { window.agentkitDebug.connections++; };
   source.onmessage = () => {};
-  source.onerror = () => {
-    // Refused for good (e.g. 409: the server restarted and the conversation is no
-    // longer open): open it again once, with a POST, and follow its new stream.
-    if (source.readyState !== EventSource.CLOSED || page.source !== source) return;
-    page.source = null;
-    api("/api/switch", { method: "POST", body: { leaving: null, to: id } })
-      .then((detail) => { if (page.current === id) { showConversation(detail); openStream(); } })
-      .catch((e) => showError(e.message));
-  };
+  source.onerror = () => streamFailed(source, id);
   source.addEventListener("reset", () => {
     window.agentkitDebug.resets++;
-    reloadConversation().catch((e) => showError(e.message));
+    reloadConversation().catch((e) => showError(e));
   });
   for (const type of Object.keys(HANDLERS)) {
     source.addEventListener(type, (message) => {
@@ -230,17 +204,51 @@ function openStream() {
   }
 }
 
+/** The stream ended or failed: ask the server why (EventSource does not say). A
+ * refusal (404 deleted; 409 not open: another tab or window left it, or the server
+ * closed it; any other 4xx) goes to switching.js, which opens it again or says why it
+ * cannot. No answer or a 5xx: EventSource reconnects by itself (or, when it gave up,
+ * the stream is opened again shortly). */
+async function streamFailed(source, id) {
+  if (page.source !== source || source.probing) return;
+  source.probing = true;
+  const status = await streamStatus(id);
+  source.probing = false;
+  if (page.source !== source) return;
+  if (status >= 400 && status < 500) {
+    closeStream();
+    streamRefused(id, status);
+  } else if (source.readyState === EventSource.CLOSED) {
+    setTimeout(() => { if (page.source === source) { closeStream(); openStream(); } }, 3000);
+  }
+}
+
+/** The HTTP status the conversation's stream answers now (0: no answer). */
+async function streamStatus(id) {
+  const stop = new AbortController();
+  const timer = setTimeout(() => stop.abort(), 5000);
+  try {
+    const response = await fetch(`/api/conversations/${id}/events`, { credentials: "same-origin", signal: stop.signal });
+    return response.status;
+  } catch {
+    return 0;
+  } finally {
+    clearTimeout(timer);
+    stop.abort(); // only its status was wanted
+  }
+}
+
 const HANDLERS = {
   RoundStarted: () => { setState("running"); setWork(""); setMainAgent("working", "thinking…"); },
   UserMessage: (e) => {
-    const waiting = shownUser(e.text, ".pending, .queued");
+    const waiting = view.shownUser(e.text, ".pending, .queued");
     if (waiting) waiting.classList.remove("pending", "queued");
     else view.addMessage("user", e.text);
     if (!page.title) setTitle(e.text.split(/\s+/).join(" ").trim().slice(0, 80));
   },
   MessageQueued: (e) => {
     view.endAssistant(page);
-    const node = shownUser(e.text, ".pending") || view.addMessage("user", e.text);
+    const node = view.shownUser(e.text, ".pending") || view.addMessage("user", e.text);
     node.classList.remove("pending");
     node.classList.add("queued");
   },
@@ -274,57 +282,11 @@ const HANDLERS = {
   ...controlHandlers(page, (info) => agentChanged(info), showError),
 };
 
-// ---------------------------------------------------------------- composer
-/** The first user message shown with ``text`` and one of the classes in ``which``. */
-function shownUser(text, which) {
-  const nodes = document.querySelectorAll(`#messages .message.user:is(${which})`);
-  return [...nodes].find((n) => n.textContent === text) || null;
-}
-
-function send() {
-  const box = $("composer");
-  const text = box.value;
-  if (!text.trim()) return;
-  box.value = "";
-  // Shown at once, marked "pending" until the conversation takes it (UserMessage) or
-  // queues it behind the running round (MessageQueued).
-  view.addMessage("user", text).classList.add("pending");
-  if (!page.ready) {
-    // No conversation yet (the page is loading or switching): kept, and posted to the
-    // conversation shown next (sendOutbox).
-    page.outbox.push(text);
-    $("send").textContent = "Sending…";
-    return;
-  }
-  queuePost(text);
-}
-
-function queuePost(text) {
-  page.posting = page.posting.then(() => post(text));
-  return page.posting;
-}
-
-async function post(text) {
-  try {
-    await api(`/api/conversations/${page.current}/messages`, { method: "POST", body: { text } });
-  } catch (e) {
-    shownUser(text, ".pending")?.remove();
-    if (!$("composer").value) $("composer").value = text;
-    showError(e.message);
-  }
-}
-
-function sendOutbox() {
-  // In order, after any post already under way: each is accepted (and saved) before
-  // the next is posted.
-  $("send").textContent = "Send";
-  while (page.outbox.length) queuePost(page.outbox.shift());
-}
-
+// ------------------------------------------------------------------ actions
 function stopRound() {
   if (page.state !== "running" || !page.current) return;
   $("state").textContent = "stopping…";
-  api(`/api/conversations/${page.current}/cancel`, { method: "POST" }).catch((e) => showError(e.message));
+  api(`/api/conversations/${page.current}/cancel`, { method: "POST" }).catch((e) => showError(e));
 }
 
 function nextConversation(step) {
@@ -344,17 +306,12 @@ $("agent-detail-close").addEventListener("click", () => closeAgentDetail(page));
 for (const tab of document.querySelectorAll("#agent-detail [role=tab]")) {
   tab.addEventListener("click", () => selectTab(tab.dataset.tab));
 }
-setupSidebar(page, { switchTo, showError, closeStream, openStream });
+setupSidebar(page, { switchTo, showError, closeStream, openStream, conversationGone });
+setupSwitching(page, { showConversation, openStream, closeStream, showError });
+setupComposer(page, { showError, conversationGone, reopen });
 setupLayout({ newConversation: () => switchTo(null), nextConversation, stopRound });
 setInterval(() => tickRuntimes(page), 1000);
 if (isDesktop()) $("composer").focus();
 
-(async () => {
-  loadInfo();
-  try {
-    const conversations = await loadConversations();
-    const wanted = location.hash.slice(1);
-    const start = conversations.find((c) => c.id === wanted) || conversations[0];
-    await switchTo(start ? start.id : null);
-  } catch (e) { showError(e.message); }
-})();
+loadInfo();
+startPage();

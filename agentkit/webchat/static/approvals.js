@@ -69,7 +69,7 @@ async function answer(page, requestId, decision, note, showError) {
   } catch (e) {
     // Answered from another tab, or withdrawn: its event removes the card. Otherwise
     // (a refused body, a network error) the card stays answerable.
-    showError(e.message);
+    showError(e);
     for (const node of nodes) for (const b of node.querySelectorAll("button")) b.disabled = false;
   }
 }

@@ -11,8 +11,32 @@ export async function api(path, { method = "GET", body } = {}) {
   }
   const response = await fetch(path, init);
   const data = await response.json().catch(() => ({}));
-  if (!response.ok) throw new Error(data.error || `${response.status} ${response.statusText}`);
+  if (!response.ok) throw apiError(path, response, data);
   return data;
+}
+
+/** The Error of a refused request, with ``status`` and the ``conversation`` its path
+ * names: a 404 "no conversation" of the one on screen means it was deleted elsewhere. */
+function apiError(path, response, data) {
+  const error = new Error(data.error || `${response.status} ${response.statusText}`);
+  error.status = response.status;
+  error.conversation = /^\/api\/conversations\/([^/?#]+)/.exec(path)?.[1] ?? null;
+  return error;
+}
+
+/** True when ``error`` says its conversation no longer exists (404 from its routes). */
+export function isGone(error) {
+  return error?.status === 404 && /^no conversation\b/.test(error.message);
+}
+
+/** The server's reason in words people read: ids and pids left out (a file's path,
+ * which says where to look, stays). */
+export function reasonText(message) {
+  return String(message || "no reason given")
+    .replace(/\s*\(pid [^)]*\)/g, "")
+    .replace(/\bconversation conv_\w+/g, "this conversation")
+    .replace(/(?<![\w/.])conv_\w+/g, "this conversation")
+    .replace(/[.\s]+$/, "");
 }
 
 export function el(tag, attrs = {}, text) {
@@ -32,7 +56,9 @@ const plural = (n, one, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
 export function stateWords(state, running = 0) {
   if (state === "running") return "working";
   if (state === "waiting_for_subagents") {
-    return running > 0 ? `waiting for ${plural(running, "sub-agent")}` : "waiting for sub-agents";
+    // None left running (they just ended; the round that reports them comes next):
+    // said so, never a bare "waiting for sub-agents" without its count.
+    return running > 0 ? `waiting for ${plural(running, "sub-agent")}` : "sub-agents finished";
   }
   return "idle";
 }

@@ -32,7 +32,7 @@ function questionBox(page, agentId, showError) {
     try {
       await api(`/api/conversations/${page.current}/subagents/${agentId}/answer`, { method: "POST", body: { text } });
       input.value = "";
-    } catch (e) { showError(e.message); }
+    } catch (e) { showError(e); }
     send.disabled = false;
   });
   return box;

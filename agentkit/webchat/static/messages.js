@@ -31,6 +31,13 @@ export function addMessage(role, text, extra = {}, box = messagesBox()) {
   return node;
 }
 
+/** The first user message shown with ``text`` and one of the classes in ``which``
+ * (".pending", ".queued"), or null. */
+export function shownUser(text, which) {
+  const nodes = messagesBox().querySelectorAll(`.message.user:is(${which})`);
+  return [...nodes].find((n) => n.textContent === text) || null;
+}
+
 /** The agent ids a notification text names (spec §3 templates, both languages). */
 export function notifiedIds(text) {
   return [...String(text).matchAll(NOTIFIED)].map((m) => Number(m[1]));

@@ -2,10 +2,10 @@
 // age; rename in place (one PATCH for Enter and the blur it causes); delete after a
 // second click (armed for 3 s, and still armed when the list is redrawn meanwhile).
 // The page's state and its switchTo/showError come from app.js (setupSidebar).
-import { $, ago, api, el, stateWords, titleText } from "./common.js";
+import { $, ago, api, el, isGone, stateWords, titleText } from "./common.js";
 
 let page = null; // app.js's page state: current, title, conversations, armedDelete
-let hooks = null; // {switchTo(id), showError(message)}
+let hooks = null; // {switchTo(id), showError(e), closeStream(), openStream(), conversationGone(id)}
 
 /** Give the sidebar the page's state and the callbacks it needs. */
 export function setupSidebar(state, callbacks) {
@@ -64,7 +64,7 @@ function startRename(item, c) {
     finished = true;
     if (save && input.value.trim()) {
       try { await api(`/api/conversations/${c.id}`, { method: "PATCH", body: { title: input.value } }); }
-      catch (e) { hooks.showError(e.message); }
+      catch (e) { hooks.showError(e); }
       if (c.id === page.current) setTitle(input.value.trim());
     }
     loadConversations();
@@ -105,7 +105,8 @@ function confirmDelete(button, id, ask) {
       } else loadConversations();
     })
     .catch((e) => {
-      hooks.showError(e.message);
+      if (isGone(e)) return hooks.conversationGone(id); // deleted elsewhere first
+      hooks.showError(e);
       if (id === page.current) { hooks.openStream(); page.ready = true; } // still showing it
     });
 }
