@@ -423,6 +423,29 @@ def test_markdown_bare_urls_and_autolinks_render_as_links(workspace: Path, page:
     assert "https://x.org/deep" in out[8]["text"]
 
 
+def test_bidirectional_overrides_in_messages_are_shown_not_obeyed(
+    workspace: Path, page: Any
+) -> None:
+    """Regression (a new user's trial): U+202E in a message made "evil" read "live";
+    titles dropped such controls, message bodies obeyed them. Now each is shown as
+    its code point, in the Markdown of an answer and in a user's message alike."""
+    tricky = "gninibmoc \u202eevil\u202c and \u2067x\u2069"
+    with running_web(workspace, ["the answer " + tricky]) as web:
+        page.goto(web.url)
+        expect(page.get_by_test_id("conversation")).to_have_count(1)
+        (out,) = _render(page, [tricky])
+        assert out["text"] == "gninibmoc [U+202E]evil[U+202C] and [U+2067]x[U+2069]"
+        page.get_by_test_id("composer").fill("mine " + tricky)
+        page.get_by_test_id("send").click()
+        answer = page.locator('[data-testid=message][data-role=assistant]')
+        expect(answer).to_have_text("the answer " + out["text"])
+        user = page.locator('[data-testid=message][data-role=user]')
+        expect(user).to_have_text("mine " + out["text"])
+        sent = web.client.get("/api/conversations").json()["conversations"][0]["id"]
+        said = web.client.get(f"/api/conversations/{sent}").json()["messages"]
+        assert any(m["content"] == "mine " + tricky for m in said)  # stored as written
+
+
 def test_markdown_lists_tables_and_entities(workspace: Path, page: Any) -> None:
     cases = [
         "- a\n- b\n  - c\n  - d\n- e\n\n1. one\n2. two\n   1. two.a\n3. three",

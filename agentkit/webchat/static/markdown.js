@@ -20,6 +20,16 @@ export function safeUrl(raw) {
   }
 }
 
+// Explicit bidirectional embeddings, overrides and isolates (U+202A-U+202E,
+// U+2066-U+2069) make text read otherwise than it is written: U+202E turns "evil"
+// into "live". Shown as their code point instead, so nothing is hidden or lost.
+const BIDI_CONTROLS = /[\u202a-\u202e\u2066-\u2069]/g;
+
+/** ``text`` with each explicit bidirectional control shown as ``[U+202E]``. */
+export function visibleControls(text) {
+  return String(text ?? "").replace(BIDI_CONTROLS, (c) => `[U+${c.codePointAt(0).toString(16).toUpperCase()}]`);
+}
+
 const NAMED = { lt: "<", gt: ">", amp: "&", quot: '"', apos: "'", nbsp: "\u00a0" };
 
 /** Decode HTML character references to the characters they name (text only). */
@@ -249,7 +259,7 @@ function blocks(source) {
 /** Render Markdown ``source`` to a DocumentFragment of safe nodes. Never throws:
  * if rendering fails, the fragment holds the text as it is (plain text). */
 export function renderMarkdown(source) {
-  const value = String(source ?? "");
+  const value = visibleControls(source);
   try {
     return blocks(value);
   } catch (error) {

@@ -4,7 +4,7 @@
 // Live events and a reloaded conversation go through the same functions, so a
 // reload looks as the live page did. Untrusted text: textContent or renderMarkdown.
 import { $, el } from "./common.js";
-import { renderMarkdown } from "./markdown.js";
+import { renderMarkdown, visibleControls } from "./markdown.js";
 
 const NOTIFIED = /(?:子智能体\s*|Sub-agent )(\d+) \(/g;
 const MAX_OUTPUT = 8000;
@@ -24,7 +24,7 @@ export function addMessage(role, text, extra = {}, box = messagesBox()) {
   const node = el("article", { class: `message ${role}`, "data-testid": "message", "data-role": role, ...extra });
   const body = el("div", { class: "body" });
   if (role === "assistant") body.append(renderMarkdown(text));
-  else body.textContent = text;
+  else body.textContent = visibleControls(text);
   node.append(body);
   box.append(node);
   if (main) scrollEnd(node);
@@ -35,7 +35,7 @@ export function addMessage(role, text, extra = {}, box = messagesBox()) {
  * (".pending", ".queued"), or null. */
 export function shownUser(text, which) {
   const nodes = messagesBox().querySelectorAll(`.message.user:is(${which})`);
-  return [...nodes].find((n) => n.textContent === text) || null;
+  return [...nodes].find((n) => n.textContent === visibleControls(text)) || null;
 }
 
 /** The agent ids a notification text names (spec §3 templates, both languages). */
@@ -84,11 +84,11 @@ export function addToolCall(page, e, box = messagesBox()) {
   const node = el("details", { class: "tool", "data-testid": "tool-call", "data-tool": e.name || "" });
   const summary = el("summary", {});
   summary.append(
-    el("span", { class: "what" }, e.last_action || e.name || "a tool call"),
+    el("span", { class: "what" }, visibleControls(e.last_action || e.name || "a tool call")),
     el("code", { class: "name" }, e.name || ""),
     el("span", { class: "result" }, ""),
   );
-  node.append(summary, el("pre", { class: "args" }, args), el("pre", { class: "output" }, "…"));
+  node.append(summary, el("pre", { class: "args" }, visibleControls(args)), el("pre", { class: "output" }, "…"));
   if (page) page.tools.set(e.call_id, node);
   box.append(node);
   return node;
@@ -96,7 +96,7 @@ export function addToolCall(page, e, box = messagesBox()) {
 
 export function finishToolCall(node, e) {
   if (!node) return;
-  const out = e.output || "";
+  const out = visibleControls(e.output || "");
   node.querySelector(".output").textContent = out.length > MAX_OUTPUT ? `${out.slice(0, MAX_OUTPUT)}\n… (${out.length} characters)` : out;
   node.classList.add(e.ok ? "ok" : "failed");
   node.querySelector(".result").textContent = e.ok ? "✓" : "✕ failed";
