@@ -19,10 +19,28 @@ class Digest:
 
     def __init__(self, host: str) -> None:
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        self.sock = socket.create_server((host, 0), family=family)
-        self.port: int = self.sock.getsockname()[1]
+        self.guard: socket.socket | None = None
+        for _ in range(50):
+            self.sock = socket.create_server((host, 0), family=family)
+            self.port: int = self.sock.getsockname()[1]
+            if family == socket.AF_INET or self._guard_ipv4():
+                break
+            self.sock.close()
         self.accepted = 0
         threading.Thread(target=self._serve, daemon=True).start()
+
+    def _guard_ipv4(self) -> bool:
+        # The relay tries the host's 127.0.0.1:PORT before [::1]:PORT (as documented):
+        # another process listening on 127.0.0.1 at the same number (CI saw one) would
+        # answer instead. Bound, not listening, this port refuses there.
+        guard = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            guard.bind(("127.0.0.1", self.port))
+        except OSError:
+            guard.close()
+            return False
+        self.guard = guard
+        return True
 
     def _serve(self) -> None:
         while True:
@@ -40,6 +58,8 @@ class Digest:
     def close(self) -> None:
         """Stop listening."""
         self.sock.close()
+        if self.guard is not None:
+            self.guard.close()
 
 
 class Hold:

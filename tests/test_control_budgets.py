@@ -19,6 +19,7 @@ from agentkit import events as ev
 from agentkit.chat import Session
 from agentkit.cost import Pricer, ResponseUsage, response_usage
 from agentkit.llm.turns import Usage
+from agentkit.subagent.budget import Limits, Meter
 from agentkit.testing import ErrorReply, FakeOpenAIServer, RawResponse, Reply
 
 pytestmark = pytest.mark.slow
@@ -266,9 +267,9 @@ def test_the_conversations_budget_ends_the_round_and_bounds_sub_agents(
         "session_budget_spent",
         tokens=2000,
         max_tokens=2000,
-        cost_usd="0.000000",
-        max_cost_usd="-",
+        cost=prompts.phrase("zh", "budget_cost_unknown"),  # the fake model has no price
     )
+    assert "$" not in result.error  # a trial read "$0.000000 of $-" for an unknown cost
     assert len([r for r in model.requests if who(r) is None]) == 2
     second = [r for r in model.requests if who(r) == 1][1]["messages"]
     wrapup = prompts.phrase(
@@ -482,3 +483,27 @@ def test_the_page_header_and_the_usage_route_sum_the_same_way() -> None:
         assert shown["total_tokens"] == summed["tokens"] == 1200 + sum(r["tokens"] for r in rows)
         assert shown["main_tokens"] == 1200
         assert shown["cost_usd"] == summed["cost_usd"] == (cost and pytest.approx(cost))
+
+
+@pytest.mark.parametrize(
+    ("language", "limits", "spent", "words"),
+    [
+        ("en", Limits(1000, None), [(10, None)], "10 tokens of 1000; cost unknown"),
+        ("en", Limits(None, 0.5), [(10, 0.01)], "10 tokens of no limit; $0.010000 of $0.500000"),
+        ("en", Limits(1000, None), [(10, 0.02), (5, None)], "15 tokens of 1000; $0.020000"),
+        ("zh", Limits(1000, 1.0), [(10, None)], "10 tokens of 1000; 费用未知"),
+    ],
+)
+def test_budget_texts_say_an_unknown_cost_and_no_limit_in_words(
+    language: str, limits: Limits, spent: list[tuple[int, float | None]], words: str
+) -> None:
+    meter = Meter(limits)
+    for count, cost in spent:
+        meter.add(count, cost)
+    shown = meter.shown(language)
+    tokens, rest = words.split(" tokens of ")
+    most, cost = rest.split("; ")
+    assert shown["tokens"] == tokens and shown["max_tokens"] == most.replace(
+        "no limit", prompts.phrase(language, "budget_no_limit")
+    )
+    assert shown["cost"].startswith(cost) and "-" not in shown["cost"]

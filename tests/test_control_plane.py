@@ -597,6 +597,42 @@ def test_continue_refuses_a_running_sub_agent(workspace: Path, model: FakeOpenAI
     assert refused["error"] == prompts.phrase("zh", "continue_running", agent_id=1)
 
 
+def test_wait_idle_waits_for_a_sub_agent_the_user_continued(
+    workspace: Path, model: FakeOpenAIServer
+) -> None:
+    """Regression (a new user's trial): after Session.continue_subagent, wait_idle()
+    returned at once while the continued run worked, and leaving the `with` then
+    ended it."""
+    release = threading.Event()
+
+    def held(request: dict[str, Any]) -> Any:
+        release.wait(30)
+        return finish("又做完了。")
+
+    model.handler = Router(
+        main=[calls(background(1)), "已启动。", "收到。", "收到第二次。"],
+        subs={1: [finish("做完了。"), held]},
+    )
+    with control_session(workspace, model) as session:
+        session.send("开始")
+        assert session.wait_idle(30) and session.subagents()[0]["status"] == "completed"
+        again = session.continue_subagent(1, "再做一次")
+        assert again["success"] is True
+        assert not session.wait_idle(0.5)  # the continued run works
+        assert session.state == "waiting_for_subagents"
+        assert session.conversation.state == "waiting_for_subagents"  # said, and saved
+        release.set()
+        assert session.wait_idle(30)
+        (row,) = session.subagents()
+        assert row["status"] == "completed"
+    last = main_requests(model)[-1]["messages"][-1]["content"]
+    assert "又做完了" in last  # its end was announced before the session went idle
+    refused = Session.continue_subagent  # a refused continue leaves the session idle
+    with control_session(workspace, model) as session:
+        assert refused(session, 7, "x")["success"] is False
+        assert session.wait_idle(5) and session.state == "idle"
+
+
 def test_the_session_api_refuses_with_control_off(workspace: Path, model: FakeOpenAIServer) -> None:
     model.handler = Router(main=["好。"])
     with Session(workspace, scripted_settings(model, "zh")) as session:

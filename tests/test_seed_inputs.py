@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from subagent_helpers import Gate, Router, call, calls, finish, wait_until, who
 
-from agentkit import Agent, Settings
+from agentkit import Agent, Settings, prompts
 from agentkit.subagent.manager import SubAgentManager
 from agentkit.subagent.record import write_record
 from agentkit.subagent.seed_tools import (
@@ -111,6 +111,7 @@ BAD: list[tuple[str, str, str, int | None]] = [
     ("get_sub_agent_status", '{"agent_ids": [1.5]}', "agent_ids", None),
     ("get_sub_agent_status", '{"agent_ids": [[1]]}', "agent_ids", None),
     ("get_sub_agent_status", '{"agent_ids": null}', "agent_ids", None),
+    ("get_sub_agent_status", '{"agent_ids": "all"}', "agent_ids", None),
     ("get_sub_agent_status", "{}", "agent_ids", None),
 ]
 
@@ -258,6 +259,15 @@ def test_unparseable_arguments_get_seed_json(setup: Setup) -> None:
 def test_accepted_create_values(given: dict[str, Any], held: dict[str, Any]) -> None:
     params = CreateSubAgentParams.model_validate({**OK, **given})
     assert {k: getattr(params, k) for k in held} == held
+
+
+def test_a_bare_value_that_is_no_id_is_told_a_list_is_wanted(setup: Setup) -> None:
+    """Regression (a new user's trial): {"agent_ids": "all"} was told agent_ids "must
+    be a whole number such as 3", though it is a list."""
+    answer = run(setup, "get_sub_agent_status", '{"agent_ids": "all"}')
+    language = setup.manager.settings.language
+    wanted = prompts.phrase(language, "arg_not_id_list", field="agent_ids", value='"all"')
+    assert wanted in answer["error"] and "[1, 2]" in answer["error"]
 
 
 def test_accepted_status_and_finish_values() -> None:

@@ -8,6 +8,7 @@ import threading
 from typing import Any
 
 import pytest
+from subagent_helpers import wait_until
 
 from agentkit.subagent.contract import (
     ApprovalAnswer,
@@ -141,7 +142,10 @@ def test_a_send_to_a_reader_that_stopped_reading_returns_false() -> None:
     assert not thread.is_alive() and box == [False]
     # The reader comes back: the stuck message arrives whole, and sending works again.
     assert worker_end.recv() == huge
-    assert parent.send(WrapUp(7))
+    # The sender thread marks the stall over a moment after the reader has the last
+    # byte (CI saw a send in that moment refused at once); a refused send queues
+    # nothing, so trying again sends exactly one.
+    assert wait_until(lambda: parent.send(WrapUp(7)), 10)
     assert worker_end.recv() == WrapUp(7)
     parent.close()
     worker_end.close()

@@ -437,9 +437,9 @@ def test_bidirectional_overrides_in_messages_are_shown_not_obeyed(
         assert out["text"] == "gninibmoc [U+202E]evil[U+202C] and [U+2067]x[U+2069]"
         page.get_by_test_id("composer").fill("mine " + tricky)
         page.get_by_test_id("send").click()
-        answer = page.locator('[data-testid=message][data-role=assistant]')
+        answer = page.locator("[data-testid=message][data-role=assistant]")
         expect(answer).to_have_text("the answer " + out["text"])
-        user = page.locator('[data-testid=message][data-role=user]')
+        user = page.locator("[data-testid=message][data-role=user]")
         expect(user).to_have_text("mine " + out["text"])
         sent = web.client.get("/api/conversations").json()["conversations"][0]["id"]
         said = web.client.get(f"/api/conversations/{sent}").json()["messages"]

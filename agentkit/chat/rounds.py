@@ -200,7 +200,7 @@ class SessionHooks(Hooks):
         if manager is not None:
             manager.control.check_session_budget()  # running sub-agents wrap up
         language = engine.settings.language
-        error = prompts.phrase(language, "session_budget_spent", **self.budget.shown())
+        error = prompts.phrase(language, "session_budget_spent", **self.budget.shown(language))
         return Step(error=error, error_kind="budget_exhausted")
 
     def before_run(self, engine: Engine) -> None:

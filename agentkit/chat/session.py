@@ -351,8 +351,13 @@ class Session:
     def continue_subagent(
         self, agent_id: int, task: str, timeout_seconds: int | None = None
     ) -> dict[str, Any]:
-        """Run ended sub-agent ``agent_id`` again on ``task`` (agentkit.chat.control)."""
-        return control.continue_subagent(self, agent_id, task, timeout_seconds)
+        """Run ended sub-agent ``agent_id`` again on ``task`` (agentkit.chat.control);
+        :meth:`wait_idle` then waits for that run and the round announcing its end."""
+        self._driver.idle.clear()  # work started outside a round (a trial saw idle stay)
+        try:
+            return control.continue_subagent(self, agent_id, task, timeout_seconds)
+        finally:
+            self._driver.poke()  # the state said again: waiting, or idle when refused
 
     def note(self, text: str) -> None:
         """Tell the main agent ``text`` (a system note) at the start of its next round."""

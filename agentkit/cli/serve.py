@@ -98,10 +98,17 @@ def cmd_serve(args: argparse.Namespace) -> int:
     args.local = False
     check_endpoint_flags(args)
     demo: Any = None
+    listener = None
     try:
         from agentkit.webchat import require_web_extra
 
         require_web_extra()
+        from agentkit.webchat.serve import check_access, listen, serve
+
+        # The address and the token first: a busy port or a short token is one line,
+        # before the demo's model starts and says it is scripted.
+        check_access(args.host, args.token, args.allowed_host)
+        listener = listen(args.host, args.port)
         if args.demo:
             from agentkit.cli.demo_chat import start_demo
 
@@ -111,8 +118,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
             root = workspace(args.workspace or ".")
         settings = settings_from_args(args, demo.overrides if demo else None)
         check_cli_settings(settings)
-        from agentkit.webchat.serve import serve
-
         # While it serves, uvicorn's own flag-setting handlers take SIGINT and SIGTERM
         # (a clean shutdown) and raise them again once it stopped: they reach these
         # handlers then and set the exit code. SIGHUP, which uvicorn leaves alone,
@@ -126,12 +131,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
                 token=args.token,
                 allowed_hosts=args.allowed_host,
                 demo=args.demo,
+                listener=listener,
             )
     except (ConfigurationError, FileNotFoundError, UsageError) as exc:
         if demo is not None:
             demo.discard()  # it never served: no copy left behind
         raise UsageError(str(exc)) from None
     finally:
+        if listener is not None:
+            listener.close()  # serving closed it already; a refused start has not
         if demo is not None:
             demo.stop()
     return signals.exit_code(code)

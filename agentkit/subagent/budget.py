@@ -75,6 +75,7 @@ class Meter:
         self.cost_usd = cost_usd
         self._lock = threading.Lock()
         self._warned = False
+        self.unpriced = False  # a response came with no known price
 
     def add(self, tokens: int, cost_usd: float | None) -> None:
         """Count one response: ``tokens`` (prompt plus completion), ``cost_usd`` (None:
@@ -83,6 +84,8 @@ class Meter:
             self.tokens += max(tokens, 0)
             if cost_usd is not None:
                 self.cost_usd += max(cost_usd, 0.0)
+            else:
+                self.unpriced = True
 
     def share(self) -> float:
         """The largest used share of a limit (0 with no limits)."""
@@ -117,15 +120,28 @@ class Meter:
             None if cost is None else max(cost - self.cost_usd, 0.0),
         )
 
-    def shown(self) -> dict[str, str]:
-        """:meth:`used` as text for messages: dollars to 6 places, ``-`` for no limit."""
+    def shown(self, language: str) -> dict[str, str]:
+        """:meth:`used` as text for the budget messages (``tokens``, ``max_tokens``,
+        ``cost``) in ``language``: dollars to 6 places, "no limit" where there is
+        none, and "cost unknown" when no response had a known price (docs/
+        control-plane.md §3: an unknown price is never $0; a trial read "$0.000000")."""
+        from agentkit import prompts
+
         used = self.used()
-        cost = used["max_cost_usd"]
+        limit = used["max_cost_usd"]
+        values = {"cost_usd": f"{used['cost_usd']:.6f}", "max_cost_usd": f"{limit or 0:.6f}"}
+        if self.unpriced and not used["cost_usd"]:
+            cost = prompts.phrase(language, "budget_cost_unknown")
+        else:
+            key = "budget_cost" if limit is not None else "budget_cost_no_limit"
+            cost = prompts.phrase(language, key, **values)
+        most = used["max_tokens"]
         return {
             "tokens": str(used["tokens"]),
-            "max_tokens": "-" if used["max_tokens"] is None else str(used["max_tokens"]),
-            "cost_usd": f"{used['cost_usd']:.6f}",
-            "max_cost_usd": "-" if cost is None else f"{cost:.6f}",
+            "max_tokens": prompts.phrase(language, "budget_no_limit")
+            if most is None
+            else str(most),
+            "cost": cost,
         }
 
     def used(self) -> dict[str, Any]:

@@ -98,10 +98,14 @@ def whole_number(value: Any) -> int:
 
 
 def _id_list(value: Any) -> list[int]:
-    items = value if isinstance(value, list) else [whole_number(value)]
-    if not items:
+    if not isinstance(value, list):
+        try:  # a bare whole number means a list of one (module docstring)
+            return [whole_number(value)]
+        except PydanticCustomError:  # "all", an object: say a list is wanted
+            raise _refuse("arg_not_id_list", value) from None
+    if not value:
         raise _refuse("arg_ids_empty", value)
-    return [whole_number(item) for item in items]
+    return [whole_number(item) for item in value]
 
 
 def flag(value: Any) -> bool:

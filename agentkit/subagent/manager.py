@@ -213,7 +213,10 @@ class SubAgentManager:
         if self._closed:
             return "the agent is closing; no new sub-agents"
         if self.control.check_session_budget():
-            return self._phrase("session_budget_spent", **self.control.budget.shown())  # type: ignore[union-attr]
+            return self._phrase(
+                "session_budget_spent",
+                **self.control.budget.shown(self.settings.language),  # type: ignore[union-attr]
+            )
         return None
 
     def launched(self, agent: SubAgent, cancel: threading.Event | None) -> dict[str, Any]:

@@ -24,7 +24,15 @@ from agentkit.settings import Settings
 from agentkit.webchat import create_app, require_web_extra
 from agentkit.webchat.security import RedactTokens, check_token, is_loopback, loopback_names
 
-__all__ = ["BackgroundServer", "access_token", "free_port", "hosts_for", "listen", "serve"]
+__all__ = [
+    "BackgroundServer",
+    "access_token",
+    "check_access",
+    "free_port",
+    "hosts_for",
+    "listen",
+    "serve",
+]
 
 
 def access_token(host: str, token: str | None) -> str | None:
@@ -69,6 +77,7 @@ def serve(
     token: str | None = None,
     allowed_hosts: Iterable[str] = (),
     demo: bool = False,
+    listener: socket.socket | None = None,
     **session_options: Any,
 ) -> int:
     """Serve the web chat until Ctrl-C (KeyboardInterrupt propagates after a clean
@@ -77,7 +86,8 @@ def serve(
     A non-loopback ``host`` without ``token`` gets a generated one, printed once in the
     URL to open; ``port`` 0 picks a free one. ``allowed_hosts``: more names the ``Host`` header may carry (see
     :func:`hosts_for`). ``demo``: the settings point at ``--demo``'s scripted model
-    (the page says so). The model endpoint is checked as the server starts; the
+    (the page says so). ``listener``: a socket :func:`listen` bound for ``host`` and
+    ``port`` already (closed when serving ends). The model endpoint is checked as the server starts; the
     result is printed and shown in the page's header, and the server starts either
     way. Raises ConfigurationError (missing extra, bad workspace, no model, a token
     under 16 characters).
@@ -88,11 +98,10 @@ def serve(
     from agentkit.chat.setup import check_settings
 
     check_settings(settings)
-    token = access_token(host, token)
-    check_token(token, hosts_for(host, allowed_hosts))
+    token = check_access(host, token, allowed_hosts)
     # Bound before the URL is printed: a busy port is one clear line, not the URL of
     # whatever else listens there followed by uvicorn's own error (a trial saw that).
-    listener = listen(host, port)
+    listener = listener or listen(host, port)
     port = listener.getsockname()[1]  # 0: the free one picked, so the URL is real
     app = create_app(
         workspace,
@@ -115,6 +124,15 @@ def serve(
     with listener:
         uvicorn.Server(config).run(sockets=[listener])
     return 0
+
+
+def check_access(host: str, token: str | None, allowed_hosts: Iterable[str] = ()) -> str | None:
+    """The token a server on ``host`` requires (:func:`access_token`), checked against
+    the names it answers to (agentkit.webchat.security.check_token). Raises
+    ConfigurationError for a token under 16 characters, or none off loopback."""
+    required = access_token(host, token)
+    check_token(required, hosts_for(host, allowed_hosts))
+    return required
 
 
 def listen(host: str, port: int) -> socket.socket:

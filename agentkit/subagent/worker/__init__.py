@@ -260,7 +260,9 @@ class Worker:
                 self.error = self.result_summary
         elif hooks.budget_exhausted:
             self.status = "budget_exhausted"
-            self.error = prompts.phrase(language, "budget_exhausted", **hooks.budget.shown())
+            self.error = prompts.phrase(
+                language, "budget_exhausted", **hooks.budget.shown(language)
+            )
             self.result_summary = outcome.final_text or self.error
         elif hooks.gave_up:
             self.error = prompts.phrase(language, "nudges_exhausted", count=hooks.nudges)
