@@ -308,16 +308,20 @@ class Workspace:
         ``leaving`` as it was, its sub-agents still working (a new user's trial saw
         them stopped by a refused switch). When the workspace is full, ``leaving``
         is closed to make room and ``to`` is opened again."""
-        if leaving is None or leaving == to:
+
+        def arrive() -> Session:
             return self.open(to) if to else self.create()
+
+        if leaving is None or leaving == to:
+            return arrive()
         left = self.get(leaving)
         if to is None and left is not None and _untouched(left):
             return left
         try:
-            session = self.open(to) if to else self.create()
+            session = arrive()
         except WorkspaceFull:
             self.close_session(leaving)
-            return self.open(to) if to else self.create()
+            return arrive()
         self.close_session(leaving)
         return session
 

@@ -107,7 +107,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
         # The address and the token first: a busy port or a short token is one line,
         # before the demo's model starts and says it is scripted.
-        check_access(args.host, args.token, args.allowed_host)
+        token = check_access(args.host, args.token, args.allowed_host)  # generated off loopback
         listener = listen(args.host, args.port)
         if args.demo:
             from agentkit.cli.demo_chat import start_demo
@@ -128,7 +128,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
                 settings,
                 host=args.host,
                 port=args.port,
-                token=args.token,
+                token=token,
                 allowed_hosts=args.allowed_host,
                 demo=args.demo,
                 listener=listener,
