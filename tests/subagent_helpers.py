@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agentkit import events as ev
 
 SUB_SYSTEM_STARTS = ("你是一个专注的子智能体", "You are a focused sub-agent")
 _AGENT_ID = re.compile(r"(?:你是子智能体 |You are sub-agent )(\d+)")
@@ -148,3 +152,32 @@ def script(
 ) -> None:
     """Script the module's server for one test (``served[1]``: its Switch)."""
     served[1].handler = Router(main, subs)
+
+
+class Recorder:
+    """A session's events, collected thread-safely (``session.subscribe(recorder)``),
+    and waiting for one."""
+
+    def __init__(self) -> None:
+        self.events: list[ev.Event] = []
+        self.cond = threading.Condition()
+
+    def __call__(self, event: ev.Event) -> None:
+        with self.cond:
+            self.events.append(event)
+            self.cond.notify_all()
+
+    def of(self, kind: type[ev.Event]) -> list[Any]:
+        """The events of type ``kind`` so far."""
+        with self.cond:
+            return [e for e in self.events if isinstance(e, kind)]
+
+    def wait_for(self, kind: type[ev.Event], count: int = 1, timeout: float = 30) -> list[Any]:
+        """Wait until ``count`` events of ``kind`` came (assert after ``timeout`` s)."""
+        with self.cond:
+            self.cond.wait_for(lambda: len(self.of(kind)) >= count, timeout)
+        found = self.of(kind)
+        assert len(found) >= count, (
+            f"expected {count} {kind.__name__}: {[e.type for e in self.events]}"
+        )
+        return found

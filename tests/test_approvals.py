@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from subagent_helpers import (
+    Recorder,
     Switch,
     call,
     calls,
@@ -46,32 +47,6 @@ def model() -> Iterator[tuple[FakeOpenAIServer, Switch]]:
 def server(model: tuple[FakeOpenAIServer, Switch]) -> FakeOpenAIServer:
     model[0].clear()
     return model[0]
-
-
-class Recorder:
-    """A session's events, and waiting for one."""
-
-    def __init__(self) -> None:
-        self.events: list[ev.Event] = []
-        self.cond = threading.Condition()
-
-    def __call__(self, event: ev.Event) -> None:
-        with self.cond:
-            self.events.append(event)
-            self.cond.notify_all()
-
-    def of(self, kind: type[ev.Event]) -> list[Any]:
-        with self.cond:
-            return [e for e in self.events if isinstance(e, kind)]
-
-    def wait_for(self, kind: type[ev.Event], count: int = 1, timeout: float = 30) -> list[Any]:
-        with self.cond:
-            self.cond.wait_for(lambda: len(self.of(kind)) >= count, timeout)
-        found = self.of(kind)
-        assert len(found) >= count, (
-            f"expected {count} {kind.__name__}: {[e.type for e in self.events]}"
-        )
-        return found
 
 
 def settings_for(server: FakeOpenAIServer, **overrides: Any) -> Settings:

@@ -14,7 +14,16 @@ from typing import Any
 
 import pytest
 from control_off_scenario import record_requests
-from subagent_helpers import Router, call, calls, finish, scripted_settings, wait_until, who
+from subagent_helpers import (
+    Recorder,
+    Router,
+    call,
+    calls,
+    finish,
+    scripted_settings,
+    wait_until,
+    who,
+)
 
 from agentkit import events as ev
 from agentkit import prompts
@@ -39,22 +48,6 @@ def server() -> Iterator[FakeOpenAIServer]:
 def model(server: FakeOpenAIServer) -> FakeOpenAIServer:
     server.clear()
     return server
-
-
-class Recorder:
-    """A session's events (thread-safe)."""
-
-    def __init__(self) -> None:
-        self.events: list[ev.Event] = []
-        self.lock = threading.Lock()
-
-    def __call__(self, event: ev.Event) -> None:
-        with self.lock:
-            self.events.append(event)
-
-    def of(self, kind: type[ev.Event]) -> list[Any]:
-        with self.lock:
-            return [e for e in self.events if isinstance(e, kind)]
 
 
 def control_session(workspace: Path, model: FakeOpenAIServer, **overrides: Any) -> Session:

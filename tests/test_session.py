@@ -11,7 +11,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from subagent_helpers import Gate, Router, call, calls, finish, scripted_settings, wait_until, who
+from subagent_helpers import (
+    Gate,
+    Recorder,
+    Router,
+    call,
+    calls,
+    finish,
+    scripted_settings,
+    wait_until,
+    who,
+)
 
 from agentkit import events as ev
 from agentkit.chat import Session, Workspace
@@ -43,30 +53,6 @@ def background(agent_id: int, summary: str, **extra: Any) -> dict[str, Any]:
 
 def main_requests(server: FakeOpenAIServer) -> list[dict[str, Any]]:
     return [r for r in server.requests if who(r) is None]
-
-
-class Recorder:
-    """Collects a session's events (thread-safe) and waits for one."""
-
-    def __init__(self) -> None:
-        self.events: list[ev.Event] = []
-        self.cond = threading.Condition()
-
-    def __call__(self, event: ev.Event) -> None:
-        with self.cond:
-            self.events.append(event)
-            self.cond.notify_all()
-
-    def of(self, kind: type[ev.Event]) -> list[Any]:
-        with self.cond:
-            return [e for e in self.events if isinstance(e, kind)]
-
-    def wait_for(self, kind: type[ev.Event], count: int = 1, timeout: float = 30) -> list[Any]:
-        with self.cond:
-            self.cond.wait_for(lambda: len(self.of(kind)) >= count, timeout)
-            found = self.of(kind)
-        assert len(found) >= count, f"expected {count} {kind.__name__}, got {len(found)}"
-        return found
 
 
 def test_send_returns_at_the_answer_while_a_background_sub_agent_works(workspace: Path) -> None:

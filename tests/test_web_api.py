@@ -12,7 +12,7 @@ from urllib.parse import quote
 
 import pytest
 from subagent_helpers import Gate, Router, call, calls, finish, wait_until
-from web_helpers import SseReader, running_web
+from web_helpers import SseReader, Web, running_web
 
 from agentkit.testing import FakeOpenAIServer, Reply
 
@@ -155,6 +155,16 @@ def _background_router(gate: Gate) -> Router:
     )
 
 
+def _start_background_work(web: Web) -> tuple[str, str]:
+    """A new conversation whose round started sub-agent 1 (``_background_router``):
+    ``(its id, its sub-agents' route)``, once the sub-agent is listed."""
+    cid = web.new_conversation()
+    web.post(f"/api/conversations/{cid}/messages", {"text": "go"})
+    base = f"/api/conversations/{cid}/subagents"
+    assert wait_until(lambda: web.client.get(base).json()["subagents"])
+    return cid, base
+
+
 def test_background_subagent_rows_transcript_files_and_notification(workspace: Path) -> None:
     (workspace / "notes.txt").write_text("alpha\n")
     (workspace / "secret.txt").write_text("top secret\n")
@@ -214,10 +224,7 @@ def test_a_refused_switch_leaves_the_conversation_and_its_sub_agent_as_they_were
     (workspace / "notes.txt").write_text("alpha\n")
     gate = Gate()
     with running_web(workspace, _background_router(gate)) as web:
-        cid = web.new_conversation()
-        web.post(f"/api/conversations/{cid}/messages", {"text": "go"})
-        base = f"/api/conversations/{cid}/subagents"
-        assert wait_until(lambda: web.client.get(base).json()["subagents"])
+        cid, base = _start_background_work(web)
         damaged = workspace / ".agentkit" / "conversations" / "conv_deadbeef0001.json"
         damaged.write_text('{"conversation_id": "conv_deadbeef0001", "messages": [1,2')
         for target in ("conv_deadbeef0001", "conv_000000000000"):  # damaged, missing
@@ -237,10 +244,7 @@ def test_terminate_subagent_and_switch_ends_subagents(workspace: Path) -> None:
     (workspace / "notes.txt").write_text("alpha\n")
     gate = Gate()
     with running_web(workspace, _background_router(gate)) as web:
-        cid = web.new_conversation()
-        web.post(f"/api/conversations/{cid}/messages", {"text": "go"})
-        base = f"/api/conversations/{cid}/subagents"
-        assert wait_until(lambda: web.client.get(base).json()["subagents"])
+        cid, base = _start_background_work(web)
         stopped = web.post(f"{base}/1/terminate")
         assert stopped.status_code == 200 and stopped.json()["success"] is True
         rows = web.client.get(base).json()["subagents"]

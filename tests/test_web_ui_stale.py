@@ -326,20 +326,27 @@ def test_a_notice_fits_a_360_px_screen(browser: Any, workspace: Path) -> None:
 
 
 # ------------------------------------------------ 3. another tab changed it
+def two_tabs_on_background_work(web: Web, context: Any) -> tuple[Any, Any, str]:
+    """Tab ``a`` starts sub-agent 1 in the background; tab ``b`` opens the same
+    conversation. Returns ``(a, b, conversation id)``."""
+    a = context.new_page()
+    a.goto(web.url)
+    send(a, "go")
+    expect(a.locator('[data-testid=subagent][data-agent-id="1"]')).to_have_attribute(
+        "data-status", "running"
+    )
+    cid = a.evaluate("location.hash.slice(1)")
+    b = context.new_page()
+    b.goto(f"{web.url}/#{cid}")
+    return a, b, str(cid)
+
+
 def test_a_conversation_deleted_in_another_tab_is_left_in_words(
     browser: Any, workspace: Path
 ) -> None:
     gate = Gate()
     with running_web(workspace, background(gate)) as web, tabs(browser) as context:
-        a = context.new_page()
-        a.goto(web.url)
-        send(a, "go")
-        expect(a.locator('[data-testid=subagent][data-agent-id="1"]')).to_have_attribute(
-            "data-status", "running"
-        )
-        cid = a.evaluate("location.hash.slice(1)")
-        b = context.new_page()
-        b.goto(f"{web.url}/#{cid}")
+        a, b, cid = two_tabs_on_background_work(web, context)
         expect(b.get_by_test_id("state")).to_have_text("waiting for 1 sub-agent")
         b.get_by_test_id("composer").fill("half-typed draft")
         delete = item(a, cid).get_by_role("button", name="Delete")
@@ -410,15 +417,7 @@ def test_a_conversation_closed_by_another_tab_shows_its_fresh_state_and_reopens(
 ) -> None:
     gate = Gate()
     with running_web(workspace, background(gate)) as web, tabs(browser) as context:
-        a = context.new_page()
-        a.goto(web.url)
-        send(a, "go")
-        expect(a.locator('[data-testid=subagent][data-agent-id="1"]')).to_have_attribute(
-            "data-status", "running"
-        )
-        cid = a.evaluate("location.hash.slice(1)")
-        b = context.new_page()
-        b.goto(f"{web.url}/#{cid}")
+        a, b, cid = two_tabs_on_background_work(web, context)
         row = b.locator('[data-testid=subagent][data-agent-id="1"]')
         expect(row).to_have_attribute("data-status", "running")
         b.evaluate(HEAD)
