@@ -122,9 +122,9 @@ _INIT = (
 _mode: str | None = None
 _userns: list[str] = []
 _mode_lock = threading.Lock()
-# Control sockets of background services by owner (a conversation id, or None),
-# closed when their owner ends or at exit.
-_kept: dict[str | None, list[socket.socket]] = {}
+# Namespaces of background services by owner (a conversation id, or None): their
+# control socket is closed when their owner ends or at exit, then the launcher reaped.
+_kept: dict[str | None, list[Launched]] = {}
 _kept_lock = threading.Lock()
 
 
@@ -277,6 +277,21 @@ class Launched:
                 self.control.close()
             self.control = None
 
+    def reap(self, timeout: float = 1.0) -> None:
+        """Collect the launcher (``unshare``, bwrap) after :meth:`release`, so that no
+        zombie child is left behind once a command returned: wait at most ``timeout``
+        seconds for it to exit, else SIGKILL it (``--kill-child`` / ``--die-with-parent``
+        then end the namespace) and collect it. Idempotent; never raises."""
+        try:
+            self.proc.wait(timeout)
+            return
+        except subprocess.TimeoutExpired:
+            pass
+        with contextlib.suppress(OSError):
+            self.proc.kill()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout)
+
     _buffer: bytes = b""
 
 
@@ -368,20 +383,23 @@ def keep_alive(launched: Launched, owner: str | None = None) -> None:
     :func:`end_background_services` ends ``owner``'s (a conversation id; None: the
     process's own), or the process ends."""
     if launched.control is not None:
+        kept = Launched(launched.proc, launched.control, launched.namespaced)
         with _kept_lock:
-            _kept.setdefault(owner, []).append(launched.control)
+            _kept.setdefault(owner, []).append(kept)
         launched.control = None
 
 
 def end_background_services(owner: str | None = None, *, every: bool = True) -> None:
     """End the namespaces kept by :func:`keep_alive` (their processes are SIGKILLed):
-    every one (``every``, the default), or only ``owner``'s (``every=False``)."""
+    every one (``every``, the default), or only ``owner``'s (``every=False``); their
+    launchers are collected (at most about a second each when one lingers)."""
     with _kept_lock:
         if every:
-            controls = [c for group in _kept.values() for c in group]
+            ending = [k for group in _kept.values() for k in group]
             _kept.clear()
         else:
-            controls = _kept.pop(owner, [])
-    for control in controls:
-        with contextlib.suppress(OSError):
-            control.close()
+            ending = _kept.pop(owner, [])
+    for kept in ending:
+        kept.release()
+    for kept in ending:
+        kept.reap()

@@ -40,6 +40,7 @@ from agentkit.tools.shell._output import OutputCapture
 from agentkit.tools.shell._policy import check_interactive, check_policy
 from agentkit.tools.shell._run import (
     COMMAND_ID_VAR,
+    LAUNCHER_WAIT,
     CommandRun,
     describe,
     kill,
@@ -275,6 +276,8 @@ def _finish(run: CommandRun, outcome: str, timeout: float, ctx: ToolContext) -> 
             run.drain_ready()
         else:
             run.drain(0.5)
+            if namespaced:  # the launcher ends with the namespace: collect it now
+                run.launched.reap(LAUNCHER_WAIT)
         code = run.code if run.code is not None else proc.returncode
         head = f"[{_status(code, run.launched.namespaced)} · {elapsed:.1f} s"
         if killed:

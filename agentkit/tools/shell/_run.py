@@ -228,11 +228,7 @@ def _end_launcher(run: CommandRun) -> None:
     timeout signalled the watcher's group), SIGKILL the launcher (bwrap, unshare):
     ``--die-with-parent`` / ``--kill-child`` then kill the init, and the kernel
     the rest."""
-    try:
-        run.proc.wait(LAUNCHER_WAIT)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(OSError):
-            run.proc.kill()
+    run.launched.reap(LAUNCHER_WAIT)
 
 
 def list_procs(pids: list[int], names: dict[int, str], shell_pid: int) -> str:
