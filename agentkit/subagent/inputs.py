@@ -23,7 +23,9 @@ these replace it):
   object. Ranges (1-99, 60-3600 s) are checked later by admission, which names
   the limit.
 - ``agent_ids``: a non-empty list of whole numbers; a bare whole number means a
-  list of one (models often send ``1`` for ``[1]``).
+  list of one (models often send ``1`` for ``[1]``). An id named twice counts once
+  (first-seen order kept: one status row each), and more than :data:`AGENT_ID_MAX`
+  different ids (more than a conversation can have) is refused, naming the limit.
 - **Flags** (``run_in_background``, ``success``): JSON ``true``/``false``, or the
   strings ``"true"``/``"false"`` (any case). Never ``1``/``0``, ``"yes"``,
   ``"on"`` or ``null`` (except as below): they are not a clear answer.
@@ -105,7 +107,15 @@ def _id_list(value: Any) -> list[int]:
             raise _refuse("arg_not_id_list", value) from None
     if not value:
         raise _refuse("arg_ids_empty", value)
-    return [whole_number(item) for item in value]
+    # One row per id, in the order first named: [1]*1000 is one agent, not 1,000 rows.
+    ids = list(dict.fromkeys(whole_number(item) for item in value))
+    if len(ids) > AGENT_ID_MAX:
+        raise PydanticCustomError(
+            "seed_input",
+            "{phrase}",
+            {"phrase": "arg_too_many_ids", "count": len(ids), "max": AGENT_ID_MAX},
+        )
+    return ids
 
 
 def flag(value: Any) -> bool:

@@ -115,9 +115,10 @@ def status_result(
     (with subagent_control their view rows: tokens, cost, a question) or an earlier
     run's saved row in ``previous`` (keys as STATUS_KEYS). Unknown ids get a row with
     status ``not_found``; if every id is unknown the result is a refusal (with
-    ``error``). The caller holds the manager's lock."""
+    ``error``). An id named twice gets one row (first-seen order). The caller holds
+    the manager's lock."""
     rows: list[dict[str, Any]] = []
-    for agent_id in agent_ids:
+    for agent_id in dict.fromkeys(agent_ids):
         agent = agents.get(agent_id)
         if agent is None and agent_id in previous:
             earlier = previous[agent_id]

@@ -34,6 +34,7 @@ def wait_for(
     if not manager.settings.subagent_control:
         error = prompts.phrase(manager.language, "control_off")
         return {"success": False, "agents": [], "error": error}
+    agent_ids = list(dict.fromkeys(agent_ids))  # one row per agent, first-seen order
     found = manager.status(agent_ids)
     if not found.get("success"):
         return {**found, "timed_out": False}
