@@ -176,7 +176,8 @@ class QuestionClosed:
 
 @dataclass(frozen=True)
 class Receipt:
-    """The Steer or Answer ``ref`` taken, or refused (``reason``: finishing, not_waiting)."""
+    """The Steer or Answer ``ref`` taken, or refused (``reason``: finishing,
+    not_waiting, queue_full, too_long)."""
 
     ref: int
     accepted: bool

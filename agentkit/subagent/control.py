@@ -13,7 +13,10 @@ besides create, status and terminate. One :class:`ControlPlane` per manager:
 - **to workers**: :meth:`ControlPlane.message` (message_sub_agent) and :meth:`answer`
   (answer_sub_agent); wait_for_sub_agents is agentkit.subagent.waits'. A message or answer counts
   as delivered only when the worker's Receipt says it took it; an agent that ended
-  between the call and the delivery is reported as not delivered, with its status.
+  between the call and the delivery is reported as not delivered, with its status. A
+  message over ``CONTROL_TEXT_MAX`` characters, or one that would overfill the agent's
+  unread queue (``STEER_QUEUE_MAX`` messages, ``STEER_QUEUE_CHARS`` characters), is
+  refused with the reason, whoever sends it.
 
 Lock order: the manager's condition (``changed``) guards every SubAgent field used
 here; nothing is sent or emitted under it.
@@ -30,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from agentkit import events as ev
 from agentkit import prompts
+from agentkit.subagent import inputs
 from agentkit.subagent.budget import Limits, Meter
 from agentkit.subagent.contract import (
     Answer,
@@ -55,6 +59,7 @@ __all__ = ["RECEIPT_SECONDS", "ControlPlane", "PendingQuestion", "session_meter"
 RECEIPT_SECONDS = 10.0
 """How long a message or answer waits for the worker's Receipt (its reader thread
 answers at once; only a worker that stopped reading takes this long)."""
+_LIMITS = ("too_long", "queue_full")  # a worker's refusals that :meth:`_over_limit` words
 
 
 @dataclass
@@ -274,9 +279,10 @@ class ControlPlane:
             if agent.status != "running" or agent.finishing:
                 refused = self._not_delivered(agent, "finishing")
             else:
-                refused = None
-                agent.steers[ref] = text
-                agent.receipts[ref] = None
+                refused = self._over_limit(agent, text)
+                if refused is None:
+                    agent.steers[ref] = text
+                    agent.receipts[ref] = None
         if refused is not None:
             return self._said(agent, text, by, refused)
         self.manager.supervisor.send(agent, Steer(ref, text))
@@ -285,7 +291,10 @@ class ControlPlane:
             with self.manager.changed:
                 agent.steers.pop(ref, None)
             why = receipt.reason if receipt is not None else agent.status
-            return self._said(agent, text, by, self._not_delivered(agent, why))
+            with self.manager.changed:
+                limited = self._over_limit(agent, text, why) if why in _LIMITS else None
+            refusal = limited if limited is not None else self._not_delivered(agent, why)
+            return self._said(agent, text, by, refusal)
         done = {
             "success": True,
             "agent_id": agent_id,
@@ -300,6 +309,18 @@ class ControlPlane:
             ev.SubAgentMessage(agent_id=agent.spec.agent_id, text=text, delivered=delivered, by=by)
         )
         return result
+
+    def _over_limit(self, agent: SubAgent, text: str, why: str = "") -> dict[str, Any] | None:
+        """The refusal when ``text`` is too long or ``agent``'s unread queue is full
+        (``why``: the worker's reason, when it refused), else None. The caller holds
+        the manager's condition."""
+        limit = inputs.steer_limit(list(agent.steers.values()), text, why)
+        if limit is None:
+            return None
+        key, values = limit
+        error = self._phrase(key, agent_id=agent.spec.agent_id, **values)
+        refusal = self._not_delivered(agent, why)
+        return {**refusal, "error": error}
 
     def _not_delivered(self, agent: SubAgent, why: str) -> dict[str, Any]:
         status = agent.status

@@ -48,7 +48,7 @@ import json
 import math
 import re
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, ValidationError
 from pydantic_core import PydanticCustomError
@@ -61,6 +61,11 @@ if TYPE_CHECKING:
 CONTROL_TEXT_MAX = 20_000
 """Characters of a control-plane text (a message, an answer, a question, a continued
 task); a longer one is refused, naming the limit (docs/control-plane.md)."""
+STEER_QUEUE_MAX = 10
+"""Steering messages one sub-agent may hold unread (taken, not yet before its model);
+a further one is refused, saying so (docs/control-plane.md §2)."""
+STEER_QUEUE_CHARS = 50_000
+"""Characters those unread messages may hold together; likewise refused past it."""
 SUMMARY_MAX = 200
 """create_sub_agent's summary is refused past this many characters (seed: 10-30)."""
 AGENT_ID_MIN, AGENT_ID_MAX = 1, 99
@@ -157,6 +162,23 @@ def _control_text(value: Any) -> str:
             {"phrase": "control_text_too_long", "length": len(text), "max": CONTROL_TEXT_MAX},
         )
     return text
+
+
+def steer_limit(
+    queued: list[str], text: str, why: str = ""
+) -> tuple[Literal["control_text_too_long", "message_queue_full"], dict[str, int]] | None:
+    """Why steering message ``text`` cannot join a sub-agent's unread ``queued`` texts:
+    ``(phrase key, its values)`` when it is over :data:`CONTROL_TEXT_MAX` characters
+    or the queue would pass :data:`STEER_QUEUE_MAX` messages or
+    :data:`STEER_QUEUE_CHARS` characters; None when it may. ``why`` (a worker's
+    refusal: ``too_long``, ``queue_full``) forces that answer."""
+    count, chars = len(queued), sum(len(t) for t in queued)
+    if why == "too_long" or len(text) > CONTROL_TEXT_MAX:
+        return "control_text_too_long", {"length": len(text), "max": CONTROL_TEXT_MAX}
+    if why == "queue_full" or count >= STEER_QUEUE_MAX or chars + len(text) > STEER_QUEUE_CHARS:
+        values = {"count": count, "chars": chars, "max": STEER_QUEUE_MAX}
+        return "message_queue_full", {**values, "max_chars": STEER_QUEUE_CHARS}
+    return None
 
 
 def wait_mode(value: Any) -> str:

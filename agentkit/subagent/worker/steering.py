@@ -5,7 +5,9 @@ One job: what the parent's control messages do inside a sub-agent process.
 
 - :class:`Steering`: a Steer is taken (Receipt accepted) unless the sub-agent is
   finishing (finish_task accepted, or its run is over: Receipt refused,
-  ``finishing``); taken messages reach the model before its next request, each as one
+  ``finishing``), the text is over ``CONTROL_TEXT_MAX`` characters (``too_long``) or
+  the unread queue is full (``STEER_QUEUE_MAX`` messages or ``STEER_QUEUE_CHARS``
+  characters together: ``queue_full``; the parent checks the same first); taken messages reach the model before its next request, each as one
   user message (``subagent/steer.txt``, the text verbatim inside), and the parent hears
   which (SteerRead). Those still queued when the run ends are reported unread in the
   Result: nothing is dropped silently, nothing delivered twice.
@@ -65,13 +67,23 @@ class Steering:
         self._closed = False
 
     def offer(self, message: Steer) -> None:
-        """Take ``message`` for the next request, or refuse it once finishing; the
-        parent gets the Receipt either way."""
+        """Take ``message`` for the next request, or refuse it (finishing, too long,
+        the queue full: see the module docstring); the parent gets the Receipt either
+        way."""
         with self._lock:
-            accepted = not self._closed
-            if accepted:
+            reason = self._refusal(message)
+            if not reason:
                 self._queued.append(message)
-        self._send(Receipt(message.ref, accepted, "" if accepted else "finishing"))
+        self._send(Receipt(message.ref, not reason, reason))
+
+    def _refusal(self, message: Steer) -> str:
+        """Why ``message`` cannot be queued ("" when it can); the caller holds the lock."""
+        if self._closed:
+            return "finishing"
+        limit = inputs.steer_limit([m.text for m in self._queued], message.text)
+        if limit is None:
+            return ""
+        return "too_long" if limit[0] == "control_text_too_long" else "queue_full"
 
     def close(self) -> None:
         """No more messages are taken (finish_task was accepted, or the run ended)."""
