@@ -65,7 +65,8 @@ SKILL_FILE = "SKILL.md"
 NAME_MAX = 64
 DESCRIPTION_MAX = 1024
 MAX_SKILLS_PER_FOLDER = 500
-"""Skill folders looked at in one skills folder (sorted by name); the rest are ignored."""
+"""Skill folders looked at in one skills folder (sorted by name); the rest are
+skipped, with one warning naming the folder and how many."""
 
 _NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 _UNQUOTED = re.compile(r"^([A-Za-z_][\w-]*):[ \t]+(?![\"'|>\[{])(.*:[ \t].*)$")
@@ -270,20 +271,23 @@ def _parse_file(path: Path, workspace: Path, scope: Scope) -> _Parsed:
     return parsed
 
 
-def _candidates(folder: Path) -> list[Path]:
+def _candidates(folder: Path) -> tuple[list[Path], int]:
+    """The first :data:`MAX_SKILLS_PER_FOLDER` skill folders' ``SKILL.md`` paths (by
+    name), and how many folders past that were not looked at."""
     try:
         names = sorted(os.listdir(folder))
     except OSError:  # no such folder (the usual case), or not a folder
-        return []
+        return [], 0
     found = []
+    over = 0
     for name in names:
-        if name.startswith("."):
+        if name.startswith(".") or not os.path.isdir(folder / name):
             continue
-        if os.path.isdir(folder / name):
+        if len(found) < MAX_SKILLS_PER_FOLDER:
             found.append(folder / name / SKILL_FILE)
-        if len(found) >= MAX_SKILLS_PER_FOLDER:
-            break
-    return found
+        else:
+            over += 1
+    return found, over
 
 
 def discover_skills(
@@ -304,7 +308,14 @@ def discover_skills(
     skipped: list[Skipped] = []
     shadowed: list[tuple[Skill, Skill]] = []
     for folder, scope in skill_folders(workspace):
-        for path in _candidates(folder):
+        paths, over = _candidates(folder)
+        if over and warn:
+            warn_once(
+                f"skills folder {display(folder, workspace)} holds more than "
+                f"{MAX_SKILLS_PER_FOLDER} skill folders: only the first {MAX_SKILLS_PER_FOLDER} "
+                f"(by name) are used, {over} skipped"
+            )
+        for path in paths:
             label = display(path, workspace)
             try:
                 parsed = _parse_file(path, workspace, scope)
