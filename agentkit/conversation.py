@@ -7,6 +7,8 @@ in flight and ``Agent(conversation_id=...)`` can load it and continue.
 
 from __future__ import annotations
 
+import logging
+import math
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
@@ -16,6 +18,8 @@ from typing import Any
 
 from agentkit.jsonfile import read_json, write_json_atomic
 from agentkit.llm.turns import Usage
+
+log = logging.getLogger("agentkit")
 
 STATE_DIR = ".agentkit"
 """agentkit's own folder at the workspace root (conversations, records, logs): the one
@@ -140,16 +144,30 @@ class Stats:
                     if type(v) is int  # not bool
                 }
             elif key == "cost_usd":
-                if isinstance(value, (int, float)) and not isinstance(value, bool):
+                if known_cost(value) is not None:
                     known[key] = float(value)
+                elif isinstance(value, float):  # NaN or Infinity from an older version
+                    log.warning(
+                        "a saved cost_usd of %r is not a number: the cost is unknown", value
+                    )
             elif key in cls.__dataclass_fields__ and key != "tool_calls":
                 wanted = bool if key == "usage_estimated" else int
                 if type(value) is wanted:
                     known[key] = value
-        if known.get("turns") and not isinstance(data.get("cost_usd"), (int, float)):
-            # Saved before costs were counted, or with an unknown price: unknown.
+        if known.get("turns") and known_cost(data.get("cost_usd")) is None:
+            # Saved before costs were counted, with an unknown price, or damaged (a NaN
+            # an older version wrote from a NaN model price): unknown.
             known["unpriced_responses"] = max(known.get("unpriced_responses", 0), 1)
         return cls(**known)
+
+
+def known_cost(value: Any) -> float | None:
+    """``value`` as a cost read back from a file (US dollars), or None (unknown) when it
+    is not a finite number >= 0: absent, text, a bool, negative, or the NaN or Infinity
+    an older version could write."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if math.isfinite(value) and value >= 0 else None
 
 
 def usage_total(stats: Stats, subagents: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
@@ -162,8 +180,9 @@ def usage_total(stats: Stats, subagents: Iterable[Mapping[str, Any]]) -> dict[st
     for row in subagents:
         used, spent = row.get("tokens"), row.get("cost_usd")
         tokens += used if isinstance(used, int) and not isinstance(used, bool) else 0
-        if cost is not None and isinstance(spent, (int, float)) and not isinstance(spent, bool):
-            cost += spent
+        spent_usd = known_cost(spent)
+        if cost is not None and spent_usd is not None:
+            cost += spent_usd
         else:
             cost = None
     return {"tokens": tokens, "cost_usd": None if cost is None else round(cost, 10)}

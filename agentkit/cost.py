@@ -25,6 +25,7 @@ share the loaded table).
 
 from __future__ import annotations
 
+import math
 import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -78,7 +79,9 @@ def _count(value: Any) -> bool:
 def check_model_prices(value: Any) -> dict[str, dict[str, float]]:
     """Return ``value`` as a ``model_prices`` table, or raise ValueError saying what is
     wrong: a mapping of model names to ``{"input": usd, "output": usd[, "cached_input":
-    usd]}``, USD per million tokens, each a non-negative number."""
+    usd]}``, USD per million tokens, each a finite non-negative number (a NaN price
+    would make every cost NaN: the cost cap then never trips and the conversation file
+    holds a bare NaN)."""
     if not isinstance(value, dict):
         raise ValueError("model_prices must map model names to prices")
     table: dict[str, dict[str, float]] = {}
@@ -93,8 +96,15 @@ def check_model_prices(value: Any) -> dict[str, dict[str, float]]:
             raise ValueError(f"model_prices[{model!r}]: unknown key(s) {sorted(unknown)}")
         entry: dict[str, float] = {}
         for key, price in prices.items():
-            if isinstance(price, bool) or not isinstance(price, (int, float)) or price < 0:
-                raise ValueError(f"model_prices[{model!r}][{key!r}] must be a number >= 0")
+            if (
+                isinstance(price, bool)
+                or not isinstance(price, (int, float))
+                or not math.isfinite(price)
+                or price < 0
+            ):
+                raise ValueError(
+                    f"model_prices[{model!r}][{key!r}] must be a finite number >= 0 (got {price!r})"
+                )
             entry[key] = float(price)
         table[str(model)] = entry
     return table
@@ -114,14 +124,15 @@ class Pricer:
     """Prices responses for models (thread-safe).
 
     Args:
-        model_prices: the ``model_prices`` setting (checked by :func:`check_model_prices`).
+        model_prices: the ``model_prices`` setting (checked again by
+            :func:`check_model_prices`, which raises ValueError).
 
     A model genai-prices does not know is remembered, so an unpriced (local) model costs
     one lookup per process, not one per response.
     """
 
     def __init__(self, model_prices: dict[str, dict[str, float]] | None = None) -> None:
-        self.model_prices = dict(model_prices or {})
+        self.model_prices = check_model_prices(dict(model_prices or {}))
         self._unknown: set[tuple[str, str | None]] = set()
         self._lock = threading.Lock()
 

@@ -117,3 +117,32 @@ class ApprovalError(AgentkitError):
         super().__init__(message)
         self.code = code
         self.message = message
+
+
+class ConfigFileError(AgentkitError, ValueError):
+    """A configuration file (or setting) that cannot be used: a hooks file, an MCP
+    config, an agent profile's or a skill's YAML header, ``Settings.hooks``...
+
+    Attributes:
+        path: the file (or the setting, e.g. ``Settings.hooks``) it came from; "" when
+            not known yet (a caller adds it with :meth:`at`).
+        field: the field, dotted (``hooks.PreToolUse[0].hooks[1].timeout``); "" for the
+            whole document.
+        message: what is wrong, one line.
+
+    ``str()`` is ``"<path>: <field>: <message>"`` (empty parts left out): the one shape
+    every config error is shown in. A ValueError too, as the errors it replaces were.
+    """
+
+    def __init__(self, path: str, field: str, message: str) -> None:
+        self.path = str(path)
+        self.field = field
+        self.message = message
+        super().__init__(self.path, field, message)
+
+    def __str__(self) -> str:
+        return ": ".join(part for part in (self.path, self.field, self.message) if part)
+
+    def at(self, path: str) -> ConfigFileError:
+        """The same error (same class) naming ``path`` as its file."""
+        return type(self)(path, self.field, self.message)

@@ -40,21 +40,63 @@ import re
 from dataclasses import asdict, dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
+from pydantic import BeforeValidator, Field, ValidationError, field_validator
+
+from agentkit.configfile import StrictModel, field_error, read_front_matter
 from agentkit.conversation import state_path
+from agentkit.errors import ConfigFileError
 from agentkit.settings import Settings
 
 __all__ = ["AgentProfile", "ProfileError", "load_profiles", "parse_profile", "profile_dirs"]
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,39}$")
-_KEYS = {"name", "description", "tools", "skills", "model", "base_url", "api_key_env",
-         "temperature", "max_turns", "timeout_seconds", "max_tokens",
-         "output_schema", "approvals"}  # fmt: skip
 
 
-class ProfileError(ValueError):
-    """A profile file or object that cannot be used; the message says why."""
+class ProfileError(ConfigFileError):
+    """A profile file or object that cannot be used: ``path`` is its file (or
+    ``Settings.agent_profiles``), ``field`` the header key; the message says why."""
+
+
+def _no_bool(value: Any) -> Any:
+    if isinstance(value, bool):
+        raise ValueError("must be a number, not true or false")
+    return value
+
+
+Count = Annotated[int, BeforeValidator(_no_bool), Field(ge=1, le=10**9)]
+"""A header count (max_turns, timeout_seconds, max_tokens): a whole number from 1; 0 is
+refused (it once meant "no limit" silently: leave the key out for that)."""
+
+
+class _Header(StrictModel):
+    """A profile's header keys (plus ``prompt`` and ``source``), as read; the checks
+    here are the number rule (finite, in range) and the keys' types."""
+
+    name: str
+    description: str | int | float | None = None
+    prompt: str | None = None
+    source: str | None = None
+    tools: Any = None  # a list or a comma-separated string: _names checks it
+    skills: Any = None
+    model: str | None = None
+    base_url: str | None = None
+    api_key_env: str | None = None
+    temperature: Annotated[float, BeforeValidator(_no_bool), Field(ge=0, le=2)] | None = None
+    max_turns: Count | None = None
+    timeout_seconds: Count | None = None
+    max_tokens: Count | None = None
+    output_schema: Any = None
+    approvals: Any = None
+
+    @field_validator("name", mode="before")
+    @classmethod
+    def _name_text(cls, value: Any) -> Any:
+        name = "" if value is None else str(value) if isinstance(value, int) else value
+        if isinstance(name, str) and not _NAME.match(name):
+            raise ValueError(f"{name!r}: use 1-40 letters, digits, _ or -")
+        return name
 
 
 @dataclass(frozen=True)
@@ -93,50 +135,33 @@ class AgentProfile:
     def from_dict(cls, data: dict[str, Any], source: str = "python") -> AgentProfile:
         """Build and check a profile from header-like keys (plus ``prompt``, ``source``).
         Raises ProfileError naming the bad key."""
-        unknown = set(data) - _KEYS - {"prompt", "source"}
-        if unknown:
-            raise ProfileError(
-                f"unknown key(s) {', '.join(sorted(unknown))}; known: {', '.join(sorted(_KEYS))}"
-            )
-        name = str(data.get("name") or "")
-        if not _NAME.match(name):
-            raise ProfileError(f"name {name!r}: use 1-40 letters, digits, _ or -")
-        tools = _names(data.get("tools"), "tools must be a list of tool names")
-        skills = _names(data.get("skills"), "skills must be a list of skill names")
-
-        def number(key: str, kind: type) -> Any:
-            value = data.get(key)
-            if value is None:
-                return None
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-                raise ProfileError(f"{key} must be a non-negative number (got {value!r})")
-            if kind is int and value != int(value):
-                raise ProfileError(f"{key} must be a whole number (got {value!r})")
-            return kind(value)
-
-        approvals = _rules(data.get("approvals"))
-
-        def text(key: str) -> str | None:
-            value = data.get(key)
-            if value is not None and not isinstance(value, str):
-                raise ProfileError(f"{key} must be text (got {value!r})")
-            return value or None
-
+        where = str(data.get("source") or source)
+        try:
+            header = _Header.model_validate(data)
+        except ValidationError as exc:
+            raise field_error(exc, where, ProfileError) from None
+        try:
+            tools = _names(header.tools, "tools", "tools must be a list of tool names")
+            skills = _names(header.skills, "skills", "skills must be a list of skill names")
+            approvals = _rules(header.approvals)
+            output_schema = _output_schema(header.output_schema)
+        except ProfileError as exc:
+            raise exc.at(where) from None
         return cls(
-            name=name,
-            description=" ".join(str(data.get("description") or "").split()),
-            prompt=str(data.get("prompt") or "").strip(),
+            name=header.name,
+            description=" ".join(str(header.description or "").split()),
+            prompt=(header.prompt or "").strip(),
             tools=tuple(tools) if tools is not None else None,
             skills=tuple(skills) if skills is not None else None,
-            model=text("model"),
-            base_url=text("base_url"),
-            api_key_env=text("api_key_env"),
-            temperature=number("temperature", float),
-            max_turns=number("max_turns", int) or None,
-            timeout_seconds=number("timeout_seconds", int) or None,
-            max_tokens=number("max_tokens", int) or None,
-            output_schema=_output_schema(data.get("output_schema")),
-            source=str(data.get("source") or source),
+            model=header.model or None,
+            base_url=header.base_url or None,
+            api_key_env=header.api_key_env or None,
+            temperature=header.temperature,
+            max_turns=header.max_turns,
+            timeout_seconds=header.timeout_seconds,
+            max_tokens=header.max_tokens,
+            output_schema=output_schema,
+            source=where,
             approvals=approvals,
         )
 
@@ -173,7 +198,7 @@ def _rules(value: Any) -> dict[str, str]:
     try:
         return check_rules(value)
     except ValueError as exc:
-        raise ProfileError(f"approvals: {exc}") from None
+        raise ProfileError("", "approvals", str(exc)) from None
 
 
 def _output_schema(value: Any) -> dict[str, Any] | None:
@@ -183,7 +208,7 @@ def _output_schema(value: Any) -> dict[str, Any] | None:
     if value is None:
         return None
     if not isinstance(value, dict):
-        raise ProfileError("output_schema must be a JSON Schema object")
+        raise ProfileError("", "output_schema", "must be a JSON Schema object")
     from jsonschema import SchemaError
     from jsonschema.validators import validator_for
 
@@ -192,45 +217,32 @@ def _output_schema(value: Any) -> dict[str, Any] | None:
     except SchemaError as exc:
         where = "".join(f"[{p!r}]" for p in exc.path) or "(the schema)"
         raise ProfileError(
-            f"output_schema is not a valid JSON Schema at {where}: {exc.message}"
+            "", "output_schema", f"not a valid JSON Schema at {where}: {exc.message}"
         ) from None
     return dict(value)
 
 
-def _names(value: Any, problem: str) -> list[str] | None:
+def _names(value: Any, key: str, problem: str) -> list[str] | None:
     """An allow-list given as a list or a comma-separated string (None when absent).
-    Raises ProfileError(``problem``) for anything else."""
+    Raises ProfileError(``problem``) naming ``key`` for anything else."""
     if isinstance(value, str):
         value = [t.strip() for t in value.split(",") if t.strip()]
     if value is not None and not (
         isinstance(value, list) and all(isinstance(t, str) for t in value)
     ):
-        raise ProfileError(problem)
+        raise ProfileError("", key, problem)
     return value
 
 
 def parse_profile(text: str, source: str, default_name: str) -> AgentProfile:
     """Parse a profile file's text (``---`` YAML header ``---`` then the body).
     Raises ProfileError saying what is wrong."""
-    import yaml
-
-    lines = text.lstrip("\ufeff").splitlines()
-    if not lines or lines[0].strip() != "---":
-        raise ProfileError("the file must start with a --- line opening the YAML header")
     try:
-        end = next(i for i in range(1, len(lines)) if lines[i].strip() == "---")
-    except StopIteration:
-        raise ProfileError("the YAML header has no closing --- line") from None
-    try:
-        header = yaml.safe_load("\n".join(lines[1:end])) or {}
-    except yaml.YAMLError as exc:
-        raise ProfileError(
-            f"the YAML header cannot be read: {' '.join(str(exc).split())}"
-        ) from None
-    if not isinstance(header, dict):
-        raise ProfileError("the YAML header must be a mapping of keys to values")
+        header, body = read_front_matter(text)
+    except ConfigFileError as exc:
+        raise ProfileError(source, "", exc.message) from None
     header.setdefault("name", default_name)
-    return AgentProfile.from_dict({**header, "prompt": "\n".join(lines[end + 1 :])}, source=source)
+    return AgentProfile.from_dict({**header, "prompt": body}, source=source)
 
 
 def profile_dirs(workspace: Path) -> list[Path]:
@@ -260,7 +272,11 @@ def load_profiles(
                 profile = parse_profile(item.read_text(encoding="utf-8"), source, name)
             else:
                 profile = AgentProfile.from_dict(dict(item), source)
-        except (OSError, UnicodeDecodeError, ProfileError) as exc:
+        except ProfileError as exc:  # it names the file and the field
+            refused[name] = str(exc)
+            found.pop(name, None)
+            continue
+        except (OSError, UnicodeDecodeError) as exc:
             refused[name] = f"{source}: {exc}"
             found.pop(name, None)
             continue

@@ -39,6 +39,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
+from agentkit.configfile import read_front_matter
 from agentkit.conventions.files import (
     ConventionFileError,
     display,
@@ -48,6 +49,7 @@ from agentkit.conventions.files import (
     warn_secrets,
 )
 from agentkit.conversation import state_path
+from agentkit.errors import ConfigFileError
 
 __all__ = [
     "SKILL_FILE",
@@ -69,7 +71,6 @@ MAX_SKILLS_PER_FOLDER = 500
 skipped, with one warning naming the folder and how many."""
 
 _NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
-_UNQUOTED = re.compile(r"^([A-Za-z_][\w-]*):[ \t]+(?![\"'|>\[{])(.*:[ \t].*)$")
 
 Scope = Literal["project", "user"]
 
@@ -160,37 +161,12 @@ def skill_folders(workspace: Path) -> list[tuple[Path, Scope]]:
 
 
 def _header(text: str) -> tuple[dict[str, Any], str]:
-    """Split a SKILL.md into its YAML header and body. Raises ConventionFileError."""
-    import yaml
-
-    lines = text.splitlines()
-    if not lines or lines[0].strip() != "---":
-        raise ConventionFileError("the file must start with a --- line opening the YAML header")
-    end = next((i for i in range(1, len(lines)) if lines[i].strip() == "---"), None)
-    if end is None:
-        raise ConventionFileError("the YAML header has no closing --- line")
-    raw = "\n".join(lines[1:end])
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    """Split a SKILL.md into its YAML header and body (agentkit.configfile's reader,
+    shared with agent profiles). Raises ConventionFileError."""
     try:
-        header = yaml.load(raw, Loader=loader)  # noqa: S506 (a safe loader)
-    except yaml.YAMLError as exc:
-        # The client guide: retry with the values of `key: a: b` lines quoted.
-        quoted = "\n".join(_UNQUOTED.sub(_quote, line) for line in raw.splitlines())
-        try:
-            header = yaml.load(quoted, Loader=loader)  # noqa: S506
-        except yaml.YAMLError:
-            why = " ".join(str(exc).split())
-            raise ConventionFileError(f"the YAML header cannot be read: {why}") from None
-    if header is None:
-        header = {}
-    if not isinstance(header, dict):
-        raise ConventionFileError("the YAML header must be a mapping of keys to values")
-    return header, "\n".join(lines[end + 1 :]).strip()
-
-
-def _quote(match: re.Match[str]) -> str:
-    value = match.group(2).replace("\\", "\\\\").replace('"', '\\"')
-    return f'{match.group(1)}: "{value}"'
+        return read_front_matter(text)
+    except ConfigFileError as exc:
+        raise ConventionFileError(exc.message) from None
 
 
 def parse_skill(text: str, folder_name: str) -> tuple[str, str, tuple[str, ...], str]:

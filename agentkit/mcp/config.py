@@ -21,6 +21,7 @@ agents get the server's tools; default both), ``disabled`` (true: ignored),
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from dataclasses import asdict, dataclass, field
@@ -33,6 +34,7 @@ from agentkit.settings import Settings
 __all__ = ["MCPServer", "config_files", "load_servers", "parse_servers"]
 
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,40}$")
+_KEYS = {"command", "args", "env", "cwd", "url", "headers", "agents", "disabled", "type"}
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
@@ -77,6 +79,9 @@ def _strings(value: Any, what: str) -> dict[str, str]:
         return {}
     if not isinstance(value, dict):
         raise ValueError(f"{what} must be an object of strings")
+    bad = [k for k, v in value.items() if isinstance(v, float) and not math.isfinite(v)]
+    if bad:  # JSON's NaN and Infinity would reach the server as the text "nan"
+        raise ValueError(f"{what}.{bad[0]} must be text or a finite number")
     return {str(k): _expand(str(v)) for k, v in value.items()}
 
 
@@ -91,6 +96,11 @@ def parse_server(name: str, entry: Any) -> MCPServer:
         raise ValueError(f"server name {name!r}: use 1-40 letters, digits, _ or -")
     if not isinstance(entry, dict):
         raise ValueError(f"server {name!r}: its entry must be an object")
+    unknown = sorted(str(k) for k in set(entry) - _KEYS)
+    if unknown:  # a misspelt key (enviroment, header) would be dropped without a word
+        raise ValueError(
+            f"mcpServers.{name}.{unknown[0]}: unknown key; known: {', '.join(sorted(_KEYS))}"
+        )
     kind = str(entry.get("type") or ("stdio" if entry.get("command") else "http"))
     if kind not in ("stdio", "http", "streamable-http", "streamableHttp"):
         raise ValueError(f"server {name!r}: transport {kind!r} is not supported (stdio or http)")

@@ -31,6 +31,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentkit.errors import ConfigFileError
+from agentkit.settings._types import MAX_SECONDS
+
 __all__ = [
     "HOOK_EVENTS",
     "TOOL_EVENTS",
@@ -63,9 +66,9 @@ _NAMES = re.compile(r"^[A-Za-z0-9_\-\s,|]*$")
 _HANDLER_KEYS = {"type", "command", "timeout", "statusMessage"}
 
 
-class HookConfigError(ValueError):
-    """A hooks file or setting that cannot be used; the message names the file (or
-    ``Settings.hooks``) and the field."""
+class HookConfigError(ConfigFileError):
+    """A hooks file or setting that cannot be used: ``path`` is the file (or
+    ``Settings.hooks``), ``field`` the dotted field (``hooks.Stop[0].hooks[1].timeout``)."""
 
 
 @dataclass(frozen=True)
@@ -169,23 +172,23 @@ def parse_hooks(data: Any, source: str, *, keep_source: bool = False) -> HookCon
     Raises HookConfigError naming ``source`` and the field (``hooks.PreToolUse[0].matcher``).
     """
     if not isinstance(data, dict):
-        raise HookConfigError(f'{source}: must be a JSON object with a "hooks" key')
+        raise HookConfigError(source, "", 'must be a JSON object with a "hooks" key')
     if "hooks" in data:
         extra = set(data) - {"hooks", "description", "$schema"}
         if extra:
-            raise HookConfigError(f"{source}: unknown key(s) {', '.join(sorted(extra))}")
+            raise HookConfigError(source, "", f"unknown key(s) {', '.join(sorted(extra))}")
         data = data["hooks"]
         if not isinstance(data, dict):
-            raise HookConfigError(f"{source}: hooks: must be an object of events")
+            raise HookConfigError(source, "hooks", "must be an object of events")
     events: dict[str, tuple[HookGroup, ...]] = {}
     for event, groups in data.items():
-        where = f"{source}: hooks.{event}"
+        where = f"hooks.{event}"
         if event not in HOOK_EVENTS:
             raise HookConfigError(
-                f"{where}: not an agentkit hook event; known: {', '.join(HOOK_EVENTS)}"
+                source, where, f"not an agentkit hook event; known: {', '.join(HOOK_EVENTS)}"
             )
         if not isinstance(groups, list):
-            raise HookConfigError(f"{where}: must be a list of {{matcher, hooks}} objects")
+            raise HookConfigError(source, where, "must be a list of {matcher, hooks} objects")
         events[event] = tuple(
             _group(group, f"{where}[{i}]", source, keep_source) for i, group in enumerate(groups)
         )
@@ -194,23 +197,23 @@ def parse_hooks(data: Any, source: str, *, keep_source: bool = False) -> HookCon
 
 def _group(data: Any, where: str, source: str, keep_source: bool) -> HookGroup:
     if not isinstance(data, dict):
-        raise HookConfigError(f'{where}: must be an object with "hooks" (and a "matcher")')
+        raise HookConfigError(source, where, 'must be an object with "hooks" (and a "matcher")')
     extra = set(data) - {"matcher", "hooks"}
     if extra:
-        raise HookConfigError(f"{where}: unknown key(s) {', '.join(sorted(extra))}")
+        raise HookConfigError(source, where, f"unknown key(s) {', '.join(sorted(extra))}")
     matcher = data.get("matcher") or ""
     if not isinstance(matcher, str):
-        raise HookConfigError(f"{where}.matcher: must be text")
+        raise HookConfigError(source, f"{where}.matcher", "must be text")
     if not _NAMES.match(matcher.strip()) and matcher.strip() != "*":
         try:
             re.compile(matcher.strip())
         except re.error as exc:
             raise HookConfigError(
-                f"{where}.matcher: not a valid regular expression: {exc}"
+                source, f"{where}.matcher", f"not a valid regular expression: {exc}"
             ) from None
     handlers = data.get("hooks")
     if not isinstance(handlers, list) or not handlers:
-        raise HookConfigError(f"{where}.hooks: must be a non-empty list of hooks")
+        raise HookConfigError(source, f"{where}.hooks", "must be a non-empty list of hooks")
     return HookGroup(
         matcher,
         tuple(
@@ -221,23 +224,34 @@ def _group(data: Any, where: str, source: str, keep_source: bool) -> HookGroup:
 
 def _handler(data: Any, where: str, source: str, keep_source: bool) -> CommandHook:
     if not isinstance(data, dict):
-        raise HookConfigError(f'{where}: must be an object {{"type": "command", "command": ...}}')
+        raise HookConfigError(
+            source, where, 'must be an object {"type": "command", "command": ...}'
+        )
     kind = data.get("type", "command")
     if kind != "command":
         raise HookConfigError(
-            f'{where}.type: {kind!r} hooks are not supported; agentkit runs "command" hooks'
+            source,
+            f"{where}.type",
+            f'{kind!r} hooks are not supported; agentkit runs "command" hooks',
         )
     extra = set(data) - _HANDLER_KEYS - ({"source"} if keep_source else set())
     if extra:
-        raise HookConfigError(f"{where}: unknown key(s) {', '.join(sorted(extra))}")
+        raise HookConfigError(source, where, f"unknown key(s) {', '.join(sorted(extra))}")
     command = data.get("command")
     if not isinstance(command, str) or not command.strip():
-        raise HookConfigError(f"{where}.command: must be a non-empty command line")
+        raise HookConfigError(source, f"{where}.command", "must be a non-empty command line")
     timeout = data.get("timeout")
     if timeout is not None and (
-        isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0
+        isinstance(timeout, bool)
+        or not isinstance(timeout, (int, float))
+        or not 0 < timeout <= MAX_SECONDS  # also NaN; JSON's Infinity and 1e309 are inf
     ):
-        raise HookConfigError(f"{where}.timeout: must be a positive number of seconds")
+        raise HookConfigError(
+            source,
+            f"{where}.timeout",
+            f"must be a finite number of seconds above 0, at most {MAX_SECONDS:g} "
+            f"(got {timeout!r})",
+        )
     origin = str(data.get("source") or source) if keep_source else source
     return CommandHook(command, float(timeout) if timeout is not None else None, origin)
 
@@ -265,11 +279,11 @@ def load_hooks(state_dir: Path, setting: dict[str, Any] | None, user_dir: Path) 
         except (FileNotFoundError, NotADirectoryError):  # no such file (its folder is none)
             continue
         except (OSError, UnicodeDecodeError) as exc:
-            raise HookConfigError(f"{path}: cannot be read: {exc}") from None
+            raise HookConfigError(str(path), "", f"cannot be read: {exc}") from None
         try:
             data = json.loads(text)
         except ValueError as exc:
-            raise HookConfigError(f"{path}: not valid JSON: {exc}") from None
+            raise HookConfigError(str(path), "", f"not valid JSON: {exc}") from None
         configs.append(parse_hooks(data, str(path)))
     if setting:
         configs.append(parse_hooks(setting, "Settings.hooks"))

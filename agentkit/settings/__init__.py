@@ -66,6 +66,7 @@ class Settings(ExtensionFields, SubAgentFields, ToolFields, ModelFields, BaseSet
         populate_by_name=True,
         extra="ignore",
         validate_default=True,
+        allow_inf_nan=False,  # no NaN or infinity in any float, nested ones too
     )
 
     @classmethod

@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from agentkit.settings._types import CommaList
+from agentkit.settings._types import CommaList, Seconds
 
 __all__ = ["ExtensionFields"]
 
@@ -30,10 +30,10 @@ class ExtensionFields(BaseModel):
         default=True,
         description="Read MCP servers from <workspace>/.agentkit/mcp.json and the user's config folder.",
     )
-    mcp_start_timeout: float = Field(
+    mcp_start_timeout: Seconds = Field(
         default=30.0, gt=0, description="MCP: seconds for a server to start and list its tools."
     )
-    mcp_call_timeout: float = Field(
+    mcp_call_timeout: Seconds = Field(
         default=120.0, gt=0, description="MCP: seconds one tool call may take."
     )
     mcp_max_output_chars: int = Field(
@@ -73,7 +73,7 @@ class ExtensionFields(BaseModel):
         default="deny",
         description='What an ask becomes where no one can answer it (agentkit run without a terminal, a script that gave no on_approval): deny, with the reason "no one to ask", or allow (agentkit run --yes).',
     )
-    approval_timeout_seconds: float | None = Field(
+    approval_timeout_seconds: Seconds | None = Field(
         default=None,
         gt=0,
         description="Seconds an approval request waits for an answer before the call is denied (None: as long as it takes; a waiting sub-agent's timeout clock is paused meanwhile).",
@@ -82,7 +82,7 @@ class ExtensionFields(BaseModel):
         default_factory=dict,
         description='Hooks in Claude Code\'s shape (JSON in the environment), added to .agentkit/hooks.json and ~/.config/agentkit/hooks.json: {"hooks": {"PreToolUse": [{"matcher": "write_file", "hooks": [{"type": "command", "command": "./check.sh"}]}]}}.',
     )
-    hook_timeout_seconds: float = Field(
+    hook_timeout_seconds: Seconds = Field(
         default=30.0,
         gt=0,
         description="Seconds a hook command may run (a hook's own timeout wins); then it is killed and reported, and does not block.",

@@ -9,6 +9,14 @@ from typing import Literal
 
 from pydantic import AliasChoices, BaseModel, Field
 
+from agentkit.settings._types import (
+    FiniteFloat,
+    NonNegativeSeconds,
+    PositiveFloat,
+    PositiveInt,
+    Seconds,
+)
+
 __all__ = ["ModelFields"]
 
 
@@ -33,19 +41,21 @@ class ModelFields(BaseModel):
     stream: bool = Field(
         default=True, description="Stream replies (SSE); false sends plain requests."
     )
-    temperature: float | None = Field(
+    temperature: FiniteFloat | None = Field(
         default=None,
+        ge=0,
+        le=2,
         description="Sampling temperature sent with each request (None: the server's default).",
     )
-    max_output_tokens: int | None = Field(
+    max_output_tokens: PositiveInt | None = Field(
         default=None, description="max_tokens sent with each request (None: the server's default)."
     )
-    request_timeout: float = Field(
+    request_timeout: Seconds = Field(
         default=120.0,
         gt=0,
         description="Seconds the model server may stay silent: to connect, before its reply starts, between two reads of it.",
     )
-    request_total_timeout: float = Field(
+    request_total_timeout: Seconds = Field(
         default=600.0,
         gt=0,
         description="Seconds one model request may take in all, from sending it to the reply's last byte, however the server trickles (keep-alive comments, a byte at a time); then it fails as a timeout (retried like one).",
@@ -55,11 +65,13 @@ class ModelFields(BaseModel):
         ge=0,
         description="Retries of one model request after a transient error (5xx, 429, timeouts, refused or dropped connections, broken streams); retry_total_seconds bounds them too, whichever ends first (0: no retries).",
     )
-    retry_base_delay: float = Field(default=1.0, ge=0, description="First backoff delay, seconds.")
-    retry_max_delay: float = Field(
+    retry_base_delay: NonNegativeSeconds = Field(
+        default=1.0, ge=0, description="First backoff delay, seconds."
+    )
+    retry_max_delay: NonNegativeSeconds = Field(
         default=60.0, ge=0, description="Cap on one wait, seconds; a longer Retry-After fails fast."
     )
-    retry_total_seconds: float = Field(
+    retry_total_seconds: NonNegativeSeconds = Field(
         default=120.0,
         ge=0,
         description="Seconds after a request's first failure within which its retries must start; max_retries bounds them too, whichever ends first (0: max_retries only).",
@@ -94,7 +106,7 @@ class ModelFields(BaseModel):
         description="After this many identical failing tool calls in a row, that call's result tells the model to change course (once; 0: never).",
     )
     context_window: int = Field(default=128_000, ge=1024, description="Model context, tokens.")
-    context_budget: float = Field(
+    context_budget: PositiveFloat = Field(
         default=0.8, gt=0, le=1, description="Share of context_window a request may use."
     )
     tool_workers: int = Field(

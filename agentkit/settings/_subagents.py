@@ -9,6 +9,14 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from agentkit.settings._types import (
+    NonNegativeFloat,
+    NonNegativeInt,
+    PositiveFloat,
+    PositiveInt,
+    Seconds,
+)
+
 __all__ = ["SubAgentFields"]
 
 
@@ -42,7 +50,7 @@ class SubAgentFields(BaseModel):
         ge=0,
         description="Reminders to call finish_task (specification §4) before a sub-agent ends as failed.",
     )
-    subagent_wrapup_at: float = Field(
+    subagent_wrapup_at: PositiveFloat = Field(
         default=0.85,
         gt=0,
         lt=1,
@@ -52,10 +60,10 @@ class SubAgentFields(BaseModel):
         default="forkserver",
         description="How workers start: forkserver (fast, preloaded) or spawn.",
     )
-    result_summary_max_chars: int = Field(
+    result_summary_max_chars: PositiveInt = Field(
         default=2000, description="Cap on a sub-agent's result_summary returned to the main agent."
     )
-    deliverables_list_max: int = Field(
+    deliverables_list_max: NonNegativeInt = Field(
         default=50, description="Cap on deliverables_files listed to the main agent."
     )
 
@@ -70,7 +78,7 @@ class SubAgentFields(BaseModel):
         default=False,
         description="The two-way control plane: the main agent gets message_sub_agent, continue_sub_agent, wait_for_sub_agents and answer_sub_agent, sub-agents get ask_parent; status rows and notifications show tokens and cost. Off: every request is as without it.",
     )
-    ask_parent_max_wait_seconds: float = Field(
+    ask_parent_max_wait_seconds: Seconds = Field(
         default=900.0,
         gt=0,
         description="ask_parent: seconds a sub-agent waits for its parent's answer (its timeout clock paused meanwhile); then it is told no answer came and goes on.",
@@ -85,12 +93,12 @@ class SubAgentFields(BaseModel):
         ge=1,
         description="Tokens a whole conversation may use, the main agent and every sub-agent together; a sub-agent is never given more than what remains. None: no limit.",
     )
-    session_max_cost_usd: float | None = Field(
+    session_max_cost_usd: PositiveFloat | None = Field(
         default=None,
         gt=0,
         description="US dollars a whole conversation may spend (priced responses; see model_prices), the main agent and every sub-agent together. None: no limit.",
     )
-    model_prices: dict[str, dict[str, float]] = Field(
+    model_prices: dict[str, dict[str, NonNegativeFloat]] = Field(
         default_factory=dict,
         description='Prices for models the price library (genai-prices) does not know, or to override it: model name → USD per million tokens (JSON in the environment), e.g. {"my-model": {"input": 0.5, "cached_input": 0.1, "output": 1.5}}.',
     )
@@ -106,11 +114,13 @@ class SubAgentFields(BaseModel):
         description="Ray cluster to join: auto (RAY_ADDRESS or this node's), host:port, "
         "or ray://host:port. agentkit never starts a cluster itself.",
     )
-    ray_num_cpus: float = Field(default=1.0, ge=0, description="CPUs Ray reserves per sub-agent.")
+    ray_num_cpus: NonNegativeFloat = Field(
+        default=1.0, ge=0, description="CPUs Ray reserves per sub-agent."
+    )
     ray_memory_mb: int | None = Field(
         default=None, ge=1, description="Memory (MiB) Ray reserves per sub-agent; None: none."
     )
-    ray_resources: dict[str, float] = Field(
+    ray_resources: dict[str, NonNegativeFloat] = Field(
         default_factory=dict,
         description='Custom Ray resources per sub-agent (JSON in the environment, e.g. {"gpu_box": 1}).',
     )
@@ -130,7 +140,7 @@ class SubAgentFields(BaseModel):
         "each reserving one sub-agent's resources); more start when all are busy. 0: one "
         "fresh actor per sub-agent.",
     )
-    ray_pool_idle_seconds: float = Field(
+    ray_pool_idle_seconds: Seconds = Field(
         default=300.0,
         gt=0,
         description="A warm Ray host actor nobody used for this long ends (seconds).",

@@ -9,7 +9,14 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from agentkit.settings._types import CommaList, MiB
+from agentkit.settings._types import (
+    CommaList,
+    MiB,
+    NonNegativeInt,
+    NonNegativeSeconds,
+    PositiveInt,
+    Seconds,
+)
 
 __all__ = ["ToolFields"]
 
@@ -21,39 +28,43 @@ class ToolFields(BaseModel):
     read_only_roots: CommaList = Field(
         default_factory=list, description="Extra folders outside the workspace that tools may read."
     )
-    read_max_lines: int = Field(
+    read_max_lines: PositiveInt = Field(
         default=2000, description="read_file: lines returned by default (limit)."
     )
-    read_max_line_chars: int = Field(
+    read_max_line_chars: PositiveInt = Field(
         default=2000, description="read_file: a longer line is cut, with a note on how to read on."
     )
-    read_max_output_chars: int = Field(
+    read_max_output_chars: PositiveInt = Field(
         default=60_000, description="read_file: cap on one result, characters."
     )
-    max_file_bytes: int = Field(default=10 * MiB, description="Largest file decoded whole (edit).")
+    max_file_bytes: PositiveInt = Field(
+        default=10 * MiB, description="Largest file decoded whole (edit)."
+    )
     allow_hard_links: bool = Field(
         default=False,
         description="File tools: open files with several hard links (their other names may be "
         "outside the workspace); refused by default.",
     )
-    search_max_results: int = Field(default=1000, description="Upper bound for max_results.")
-    search_max_output_chars: int = Field(
+    search_max_results: PositiveInt = Field(
+        default=1000, description="Upper bound for max_results."
+    )
+    search_max_output_chars: PositiveInt = Field(
         default=30_000, description="search_workspace: cap on one result, characters."
     )
-    search_max_file_bytes: int = Field(
+    search_max_file_bytes: PositiveInt = Field(
         default=5 * MiB, description="search_workspace: larger files are skipped."
     )
-    search_timeout: float = Field(
+    search_timeout: Seconds = Field(
         default=20.0,
         description="search_workspace: wall-clock limit, seconds; partial results after it.",
     )
     use_ripgrep: bool = Field(default=True, description="Use rg when it is on PATH.")
 
     # --- commands -------------------------------------------------------------
-    command_timeout_max: float = Field(
+    command_timeout_max: Seconds = Field(
         default=600.0, description="run_command: the largest timeout_seconds accepted."
     )
-    command_kill_grace: float = Field(
+    command_kill_grace: NonNegativeSeconds = Field(
         default=3.0,
         description="run_command: seconds between SIGTERM and SIGKILL of a timed-out command.",
     )
@@ -67,7 +78,7 @@ class ToolFields(BaseModel):
             "network unless command_network is all."
         ),
     )
-    command_max_output_chars: int = Field(
+    command_max_output_chars: PositiveInt = Field(
         default=30_000, description="run_command: output shown (head and tail kept), characters."
     )
     command_max_processes: int = Field(
@@ -118,14 +129,14 @@ class ToolFields(BaseModel):
     web_search_safesearch: str = Field(
         default="moderate", description="ddgs safesearch: on, moderate or off."
     )
-    web_search_timeout: float = Field(default=20.0, description="Whole web_search call, seconds.")
-    web_fetch_timeout: float = Field(
+    web_search_timeout: Seconds = Field(default=20.0, description="Whole web_search call, seconds.")
+    web_fetch_timeout: Seconds = Field(
         default=30.0, description="Whole extract_webpage fetch, seconds."
     )
-    web_max_bytes: int = Field(
+    web_max_bytes: PositiveInt = Field(
         default=5 * MiB, description="extract_webpage: bytes read from one response."
     )
-    web_max_redirects: int = Field(
+    web_max_redirects: NonNegativeInt = Field(
         default=5, description="extract_webpage: redirects followed, each re-checked."
     )
     web_allow_hosts: CommaList = Field(

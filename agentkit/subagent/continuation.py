@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentkit import prompts
 from agentkit.conventions import subagent_extra
+from agentkit.conversation import known_cost
 from agentkit.subagent.admission import admit_continued, resolve_deliverables
 from agentkit.subagent.record import read_record
 from agentkit.subagent.state import SubAgent, worker_spec
@@ -168,7 +169,7 @@ def _agent(
         runtime_before=runtime if isinstance(runtime, int) else 0,
         runs=runs + 1,
         tokens=int(usage.get("total") or 0),
-        cost_usd=float(cost) if isinstance(cost, (int, float)) else None,
+        cost_usd=known_cost(cost),  # a NaN an older version saved: unknown
         usage_estimated=stats.get("usage_estimated") is True,
     )
     for key in agent.counters:

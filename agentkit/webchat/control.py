@@ -14,7 +14,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from agentkit.conversation import usage_total
+from agentkit.conversation import known_cost, usage_total
 from agentkit.webchat.api import ApiError, _find_row, _json, _session, _threaded, _view
 from agentkit.webchat.text import JSONResponse
 
@@ -56,7 +56,7 @@ def usage(request: Request) -> Response:
     for row in view.rows:
         raw, cost = row.get("tokens"), row.get("cost_usd")
         used = raw if isinstance(raw, int) else 0
-        priced = cost if isinstance(cost, (int, float)) else None
+        priced = known_cost(cost)  # a NaN an older version saved: unknown
         rows.append({"agent_id": row.get("agent_id"), "tokens": used, "cost_usd": priced})
     total = usage_total(stats, view.rows)
     return JSONResponse({"main": main, "subagents": rows, "total": total})

@@ -1,0 +1,195 @@
+"""The number rule: every number read from settings, config files, YAML headers and saved
+files is finite and in range, or refused with an error naming the file and the field
+(issue 31 item 6; issue 32 item 4's config files)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from agentkit.configfile import read_front_matter
+from agentkit.conventions.skills import discover_skills
+from agentkit.conversation import Conversation, usage_total
+from agentkit.cost import Pricer, check_model_prices
+from agentkit.errors import AgentkitError, ConfigFileError
+from agentkit.mcp.config import parse_servers
+from agentkit.policy.hook_config import HookConfigError, load_hooks
+from agentkit.profiles import AgentProfile, ProfileError, load_profiles, parse_profile
+from agentkit.settings import Settings
+
+BAD = ["nan", "inf", "-inf", "1e309", "-1"]
+
+# One field of each kind: a duration, a delay, a share, an optional cap, a count.
+FIELDS = {
+    "hook_timeout_seconds": BAD + ["0"],
+    "retry_base_delay": BAD,
+    "context_budget": BAD + ["0"],
+    "session_max_cost_usd": BAD + ["0"],
+    "temperature": BAD + ["3"],
+    "ray_num_cpus": BAD,
+    "read_max_lines": BAD + ["0"],
+    "max_output_tokens": BAD + ["0"],
+}
+CASES = [(name, value) for name, values in FIELDS.items() for value in values]
+
+
+@pytest.mark.parametrize(("name", "value"), CASES)
+def test_a_setting_that_is_not_finite_or_in_range_is_refused_naming_it(
+    name: str, value: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with pytest.raises(ValidationError, match=name):
+        Settings(**{name: value})
+    monkeypatch.setenv(f"AGENTKIT_{name.upper()}", value)
+    with pytest.raises(ValidationError, match=name):
+        Settings()
+
+
+@pytest.mark.parametrize("value", ["NaN", "Infinity", "1e309", "-1"])
+@pytest.mark.parametrize("name", ["ray_resources", "model_prices"])
+def test_a_number_inside_a_json_setting_is_finite(
+    name: str, value: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = '{"m": {"input": %s, "output": 1}}' if name == "model_prices" else '{"m": %s}'
+    monkeypatch.setenv(f"AGENTKIT_{name.upper()}", text % value)
+    with pytest.raises(ValidationError, match=rf"{name}\.m"):
+        Settings()
+
+
+def test_the_largest_duration_is_bounded_and_defaults_still_hold() -> None:
+    with pytest.raises(ValidationError, match="request_timeout"):
+        Settings(request_timeout=1e300)
+    settings = Settings(hook_timeout_seconds=5, session_max_cost_usd=0.5, temperature=0)
+    assert (settings.hook_timeout_seconds, settings.session_max_cost_usd) == (5.0, 0.5)
+
+
+@pytest.mark.parametrize("price", [math.nan, math.inf, -0.5])
+def test_a_model_price_is_finite_and_not_negative(price: float) -> None:
+    table = {"m": {"input": price, "output": 1.0}}
+    with pytest.raises(ValueError, match=r"model_prices\['m'\]\['input'\].*finite"):
+        check_model_prices(table)
+    with pytest.raises(ValueError, match="finite"):
+        Pricer(table)  # given in Python, past Settings
+    assert check_model_prices({"m": {"input": 0, "output": 2}}) == {
+        "m": {"input": 0.0, "output": 2.0}
+    }
+
+
+@pytest.mark.parametrize("timeout", ["NaN", "Infinity", "-Infinity", "1e309", "0", "-1", "1e300"])
+def test_a_hook_timeout_is_finite_and_named_with_its_file(tmp_path: Path, timeout: str) -> None:
+    state, user = tmp_path / ".agentkit", tmp_path / "user"
+    state.mkdir()
+    path = state / "hooks.json"
+    hook = '{"hooks": {"Stop": [{"hooks": [{"command": "true", "timeout": %s}]}]}}'
+    path.write_text(hook % timeout)
+    with pytest.raises(HookConfigError) as caught:
+        load_hooks(state, None, user)
+    error = caught.value
+    assert isinstance(error, ConfigFileError) and isinstance(error, AgentkitError)
+    assert (error.path, error.field) == (str(path), "hooks.Stop[0].hooks[0].timeout")
+    assert str(error).startswith(f"{path}: hooks.Stop[0].hooks[0].timeout: must be a finite")
+    path.write_text(hook % "2.5")
+    assert load_hooks(state, None, user).matching("Stop")[0].timeout == 2.5
+
+
+PROFILE_NUMBERS = ["timeout_seconds", "max_tokens", "max_turns", "temperature"]
+
+
+@pytest.mark.parametrize("value", [".nan", ".inf", "-.inf", "-1", "0"])
+@pytest.mark.parametrize("key", PROFILE_NUMBERS)
+def test_a_profile_header_number_is_finite_and_in_range(key: str, value: str) -> None:
+    if key == "temperature" and value == "0":
+        assert parse_profile(f"---\n{key}: 0\n---\n", "/w/p.md", "p").temperature == 0
+        return
+    with pytest.raises(ProfileError) as caught:
+        parse_profile(f"---\n{key}: {value}\n---\nBody\n", "/w/p.md", "p")
+    assert (caught.value.path, caught.value.field) == ("/w/p.md", key)
+    assert str(caught.value).startswith(f"/w/p.md: {key}: ")
+
+
+def test_a_profile_given_in_python_obeys_the_same_rule() -> None:
+    with pytest.raises(ProfileError, match=r"^python: max_tokens: .*greater than or equal to 1"):
+        AgentProfile.from_dict({"name": "p", "max_tokens": 0})
+    profile = AgentProfile.from_dict({"name": "p", "max_tokens": 5, "timeout_seconds": 300.0})
+    assert (profile.max_tokens, profile.timeout_seconds) == (5, 300)
+
+
+def test_an_unknown_profile_key_is_refused_naming_the_file_and_the_key() -> None:
+    with pytest.raises(ProfileError, match=r"^/w/p.md: colour: unknown key$"):
+        parse_profile("---\ncolour: red\n---\n", "/w/p.md", "p")
+
+
+def test_a_bad_profile_file_is_refused_with_its_path_and_others_load(
+    workspace: Path, settings: Settings, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    folder = workspace / ".agentkit" / "agents"
+    folder.mkdir(parents=True)
+    (folder / "bad.md").write_text("---\ntimeout_seconds: .nan\n---\nB\n")
+    (folder / "good.md").write_text("---\ntimeout_seconds: 300\n---\nB\n")
+    usable, refused = load_profiles(workspace, settings)
+    assert list(usable) == ["good"]
+    assert refused["bad"].startswith(f"{folder / 'bad.md'}: timeout_seconds: ")
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [{"command": "x", "enviroment": {}}, {"url": "http://127.0.0.1:1/mcp", "header": {}}],
+)
+def test_an_unknown_mcp_key_is_named_and_the_server_skipped(entry: dict[str, object]) -> None:
+    servers, problems = parse_servers({"mcpServers": {"s": entry, "ok": {"command": "y"}}}, "f")
+    assert list(servers) == ["ok"]
+    assert len(problems) == 1 and problems[0].startswith("f: mcpServers.s.")
+    assert "unknown key" in problems[0]
+
+
+def test_a_non_finite_mcp_env_value_is_refused() -> None:
+    data = json.loads('{"mcpServers": {"s": {"command": "x", "env": {"A": NaN}}}}')
+    servers, problems = parse_servers(data, "f")
+    assert not servers and "env" in problems[0] and "finite" in problems[0]
+
+
+def test_the_front_matter_reader_is_one_and_lenient() -> None:
+    text = "\ufeff---\ndescription: Finds things: fast\n---\n\nBody\n\n"
+    assert read_front_matter(text) == ({"description": "Finds things: fast"}, "Body")
+    assert read_front_matter("---\n---\n") == ({}, "")
+    for bad, why in [("no header", "must start"), ("---\na: 1\n", "no closing"),
+                     ("---\n- a\n---\n", "mapping")]:  # fmt: skip
+        with pytest.raises(ConfigFileError, match=why):
+            read_front_matter(bad)
+    # The profile reader gained the skills' leniency (the copies had drifted).
+    profile = parse_profile(text, "/w/p.md", "p")
+    assert (profile.description, profile.prompt) == ("Finds things: fast", "Body")
+
+
+def test_a_skill_header_with_a_non_finite_value_is_skipped_with_the_field(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    folder = workspace / ".agents" / "skills"
+    for name, header in [("a", "description: .nan"), ("b", "name: .inf\ndescription: d")]:
+        (folder / name).mkdir(parents=True)
+        (folder / name / "SKILL.md").write_text(f"---\n{header}\n---\nBody\n")
+    scan = discover_skills(workspace, warn=False)
+    assert not scan.skills
+    reasons = {s.label: s.reason for s in scan.skipped}
+    assert "description" in reasons[".agents/skills/a/SKILL.md"]
+    assert "name" in reasons[".agents/skills/b/SKILL.md"]
+
+
+def test_a_conversation_file_holding_nan_reads_as_cost_unknown(tmp_path: Path) -> None:
+    path = tmp_path / "c.json"
+    data = {"id": "c", "messages": [], "stats": {"turns": 2, "cost_usd": math.nan}}
+    path.write_text(json.dumps(data))  # Python writes a bare NaN, as an old version did
+    assert "NaN" in path.read_text()
+    conversation = Conversation.load(path)
+    assert conversation.stats.cost() is None
+    json.dumps(conversation.to_dict(), allow_nan=False)  # what the web API answers with
+    rows = [{"tokens": 5, "cost_usd": math.inf}]
+    assert usage_total(conversation.stats, rows)["cost_usd"] is None
+    data["stats"]["cost_usd"] = 0.25
+    path.write_text(json.dumps(data))
+    assert Conversation.load(path).stats.cost() == 0.25
