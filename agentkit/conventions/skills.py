@@ -254,7 +254,7 @@ def _candidates(folder: Path) -> tuple[list[Path], int]:
         names = sorted(os.listdir(folder))
     except OSError:  # no such folder (the usual case), or not a folder
         return [], 0
-    found = []
+    found: list[Path] = []
     over = 0
     for name in names:
         if name.startswith(".") or not os.path.isdir(folder / name):

@@ -275,6 +275,7 @@ class ControlPlane:
         if agent is None:
             return refusal
         ref = self._next_ref()
+        refused: dict[str, Any] | None
         with self.manager.changed:
             if agent.status != "running" or agent.finishing:
                 refused = self._not_delivered(agent, "finishing")
