@@ -168,22 +168,51 @@ class ApprovalPolicy:
         """True when there are no rules (every call is allowed)."""
         return not self.rules
 
-    def decide(self, tool: str, arguments: Mapping[str, Any] | None) -> Verdict:
+    def decide(
+        self, tool: str, arguments: Mapping[str, Any] | None, resolved: str | None = None
+    ) -> Verdict:
         """Return the verdict on calling ``tool`` with ``arguments`` (the parsed JSON
-        object; None or a missing subject: the tool-name rules alone decide)."""
+        object; None or a missing subject: the tool-name rules alone decide).
+
+        ``resolved``: for the path tools, the file the path names after symbolic links,
+        workspace-relative (agentkit.tools.paths.resolved_subject); it is matched as well
+        as the spelled path and the strictest answer wins, so a link named ``config.txt``
+        to ``.env`` meets the ``*.env`` rules."""
         base = self._tool_verdict(tool)
         patterns = self._subjects.get(tool)
         subject = (arguments or {}).get(SUBJECTS.get(tool, "")) if patterns else None
         if not patterns or not isinstance(subject, str):
             return base
+        parts = _subject_parts(tool, subject)
+        if resolved is not None and SUBJECTS[tool] == "path":
+            parts.append(os.path.normpath(resolved.strip() or "."))
         strictest: Verdict | None = None
-        for part in _subject_parts(tool, subject):
+        for part in parts:
             verdict = next(
                 (Verdict(d, f"{tool}:{p}") for p, d in patterns if fnmatchcase(part, p)), base
             )
             if strictest is None or _STRICTNESS[verdict.decision] > _STRICTNESS[strictest.decision]:
                 strictest = verdict
         return strictest or base
+
+    def has_path_rules(self, tool: str) -> bool:
+        """True when some ``<tool>:<glob>`` key exists for ``tool``."""
+        return bool(self._subjects.get(tool))
+
+    def path_verdict(self, tool: str, paths: list[str]) -> Verdict | None:
+        """The strictest verdict of ``tool``'s path rules (``read_file:<glob>``...) on any
+        of ``paths`` (workspace-relative), or None when no path rule matches one. The
+        tool-name rules are not consulted: search_workspace uses this to leave out the
+        lines of files that ``read_file`` rules keep from the model."""
+        strictest: Verdict | None = None
+        for path in paths:
+            part = os.path.normpath(path.strip() or ".")
+            for pattern, decision in self._subjects.get(tool, ()):
+                if fnmatchcase(part, pattern):
+                    if strictest is None or _STRICTNESS[decision] > _STRICTNESS[strictest.decision]:
+                        strictest = Verdict(decision, f"{tool}:{pattern}")
+                    break
+        return strictest
 
     def _tool_verdict(self, tool: str) -> Verdict:
         decision = self._exact.get(tool)

@@ -121,15 +121,22 @@ class ToolGate:
         call_id: str | None,
         cancel: threading.Event,
         execute: Callable[[], ToolResult],
+        resolved: str | None = None,
     ) -> ToolResult:
         """Take one validated call through the steps of the module docstring and return
-        its result (``execute()`` runs the tool). Never raises."""
-        verdict = self.policy.decide(tool, arguments)
+        its result (``execute()`` runs the tool). Never raises.
+
+        ``resolved``: the file the call's path argument reaches after links,
+        workspace-relative (agentkit.tools.paths.resolved_subject), or None; the rules
+        match it as well as the spelled path, and the hooks get it as ``resolved_path``."""
+        verdict = self.policy.decide(tool, arguments, resolved)
         if verdict.decision == "deny":
             return ToolResult.error(
                 "denied", say(self.language, "rule_denied", key=verdict.key, tool=tool)
             )
         fields = {"tool_name": tool, "tool_input": arguments, "tool_use_id": call_id}
+        if resolved is not None:  # beside Claude Code's fields, which stay as they are
+            fields["resolved_path"] = resolved
         before = self._hooks("PreToolUse", tool, fields)
         context = list(before.context)
         if before.blocked:

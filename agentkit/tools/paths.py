@@ -5,11 +5,14 @@ workspace root, resolved after symlinks (``os.path.realpath``: the deepest exist
 ancestor is resolved and the remaining components appended), then checked with
 ``Path.is_relative_to`` against the resolved root, never with a string prefix test.
 ``Settings.read_only_roots`` are extra roots that may be read but never written, and the
-workspace's own ``.agentkit`` folder (agentkit's records and logs) is never written either.
+workspace's own ``.agentkit`` folder (agentkit's records and logs) is never written either,
+nor a ``.subagent`` folder at any depth (a sub-agent's record). :func:`resolved_subject`
+gives the approval rules and hooks the file a call's path reaches after links.
 Hard links are checked where files are opened (:func:`check_links`).
 
 Public API (kept small and stable, other tool modules import it):
-``resolve_path(ctx, path, *, write=False) -> Path`` and ``display_path(ctx, path) -> str``.
+``resolve_path(ctx, path, *, write=False) -> Path``, ``display_path(ctx, path) -> str`` and
+``resolved_subject(ctx, tool, arguments) -> str | None``.
 """
 
 from __future__ import annotations
@@ -22,7 +25,21 @@ from agentkit.conversation import STATE_DIR
 from agentkit.errors import ToolError
 from agentkit.tools.base import ToolContext
 
-__all__ = ["resolve_path", "display_path", "workspace_root"]
+__all__ = ["PATH_ARGUMENTS", "display_path", "resolve_path", "resolved_subject", "workspace_root"]
+
+RECORD_DIR = ".subagent"
+"""A sub-agent's record folder, at any depth (agentkit.subagent.record.RECORD_DIR): never
+written by the file tools."""
+
+PATH_ARGUMENTS: dict[str, str] = {
+    "read_file": "path",
+    "write_file": "path",
+    "edit_file": "path",
+    "search_workspace": "path",
+    "run_command": "cwd",
+}
+"""The built-in tools that take a workspace path, and which argument it is (MCP and
+imported tools have no known path argument)."""
 
 
 def workspace_root(ctx: ToolContext) -> Path:
@@ -52,7 +69,8 @@ def resolve_path(ctx: ToolContext, path: str, *, write: bool = False) -> Path:
         ToolError("outside_workspace"): the path, after ``..`` and symlinks, leaves the
             workspace (and, for reads, every read-only root); or ``write`` is True and the
             path is inside a read-only root only, or inside the workspace's ``.agentkit``
-            state folder (readable, never writable by the tools).
+            state folder (readable, never writable by the tools), or inside a ``.subagent``
+            folder at any depth, spelled or reached through a link (a sub-agent's record).
     """
     if not isinstance(path, str) or not path.strip():
         raise ToolError(
@@ -76,6 +94,7 @@ def resolve_path(ctx: ToolContext, path: str, *, write: bool = False) -> Path:
     if _inside(resolved, root):
         if write:
             _refuse_state_folder(path, resolved, root)
+            _refuse_record_folder(path, Path(os.path.normpath(joined)), resolved, root)
         return resolved
     for extra in ctx.settings.read_only_paths():
         extra_root = Path(os.path.realpath(extra))
@@ -112,9 +131,45 @@ def _refuse_state_folder(path: str, resolved: Path, root: Path) -> None:
         )
 
 
+def _refuse_record_folder(path: str, spelled: Path, resolved: Path, root: Path) -> None:
+    # A sub-agent's record (<deliverables>/.subagent/conversations.json and its journal)
+    # is the audit transcript `agentkit show` and the web page display, and what
+    # continue_sub_agent replays: no agent may forge another's (or its own). Both the
+    # spelled path and the file it reaches through links are checked.
+    for candidate in (spelled, resolved):
+        try:
+            parts = candidate.relative_to(root).parts
+        except ValueError:
+            continue
+        if any(part.casefold() == RECORD_DIR for part in parts):
+            raise ToolError(
+                "outside_workspace",
+                f"{path} is inside a {RECORD_DIR}/ folder, a sub-agent's record (its "
+                "conversation, shown by agentkit show and the web page); the file tools may "
+                "read it but never write or edit there. Write your files elsewhere.",
+            )
+
+
 def _leaves_by_symlink(joined: Path, root: Path) -> bool:
     # Only for the error message: did ".." alone stay inside (so a symlink must be to blame)?
     return _inside(Path(os.path.normpath(joined)), root)
+
+
+def resolved_subject(ctx: ToolContext, tool: str, arguments: dict[str, object]) -> str | None:
+    """The file a call's path argument (:data:`PATH_ARGUMENTS`; missing: ``.``) reaches
+    after ``..`` and symbolic links, as :func:`display_path` shows it (workspace-relative,
+    or absolute in a read-only root), for the approval rules and the hooks to judge; None
+    for a tool without a path argument, or a path the tool itself will refuse."""
+    key = PATH_ARGUMENTS.get(tool)
+    if key is None:
+        return None
+    value = arguments.get(key, ".")
+    if not isinstance(value, str):
+        return None
+    try:
+        return display_path(ctx, resolve_path(ctx, value or "."))
+    except ToolError:
+        return None
 
 
 def display_path(ctx: ToolContext, path: Path) -> str:

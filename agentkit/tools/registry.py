@@ -16,6 +16,7 @@ from agentkit.errors import ToolError
 from agentkit.tools._ignored import ignored_arguments, ignored_note
 from agentkit.tools.base import Agents, Tool, ToolContext, ToolResult, to_result, tool_from_function
 from agentkit.tools.os_errors import os_error_kind
+from agentkit.tools.paths import resolved_subject
 
 if TYPE_CHECKING:
     pass
@@ -171,8 +172,11 @@ class ToolRegistry:
         if ctx.gate is None:
             return _call(tool, params, ctx)
         try:
+            given = arguments or {}
+            # The rules and hooks judge the file a path reaches through links too.
+            resolved = resolved_subject(ctx, name, given)
             return ctx.gate.run(
-                name, arguments or {}, call_id, ctx.cancel, lambda: _call(tool, params, ctx)
+                name, given, call_id, ctx.cancel, lambda: _call(tool, params, ctx), resolved
             )
         except KeyboardInterrupt:
             raise

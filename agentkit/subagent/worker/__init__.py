@@ -210,7 +210,9 @@ class Worker:
         self.conversation.model = settings.model
         with confined_folder(self.workspace, self.deliverables, create=True):
             pass  # through no link below the workspace (a command may have planted one)
-        continued = continued_start(spec, settings.language)
+        continued = continued_start(
+            spec, settings.language, lambda when: _opening(spec, settings, profile, when)[0]
+        )
         if continued is not None:
             self.conversation.messages, self.conversation.stats = continued
         else:
@@ -395,12 +397,18 @@ def _finish_tool(hooks: SubAgentHooks, settings: Settings, profile: Any) -> Any:
     return make_finish_tool(hooks.on_finish, settings.language)
 
 
-def _opening(spec: WorkerSpec, settings: Settings, profile: Any) -> list[dict[str, Any]]:
+def _opening(
+    spec: WorkerSpec, settings: Settings, profile: Any, when: str | None = None
+) -> list[dict[str, Any]]:
     """The sub-agent's system prompt and first user message (docs/specification.md §3,
     §5); a profile's text comes after the seed's prompt, which stays word for word, then
-    AGENTS.md and the skill list the parent resolved (agentkit.conventions)."""
+    AGENTS.md and the skill list the parent resolved (agentkit.conventions). ``when``:
+    the prompt's ``{current_time}`` (None: now)."""
     language = settings.language
-    system = prompts.render(language, "subagent/system.txt", **prompt_values(Path(spec.workspace)))
+    values = prompt_values(Path(spec.workspace))
+    if when is not None:
+        values["current_time"] = when
+    system = prompts.render(language, "subagent/system.txt", **values)
     if profile is not None and profile.prompt:
         system += f"\n\n{profile.prompt}"
     if settings.subagent_control:  # the seed's prompt says it asks nothing: now it may

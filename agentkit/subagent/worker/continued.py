@@ -2,14 +2,17 @@
 
 One job: what continue_sub_agent gives a worker, ``WorkerSpec.extra["continued"]``
 (``messages``: the record's messages; ``stats``: the record's stats; ``runs``: this
-run's number), turned into the conversation it starts from: the saved messages, then
-one user message with the new task (``subagent/continue_user.txt``), and the saved
-counters and usage, so the record's stats add up over the runs. Its budget and its
-timeout are this run's own.
+run's number), turned into the conversation it starts from: the system prompt built
+afresh (never the saved one), the rest of the saved messages, then one user message
+with the new task (``subagent/continue_user.txt``), and the saved counters and usage,
+so the record's stats add up over the runs. Its budget and its timeout are this run's
+own.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from typing import Any
 
 from agentkit import prompts
@@ -18,13 +21,26 @@ from agentkit.subagent.contract import WorkerSpec
 
 __all__ = ["continued_start", "earlier_runtime"]
 
+_TIME = re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?: [+-]\d{4})?")
+"""prompts.current_time's shape, the one value of the system prompt that changes."""
 
-def continued_start(spec: WorkerSpec, language: str) -> tuple[list[dict[str, Any]], Stats] | None:
-    """The messages and stats a continued run starts from, or None for a first run."""
+
+def continued_start(
+    spec: WorkerSpec, language: str, system: Callable[[str | None], dict[str, Any]]
+) -> tuple[list[dict[str, Any]], Stats] | None:
+    """The messages and stats a continued run starts from, or None for a first run.
+
+    ``system(when)``: the system message built afresh with ``{current_time}`` ``when``
+    (None: now). It takes the place of the saved one, which came from a file on disk
+    and is not trusted (a forged record must not give the sub-agent another prompt);
+    when the saved one is exactly what it builds with the saved time, that time is
+    kept, so the history's prefix stays byte for byte (the provider's prompt cache)."""
     continued = spec.extra.get("continued")
     if not isinstance(continued, dict):
         return None
     saved = [m for m in continued.get("messages") or [] if isinstance(m, dict)]
+    first = saved[0] if saved and saved[0].get("role") == "system" else None
+    saved = [_system_message(first, system), *(saved[1:] if first is not None else saved)]
     task = prompts.render(
         language,
         "subagent/continue_user.txt",
@@ -35,6 +51,20 @@ def continued_start(spec: WorkerSpec, language: str) -> tuple[list[dict[str, Any
         timeout_seconds=spec.timeout_seconds,
     )
     return [*saved, {"role": "user", "content": task}], _stats(continued.get("stats"))
+
+
+def _system_message(
+    saved: dict[str, Any] | None, build: Callable[[str | None], dict[str, Any]]
+) -> dict[str, Any]:
+    """The rebuilt system message: with the saved prompt's time when that reproduces
+    it exactly, else with the time now."""
+    content = saved.get("content") if saved is not None else None
+    found = _TIME.search(content) if isinstance(content, str) else None
+    if found is not None:
+        again = build(found.group(0))
+        if again.get("content") == content:
+            return again
+    return build(None)
 
 
 def earlier_runtime(spec: WorkerSpec) -> int:

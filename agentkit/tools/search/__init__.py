@@ -30,6 +30,7 @@ from __future__ import annotations
 import os
 import re
 import time
+from collections.abc import Callable
 
 from pydantic import BaseModel, Field
 
@@ -117,7 +118,8 @@ def search_workspace(params: SearchParams, ctx: ToolContext) -> ToolResult:
     settings = ctx.settings
     job, excluded = _make_job(params, ctx)
     keep = max(1, min(params.max_results, settings.search_max_results))
-    out = _walk.Collector(keep)
+    withhold = _read_rules(params, job, ctx)
+    out = _walk.Collector(keep, withhold)
     started = time.monotonic()
     deadline = started + settings.search_timeout
     status = "ok"
@@ -127,15 +129,46 @@ def search_workspace(params: SearchParams, ctx: ToolContext) -> ToolResult:
     elif engine == "ripgrep":
         status = _ripgrep.rg_engine(job, str(_ripgrep.find_rg()), params, out, deadline, ctx)
         if status == "rejected":  # e.g. look-around: Python's re supports it
-            engine, out = "python", _walk.Collector(keep)
+            engine, out = "python", _walk.Collector(keep, withhold)
             status = _run_python(job, out, deadline, ctx)
     elif engine == "python":
         status = _run_python(job, out, deadline, ctx)
     rows, total, files = out.snapshot()
     meta = {"engine": engine, "total": total, "files": files, "status": status}
-    return _render(
+    result = _render(
         params, job, rows, total, files, status, excluded, time.monotonic() - started, ctx, meta
     )
+    if withhold is not None and job.rx is not None:  # said whether or not a file was left out
+        result.output += (
+            "\n[lines of files that read_file approval rules deny or ask about are not shown]"
+        )
+    return result
+
+
+def _read_rules(
+    params: SearchParams, job: _walk.SearchJob, ctx: ToolContext
+) -> Callable[[str], bool] | None:
+    """Which files' lines a search leaves out: those a ``read_file:<glob>`` rule denies or
+    asks about (a search cannot ask, file by file), judged by the file reached (the rows'
+    paths are resolved: links are never followed below the target) and by the path as
+    spelled through ``params.path``; None when there are no such rules."""
+    policy = ctx.gate.policy if ctx.gate is not None else None
+    if policy is None or not policy.has_path_rules("read_file"):
+        return None
+    spelled = os.path.normpath(params.path.strip() or ".")
+    target = job.prefix.rstrip("/") or "."
+
+    def withhold(shown: str) -> bool:
+        paths = [shown]
+        if spelled != target:
+            if shown == target:
+                paths.append(spelled)
+            elif shown.startswith(job.prefix):
+                paths.append(os.path.join(spelled, shown[len(job.prefix) :]))
+        verdict = policy.path_verdict("read_file", paths)
+        return verdict is not None and verdict.decision != "allow"
+
+    return withhold
 
 
 def _choose_engine(job: _walk.SearchJob, params: SearchParams, ctx: ToolContext) -> str:

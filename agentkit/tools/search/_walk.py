@@ -25,7 +25,7 @@ import os
 import re
 import stat
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from pathspec import GitIgnoreSpec
@@ -270,8 +270,9 @@ def preview_line(line: str, col: int) -> str:
 class Collector:
     """Keeps the first ``keep`` rows by (path, line) with bounded memory, counts the rest."""
 
-    def __init__(self, keep: int) -> None:
+    def __init__(self, keep: int, withhold: Callable[[str], bool] | None = None) -> None:
         self.keep = keep
+        self.withhold = withhold  # a shown path -> True: its lines are left out, uncounted
         self.rows: list[tuple[str, int, str]] = []
         self.per_file: dict[str, int] = {}
         self.total = 0
@@ -288,7 +289,10 @@ class Collector:
                 del self.rows[self.keep :]
 
     def add_file(self, path: str, rows: list[tuple[int, str]], count: int) -> None:
-        """Add the first rows of one file and the number of its matching lines."""
+        """Add the first rows of one file and the number of its matching lines (none of
+        a file ``withhold`` names: not even counted, so no count tells what it holds)."""
+        if self.withhold is not None and self.withhold(path):
+            return
         with self.lock:
             self.rows.extend((path, line, text) for line, text in rows)
             self.per_file[path] = self.per_file.get(path, 0) + count
