@@ -16,7 +16,7 @@ from agentkit.errors import ToolError
 from agentkit.tools._ignored import ignored_arguments, ignored_note
 from agentkit.tools.base import Agents, Tool, ToolContext, ToolResult, to_result, tool_from_function
 from agentkit.tools.os_errors import os_error_kind
-from agentkit.tools.paths import resolved_subject
+from agentkit.tools.paths import PATH_ARGUMENTS, resolved_subject
 
 if TYPE_CHECKING:
     pass
@@ -175,9 +175,11 @@ class ToolRegistry:
             given = arguments or {}
             # The rules and hooks judge the file a path reaches through links too.
             resolved = resolved_subject(ctx, name, given)
-            return ctx.gate.run(
-                name, given, call_id, ctx.cancel, lambda: _call(tool, params, ctx), resolved
-            )
+
+            def execute() -> ToolResult:  # the file judged must still be the one reached
+                return _path_changed(ctx, name, given, resolved) or _call(tool, params, ctx)
+
+            return ctx.gate.run(name, given, call_id, ctx.cancel, execute, resolved)
         except KeyboardInterrupt:
             raise
         except BaseException as exc:  # a gate bug must not end the loop either
@@ -239,6 +241,24 @@ def _call(tool: Tool, params: BaseModel, ctx: ToolContext) -> ToolResult:
         return ToolResult.error("internal_error", f"{name} failed: {type(exc).__name__}: {exc}")
     result.meta.setdefault("duration_seconds", round(time.monotonic() - started, 3))
     return result
+
+
+def _path_changed(
+    ctx: ToolContext, name: str, arguments: dict[str, Any], judged: str | None
+) -> ToolResult | None:
+    """``path_changed`` when the call's path now reaches another file than ``judged``,
+    the one the approval rules and hooks saw (a link made or swapped meanwhile, for
+    instance while a person decided), else None."""
+    now = resolved_subject(ctx, name, arguments)
+    if now == judged:
+        return None
+    spelled = arguments.get(PATH_ARGUMENTS.get(name, ""), ".")
+    return ToolResult.error(
+        "path_changed",
+        f"{spelled} now leads to {now or 'a path the tool refuses'}, not to {judged}, the "
+        f"file the approval rules and hooks judged; nothing was done. Call {name} again "
+        "to have the new target judged.",
+    )
 
 
 def _own_refusal(
