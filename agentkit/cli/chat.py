@@ -9,10 +9,11 @@ one of its two front ends until the user leaves:
   input is a user message or a slash command, every event is printed as one JSON
   object per line (``event.to_dict()`` plus ``"seq"``), command results as
   ``{"type": "CommandResult", ...}`` and errors as ``{"type": "Error", "message"}``.
-  Lines that arrive together (one write: ``printf 'hello\nbg x\n' | agentkit chat``,
-  a pasted block) are taken one at a time, each after the round of the message
-  before it ended, so each message gets its own answer; a line that comes while a
-  round works is queued into that round. At end of input it waits until no round
+  Lines that arrive together between rounds (one write: ``printf 'hello\nbg x\n' |
+  agentkit chat``, a pasted block) are taken one at a time, each after the round of
+  the message before it ended, so each message gets its own answer; lines that come
+  while a round works, together or not, are all queued into that round and reach
+  the model at its next turn boundary, in order. At end of input it waits until no round
   and no sub-agent works, then exits 0. Leaving prints how to continue the
   conversation (``agentkit chat --continue ID``): on the terminal, or on standard
   error in JSON-lines mode.
@@ -277,15 +278,20 @@ class JsonLinesChat:
         return signum == signal.SIGINT and self.commands.session.cancel()
 
     def _handle_batch(self, lines: list[str]) -> bool:
-        """Act on lines read together, each after the round of the message before it
-        (so they are not merged into one request); False when the chat must end."""
+        """Act on lines read together: between rounds each after the round of the
+        message before it (so they are not merged into one request); while a round
+        works, at once, so all of them reach its next turn boundary, in order (like
+        lines that arrive one by one). False when the chat must end."""
         self._posted = None
         for line in lines:
             if self._posted is not None and not self._answered(self._posted):
                 return False
             self._posted = None
+            joining = self.commands.session.state == "running"
             if not self._handle(line):
                 return False
+            if joining:  # queued into the round at work: the next line joins it too
+                self._posted = None
         return True
 
     def _answered(self, future: Future[Any]) -> bool:

@@ -22,7 +22,7 @@ from agentkit.tools.base import ToolContext, ToolResult
 from agentkit.tools.registry import ToolRegistry
 from agentkit.tools.web import WEB_TOOLS
 
-TESTDATA = Path(__file__).resolve().parents[2] / "shared" / "testdata" / "web"
+TESTDATA = Path(__file__).resolve().parents[3] / "shared" / "testdata" / "web"
 MiB = 1024 * 1024
 ZH_TEXT = "这是一个测试页面，我们需要确认中文内容能够被正确地解码。网页抓取工具应当尊重字符集声明。"
 

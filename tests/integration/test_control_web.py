@@ -98,7 +98,7 @@ def test_agentkit_serve_takes_the_flag(workspace: Path, flag: bool) -> None:
     """``agentkit serve --subagent-control`` (a real process) offers the main agent the
     control tools; without the flag it does not."""
     port = free_port()
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     with FakeOpenAIServer(["Hello."]) as model:
         argv = [sys.executable, "-m", "agentkit", "serve", "-w", str(workspace), "--port",
                 str(port), "--model", "m", "--base-url", model.base_url, "--api-key", "k",

@@ -29,7 +29,7 @@ from agentkit.subagent.record import load_record, read_record
 from agentkit.testing import FakeOpenAIServer
 
 pytestmark = pytest.mark.slow
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 RECORD = "sub_agent_results/agent_1/.subagent/conversations.json"
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 

@@ -353,7 +353,7 @@ def test_the_editors_mcp_servers_join_the_session(
     entry = McpServerStdio(
         name="editor tools",
         command=sys.executable,
-        args=[str(Path(__file__).with_name("mcp_test_server.py")), "stdio"],
+        args=[str(Path(__file__).resolve().parents[1].joinpath("mcp_test_server.py")), "stdio"],
         env=[],
     )
 

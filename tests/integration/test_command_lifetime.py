@@ -31,7 +31,7 @@ from agentkit.tools.base import ToolContext
 from agentkit.tools.registry import ToolRegistry
 from agentkit.tools.shell import SHELL_TOOLS
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 REGISTRY = ToolRegistry(SHELL_TOOLS)
 
 # Every test twice: in the command sandbox and without it (conftest.command_sandbox).

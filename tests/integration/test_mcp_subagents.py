@@ -222,7 +222,7 @@ def test_cli_profiles_lists_and_checks(workspace: Path) -> None:
     folder = workspace / ".agentkit" / "agents"
     folder.mkdir(parents=True)
     (folder / "ok.md").write_text("---\ndescription: Fine.\ntools: read_file, mcp__x__*\n---\nB\n")
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])}
     done = subprocess.run(
         [sys.executable, "-m", "agentkit", "profiles", "-w", str(workspace)],
         capture_output=True, text=True, env=env, timeout=60,

@@ -929,7 +929,7 @@ def test_a_script_without_main_guard_runs_once(tmp_path: Path) -> None:
     script = tmp_path / "user_script.py"
     script.write_text(UNGUARDED_SCRIPT)
     proc = subprocess.run(
-        [sys.executable, str(script), str(Path(__file__).parent)],
+        [sys.executable, str(script), str(Path(__file__).resolve().parents[1])],
         capture_output=True,
         text=True,
         timeout=120,

@@ -30,7 +30,7 @@ from subagent_helpers import wait_until
 from agentkit.process import cgroups, limits
 from agentkit.process import spawn as launch
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 NOBODY = 65534
 pytestmark = pytest.mark.usefixtures("command_sandbox")
 

@@ -21,7 +21,7 @@ from test_cli import cli_env
 
 from agentkit.testing import FakeOpenAIServer
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def python(code: str, **env: str) -> dict[str, Any]:

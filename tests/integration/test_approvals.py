@@ -33,7 +33,7 @@ from agentkit.errors import ApprovalError
 from agentkit.settings import Settings
 from agentkit.testing import FakeOpenAIServer
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")

@@ -33,7 +33,7 @@ pytestmark = [
 pw = pytest.importorskip("playwright.sync_api")
 pw.expect.set_options(timeout=30_000)  # a loaded 2-core machine; nothing here is timed
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"]
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DAMAGED = "conv_deadbeef0001"
 OTHER_DAMAGED = "conv_deadbeef0002"
 

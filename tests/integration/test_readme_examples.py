@@ -17,7 +17,7 @@ from agentkit.testing import FakeOpenAIServer
 
 pytestmark = pytest.mark.slow
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def code_after(heading: str) -> str:

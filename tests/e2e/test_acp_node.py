@@ -31,10 +31,10 @@ pytestmark = pytest.mark.slow
 MODULES = Path(
     os.environ.get(
         "AGENTKIT_TEST_NODE_MODULES",
-        str(Path(__file__).parents[1] / ".ci" / "node" / "node_modules"),
+        str(Path(__file__).parents[2] / ".ci" / "node" / "node_modules"),
     )
 )
-SCRIPT = Path(__file__).with_name("acp_node_client.mjs")
+SCRIPT = Path(__file__).resolve().parents[1].joinpath("acp_node_client.mjs")
 
 
 def node_or_skip() -> str:

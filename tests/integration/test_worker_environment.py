@@ -14,7 +14,7 @@ import pytest
 
 pytestmark = pytest.mark.slow
 
-HERE = Path(__file__).parent
+HERE = Path(__file__).resolve().parents[1]
 KEY = "sk-" + "worker" * 6  # built at run time: no key-shaped text in the repo
 
 SCRIPT = textwrap.dedent(

@@ -318,7 +318,7 @@ def test_the_server_dies_with_its_owner_even_by_sigkill(tmp_path: Path) -> None:
     with its owner, whatever ends the owner."""
     import psutil
 
-    repo = Path(__file__).resolve().parents[1]
+    repo = Path(__file__).resolve().parents[2]
     owner = subprocess.Popen(
         [sys.executable, "-c", OWNER, str(tmp_path)],
         stdin=subprocess.PIPE,

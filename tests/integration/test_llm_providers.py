@@ -16,7 +16,7 @@ from agentkit.llm.turns import AssistantTurn
 from agentkit.settings import Settings
 from agentkit.testing import FakeOpenAIServer, RawChunks, RawResponse
 
-PROVIDERS = Path(__file__).resolve().parents[2] / "shared" / "testdata" / "providers"
+PROVIDERS = Path(__file__).resolve().parents[3] / "shared" / "testdata" / "providers"
 CASES = sorted(PROVIDERS.glob("*.json")) if PROVIDERS.is_dir() else []
 # Keys of "expected" that describe behaviour for people, not values to check.
 PROSE_KEYS = {"behavior", "history_rule"}
