@@ -30,6 +30,10 @@ class LLMError(AgentkitError):
         status: the HTTP status, or None for transport and in-stream failures.
         retryable: whether the failure is transient (retried by LLMClient).
         retry_after: a server hint in seconds, or None.
+
+    The message (and so ``str()`` and ``args``) is scrubbed of every known secret
+    when set (:func:`agentkit.process.redact.scrub_error`): a server that echoes the
+    key it was sent cannot put it on any surface.
     """
 
     def __init__(
@@ -49,6 +53,18 @@ class LLMError(AgentkitError):
         self.retryable = retryable
         self.retry_after = retry_after
         self.code = code
+
+    @property
+    def message(self) -> str:
+        """The error's text, scrubbed of known secrets."""
+        return self._message
+
+    @message.setter
+    def message(self, text: str) -> None:
+        from agentkit.process.redact import scrub_error
+
+        self._message = scrub_error(text)
+        self.args = (self._message,)
 
     def one_line(self) -> str:
         """Return ``"<kind> (HTTP <status>): <message>"`` on one line, for people."""
@@ -87,13 +103,27 @@ class ToolError(AgentkitError):
     """Raised inside a tool to return a clean ``Error: <code>: <message>`` to the model.
 
     The registry catches it; it never reaches the engine loop. ``code`` is one of the
-    stable strings of docs/tools.md ("not_found", "outside_workspace", ...).
+    stable strings of docs/tools.md ("not_found", "outside_workspace", ...). The
+    message is scrubbed of known secrets like LLMError's (a web page, a search
+    provider or a server may echo a key).
     """
 
     def __init__(self, code: str, message: str) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
+
+    @property
+    def message(self) -> str:
+        """The error's text, scrubbed of known secrets."""
+        return self._message
+
+    @message.setter
+    def message(self, text: str) -> None:
+        from agentkit.process.redact import scrub_error
+
+        self._message = scrub_error(text)
+        self.args = (self._message,)
 
 
 class Cancelled(AgentkitError):

@@ -5,6 +5,8 @@ may be a dict, a list of dicts (Gemini), vLLM's top-level ``{"object": "error"}`
 plain text or HTML; ``code`` may be a name, a numeric string or an int. They are
 normalised first, then classified by code/type, then message, then status.
 Also: which exception and response classes the installed openai/httpx use.
+Every message is scrubbed of known secrets (agentkit.process.redact): by LLMError
+itself, and here before a text is cut, so a cut cannot leave half a key.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from agentkit.errors import ContextLengthExceeded, LLMError
+from agentkit.process.redact import scrub_error
 
 _QUOTA_CODES = frozenset(
     ("insufficient_quota", "insufficient_balance", "billing_hard_limit_reached", "1113")
@@ -75,12 +78,11 @@ def normalize(body: Any, text: str = "") -> dict[str, Any]:
     if not isinstance(message, str):
         message = json.dumps(message, ensure_ascii=False) if message else ""
     if not message and not err:
-        message = _text_excerpt(text)
+        message = _text_excerpt(scrub_error(text))  # scrubbed before the cut splits a key
     metadata = err.get("metadata")
     if isinstance(metadata, dict) and isinstance(metadata.get("raw"), str):
-        message = (
-            f"{message} ({metadata.get('provider_name') or 'provider'}: {metadata['raw'][:200]})"
-        )
+        raw = scrub_error(metadata["raw"])[:200]
+        message = f"{message} ({metadata.get('provider_name') or 'provider'}: {raw})"
     inner_error = err.get("innererror")
     if isinstance(inner_error, dict) and inner_error.get("code"):
         err = {**err, "code": err.get("code") or inner_error["code"]}

@@ -76,6 +76,10 @@ class LLMClient:
             api_key = "not-needed"  # local servers ignore it; the SDK insists on one
         import openai
 
+        from agentkit.process.redact import remember
+
+        # Errors made from now on hide this key, whatever a server echoes (redact).
+        remember(settings.api_key, drop=settings.command_env_drop)
         self.settings = settings
         if text_tool_call_fallback is None:
             text_tool_call_fallback = settings.text_tool_call_fallback

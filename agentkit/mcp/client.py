@@ -35,7 +35,8 @@ from typing import Any, TypeVar
 
 from agentkit import tracing
 from agentkit.mcp.config import MCPServer
-from agentkit.process.secrets import scrub_env
+from agentkit.process.redact import remember, scrub_error
+from agentkit.process.secrets import is_secret_var, scrub_env
 from agentkit.process.spawn import owned_argv
 from agentkit.process.tree import AGENT_MARK_VAR
 from agentkit.settings import Settings
@@ -52,7 +53,11 @@ stdin closes, then SIGTERM, 2 s, SIGKILL)."""
 
 class MCPFailure(Exception):
     """An MCP server could not be reached or answered with a protocol error; the message
-    is one line for the model and the log."""
+    is one line for the model and the log, scrubbed of known secrets (a server may
+    echo its environment: agentkit.process.redact)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(scrub_error(message))
 
 
 class _Loop:
@@ -90,6 +95,17 @@ def event_loop() -> _Loop:
         return _loop
 
 
+def remember_server(server: MCPServer) -> None:
+    """Count a server's configured secrets (env values and headers that look secret)
+    as known secrets, so that no error text shows them (agentkit.process.redact)."""
+    pairs = [*server.env.items(), *server.headers.items()]
+    remember(*(value for name, value in pairs if is_secret_var(name, value)))
+    for name, value in server.headers.items():
+        scheme, _, token = value.partition(" ")
+        if token and scheme.isalpha() and is_secret_var(name, value):
+            remember(token.strip())  # "Bearer xyz": the token alone
+
+
 def server_env(server: MCPServer, settings: Settings, mark: str | None) -> dict[str, str]:
     """A stdio server's environment: this process's minus secrets (honouring
     command_env_passthrough/command_env_drop), plus the configured ``env`` as given,
@@ -101,6 +117,7 @@ def server_env(server: MCPServer, settings: Settings, mark: str | None) -> dict[
         hidden_values=(settings.api_key,),
     )
     env.update(server.env)
+    remember_server(server)
     if mark:
         env[AGENT_MARK_VAR] = mark
     return env
@@ -146,6 +163,7 @@ class Connection:
             from mcp.client.streamable_http import streamable_http_client
             from mcp.shared._httpx_utils import create_mcp_http_client
 
+            remember_server(self.server)
             client = create_mcp_http_client(headers=dict(self.server.headers))
             return streamable_http_client(self.server.url or "", http_client=client)
         from mcp.client.stdio import StdioServerParameters, stdio_client

@@ -34,6 +34,7 @@ from pydantic import BaseModel, ConfigDict
 from agentkit.conversation import state_path
 from agentkit.mcp.client import Connection, MCPFailure
 from agentkit.mcp.config import MCPServer, load_servers
+from agentkit.process.redact import scrub_error
 from agentkit.settings import Settings
 from agentkit.tools.base import Tool, ToolContext, ToolResult
 
@@ -149,6 +150,9 @@ def render_result(result: Any, workspace: Path, server: str, max_chars: int) -> 
     if structured is not None and not any(getattr(b, "type", "") == "text" for b in result.content):
         parts.append(json.dumps(structured, ensure_ascii=False, indent=2, default=str))
     text = "\n".join(p for p in parts if p)
+    failed = bool(getattr(result, "is_error", False) or getattr(result, "isError", False))
+    if failed:  # an error text is scrubbed of known secrets, as every error is (redact)
+        text = scrub_error(text)
     truncated = len(text) > max_chars
     if truncated:
         note = (
@@ -156,7 +160,7 @@ def render_result(result: Any, workspace: Path, server: str, max_chars: int) -> 
             f"{max_chars} are shown (Settings.mcp_max_output_chars)]"
         )
         text = text[: max_chars - len(note)] + note
-    if getattr(result, "is_error", False) or getattr(result, "isError", False):
+    if failed:
         return ToolResult.error("mcp_tool_error", text or "the MCP tool reported an error")
     return ToolResult(output=text or "(the tool returned no content)", truncated=truncated)
 

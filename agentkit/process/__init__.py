@@ -7,6 +7,9 @@ The map (each module's docstring argues its design in full):
   killing a process tree, waiting until it is gone.
 * :mod:`~agentkit.process.secrets`: which environment variables are secrets, and the
   scrubbed environment every started program gets.
+* :mod:`~agentkit.process.redact`: the process's known secrets (the endpoint's key,
+  the environment's secret values, ``OTEL_EXPORTER_OTLP_HEADERS``), scrubbed out of
+  every error text where the error is made (LLMError, ToolError, MCP failures).
 * :mod:`~agentkit.process.spawn`: the pid-namespace launch (``setpriv --pdeathsig KILL
   -- unshare --pid --fork --kill-child``, or bubblewrap's ``--die-with-parent``), its
   init and control socket, one spawner thread (:mod:`~agentkit.process.spawner`) so the

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from agentkit import events as ev
 from agentkit import prompts
 from agentkit.conversation import SEED_COUNTERS
+from agentkit.process.redact import scrub_error
 from agentkit.settings import Settings
 from agentkit.subagent.claims import Claims
 from agentkit.subagent.contract import (
@@ -193,8 +194,12 @@ class Supervisor:
             # off the critical path of whoever waits for this agent.
             self.progress(agent, result.progress, emit=False)
             agent.token_usage = result.progress.token_usage
-            ending = Ending(result.result_summary, result.error)
-            self.finish(agent, result.status, ending, worker_record=result.record)
+            # The worker scrubbed its errors; this process may know more secrets (redact).
+            ending = Ending(_scrubbed(result.result_summary), _scrubbed(result.error))
+            record = result.record
+            if isinstance(record, dict):
+                record = {**record, **{k: _scrubbed(record.get(k)) for k in _WORKER_TEXTS}}
+            self.finish(agent, result.status, ending, worker_record=record)
         handle.join(JOIN_SECONDS)
         # The worker and anything it started (commands left running) end here.
         handle.kill(self.settings.command_kill_grace)
@@ -381,6 +386,14 @@ class Supervisor:
             reason = self.phrase("crashed_summary", reason="unknown")
         note = self.phrase("status_note", status=status, reason=reason).strip()
         return f"{note}\n{result_summary}" if result_summary else note
+
+
+_WORKER_TEXTS = ("result_summary", "error")
+
+
+def _scrubbed(text: Any) -> Any:
+    """A text from a worker, scrubbed of this process's known secrets (others as given)."""
+    return scrub_error(text) if isinstance(text, str) and text else text
 
 
 def _adopt(agent: SubAgent, record: dict[str, Any]) -> None:

@@ -95,7 +95,10 @@ class Live:
 
     # ------------------------------------------------------------------ spans
     def _start(self, name: str, kind: Any, attributes: dict[str, Any], **more: Any) -> Any:
-        return self.tracer.start_span(name, kind=kind, attributes=attributes, **more)
+        # No SDK exception event: spans.record_exception adds a scrubbed one.
+        return self.tracer.start_span(
+            name, kind=kind, attributes=attributes, record_exception=False, **more
+        )
 
     def round(self, conversation: Any, settings: Any, trigger: str, finished: Any) -> Span:
         """A main-agent round's ``invoke_agent main`` span (links: see agentkit.tracing)."""

@@ -15,12 +15,18 @@ start-up time.
 Attributes that sampling may use are given when a span starts. A failure sets the
 span's status to ERROR and ``error.type`` (the LLMError kind, the tool's error code,
 the sub-agent's end status); success leaves the status unset.
+
+Spans start with ``record_exception=False``: the SDK's own ``exception`` event would
+carry the exception's message and stack trace as they are, and a server that echoes
+the key it was sent would put the key in the trace. :func:`record_exception` adds that
+event scrubbed (agentkit.process.redact), with content capture on or off.
 """
 
 from __future__ import annotations
 
 import functools
 import time
+import traceback
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -29,6 +35,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
+from agentkit.process.redact import scrub_error
 from agentkit.process.secrets import scrub_text
 from agentkit.tracing import content as text
 from agentkit.tracing.base import Span, stats_cost
@@ -60,9 +67,33 @@ def _usage_attributes(prompt: int, completion: int) -> dict[str, Any]:
     return {"gen_ai.usage.input_tokens": prompt, "gen_ai.usage.output_tokens": completion}
 
 
+def _scrub(message: str, hidden: tuple[str | None, ...]) -> str:
+    return scrub_text(scrub_error(message, hidden), hidden)
+
+
 def _fail(span: Any, kind: str, message: str, hidden: tuple[str | None, ...]) -> None:
     span.set_attribute("error.type", kind or "_OTHER")
-    span.set_status(Status(StatusCode.ERROR, scrub_text(message, hidden)[:STATUS_CHARS]))
+    span.set_status(Status(StatusCode.ERROR, _scrub(message, hidden)[:STATUS_CHARS]))
+
+
+def record_exception(span: Any, exc: BaseException, hidden: tuple[str | None, ...]) -> None:
+    """Add the conventions' ``exception`` event to ``span``, its message and stack trace
+    scrubbed of every known secret and of ``hidden`` (the SDK's own event is off)."""
+    kind = type(exc)
+    module = kind.__module__
+    name = (
+        kind.__qualname__ if module in ("builtins", "__main__") else f"{module}.{kind.__qualname__}"
+    )
+    stack = "".join(traceback.format_exception(kind, exc, exc.__traceback__))
+    span.add_event(
+        "exception",
+        {
+            "exception.type": name,
+            "exception.message": scrub_error(str(exc), hidden),
+            "exception.stacktrace": scrub_error(stack, hidden),
+            "exception.escaped": "False",
+        },
+    )
 
 
 def _error(exc: BaseException) -> tuple[str, str]:
@@ -95,7 +126,7 @@ class OpenSpan(Span):
         if not self.live.closed(self):
             return  # ended already by the worker's abort
         if exc is not None:
-            self.span.record_exception(exc)
+            record_exception(self.span, exc, self.hidden)
             _fail(self.span, *_error(exc), self.hidden)
         self.end()
 
@@ -159,15 +190,14 @@ class ChatSpan(Span):
             kind=SpanKind.CLIENT,
             attributes=self.attributes,
             start_time=self.started,
+            record_exception=False,
         )
         for name, attributes, at in self.events:
             span.add_event(name, attributes, at)
         if exc is not None:
-            span.record_exception(exc)
+            record_exception(span, exc, self.hidden)
         if error is not None:
-            span.set_status(
-                Status(StatusCode.ERROR, scrub_text(error[1], self.hidden)[:STATUS_CHARS])
-            )
+            span.set_status(Status(StatusCode.ERROR, _scrub(error[1], self.hidden)[:STATUS_CHARS]))
         span.end()
 
     def abort(self, reason: str) -> None:

@@ -53,6 +53,7 @@ from agentkit.conventions.gather import spec_section
 from agentkit.conversation import Conversation, utc_now
 from agentkit.cost import warm as warm_prices
 from agentkit.engine import Engine
+from agentkit.process.redact import scrub_error
 from agentkit.process.tree import AGENT_MARK_VAR
 from agentkit.prompts import prompt_values
 from agentkit.settings import Settings
@@ -109,7 +110,7 @@ def worker_main(spec: WorkerSpec, conn: Endpoint) -> None:
         try:
             worker.run(worker.prepare())
         except BaseException as exc:  # the worker must report, whatever happened
-            worker.error = f"{type(exc).__name__}: {exc}"
+            worker.error = scrub_error(f"{type(exc).__name__}: {exc}")
             worker.result_summary = worker.result_summary or worker.error
     worker.report()
     tracing.worker_flush(tracing.WORKER_FLUSH_SECONDS)
