@@ -14,6 +14,10 @@ each launcher (local forkserver, Ray):
 - create_sub_agent -> the worker's first model request: cold (the first of the
   process: the forkserver, or the Ray pool's first actor, starts) and warm (the
   median of the next five, one at a time; with the pool once it is warm);
+- two batches of five background sub-agents (the seed's concurrency limit, one turn
+  each) with the default pool settings, the second once the first one's actors are
+  back: each batch's wall time, create -> first request (median and slowest) and
+  the actors started for it (the pool's counter; the second batch should start none);
 - 20 conversations x 3 background sub-agents (5 turns at 100 ms per reply), five
   conversations at a time: wall time, sub-agents per second, the nodes used, and
   the main process's CPU per sub-agent (the manager's and channel's overhead).
@@ -79,6 +83,7 @@ def measure(launcher: dict[str, Any], workspace: Path, conversations: int) -> di
             return (bench.first_request[agent_id] - t0) * 1000
 
         cold = startup(1)
+        batches = measure_batches(bench, workspace, settings, launcher)
         prewarm = getattr(owner.launcher, "prewarm", None)
         warm_hosts = prewarm(wait=600) if prewarm is not None else None
         time.sleep(1)  # the first agent's actor is back in the pool
@@ -107,6 +112,7 @@ def measure(launcher: dict[str, Any], workspace: Path, conversations: int) -> di
         wall, cpu = time.perf_counter() - t0, cpu_seconds() - cpu0
         owner.shutdown()
     return {
+        **batches,
         "cold_ms": cold,
         "warm_ms": statistics.median(warm),
         "warm_hosts": warm_hosts,
@@ -116,6 +122,69 @@ def measure(launcher: dict[str, Any], workspace: Path, conversations: int) -> di
         "statuses": sorted(set(statuses)),
         "cpu_ms": cpu / len(statuses) * 1000,
     }
+
+
+def measure_batches(
+    bench: Any, workspace: Path, settings: Any, launcher: dict[str, Any]
+) -> dict[str, Any]:
+    """Two batches of five background sub-agents (the seed's concurrency limit, one
+    turn each) through a manager with the default pool settings (``ray_pool_size``
+    and ``ray_pool_idle_seconds`` unset), the second once the first one's actors are
+    back in the pool: each batch's wall time (first create to last end), the
+    median and slowest create -> first request, and the actors started for it."""
+    from agentkit.subagent.manager import SubAgentManager
+
+    defaults = settings.model_copy(
+        update={
+            "ray_pool_size": type(settings).model_fields["ray_pool_size"].default,
+            "ray_pool_idle_seconds": type(settings).model_fields["ray_pool_idle_seconds"].default,
+        }
+    )
+    manager = SubAgentManager(workspace=workspace, settings=defaults)
+    out: dict[str, Any] = {}
+    for name, first in (("batch1", 100), ("batch2", 110)):
+        started = _started(manager)
+        begun: dict[int, float] = {}
+        t0 = time.perf_counter()
+        for agent_id in range(first, first + 5):
+            begun[agent_id] = time.perf_counter()
+            manager.create(
+                agent_id=agent_id,
+                summary=name,
+                task="t",
+                deliverables_dir=f"{name}/{agent_id}",
+                run_in_background=True,
+            )
+        for agent_id in begun:
+            manager.agents[agent_id].done.wait(600)
+        wall = time.perf_counter() - t0
+        firsts = [(bench.first_request[a] - begun[a]) * 1000 for a in begun]
+        after = _started(manager)
+        pool = getattr(manager.launcher, "_pool", None)
+        out[name] = {
+            "wall_ms": wall * 1000,
+            "first_median_ms": statistics.median(firsts),
+            "first_max_ms": max(firsts),
+            "cold_starts": None if after is None else after - (started or 0),
+            "statuses": sorted({manager.agents[a].status for a in begun}),
+        }
+        deadline = time.monotonic() + 60
+        while pool is not None and time.monotonic() < deadline:  # warm, back in the pool
+            if all(h.is_warm() and not h.busy for h in pool.hosts()):
+                break
+            time.sleep(0.05)
+        time.sleep(0.5)
+    manager.shutdown()
+    return out
+
+
+def _started(manager: Any) -> int | None:
+    """Actors the manager's Ray pool started so far (0 before it has a pool; None
+    for a launcher without one, or a pool without the counter)."""
+    if not hasattr(manager.launcher, "prewarm"):
+        return None
+    pool = getattr(manager.launcher, "_pool", None)
+    return 0 if pool is None else getattr(pool, "started", None)
 
 
 def child(address: str, conversations: int, pool_size: int, package: str) -> None:
@@ -164,6 +233,26 @@ def report(results: dict[str, list[dict[str, Any]]], conversations: int) -> None
                 f"{wall:17.1f} | {rows[0]['count'] / wall:12.2f} | {rows[0]['nodes']:5d} | "
                 f"{med(rows, 'cpu_ms'):8.0f}   {rows[0]['statuses']}"
             )
+
+
+def report_batches(results: dict[str, list[dict[str, Any]]]) -> None:
+    """Print the medians of the two batches of five, default pool settings."""
+    print(
+        f"{'variant':>8} {'launcher':>8} {'batch':>6} | {'wall ms':>8} | "
+        f"{'first req median ms':>19} | {'first req max ms':>16} | cold starts"
+    )
+    for variant, runs in results.items():
+        for name in ("local", "ray"):
+            for batch in ("batch1", "batch2"):
+                rows = [r[name][batch] for r in runs]
+                cold = [r["cold_starts"] for r in rows]
+                print(
+                    f"{variant:>8} {name:>8} {batch:>6} | "
+                    f"{statistics.median(r['wall_ms'] for r in rows):8.0f} | "
+                    f"{statistics.median(r['first_median_ms'] for r in rows):19.0f} | "
+                    f"{statistics.median(r['first_max_ms'] for r in rows):16.0f} | "
+                    f"{cold}   {rows[0]['statuses']}"
+                )
 
 
 def main() -> None:
@@ -216,6 +305,7 @@ def main() -> None:
         finally:
             cluster.stop()
     report(results, args.conversations)
+    report_batches(results)
     print(
         f"Python {sys.version.split()[0]}, 2 Ray nodes on one host (loopback), pool size "
         f"{args.pool_size}; load average (1 min) {min(loads):.1f}-{max(loads):.1f} "

@@ -29,13 +29,22 @@ import logging
 import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import ray
 
+from agentkit.conversation import SEED_COUNTERS
 from agentkit.settings import MiB, Settings
-from agentkit.subagent.contract import Channel, ParentMessage, WorkerMessage, WorkerSpec
+from agentkit.subagent.contract import (
+    Channel,
+    ParentMessage,
+    Progress,
+    WorkerMessage,
+    WorkerSpec,
+)
 from agentkit.subagent.launchers.ray_channel import RayEndpoint
 from agentkit.subagent.launchers.ray_host import (
     MARKER_NAME,
@@ -43,7 +52,7 @@ from agentkit.subagent.launchers.ray_host import (
     marker_path,
     write_marker,
 )
-from agentkit.subagent.launchers.ray_pool import Host, HostPool, join_pool
+from agentkit.subagent.launchers.ray_pool import Host, HostPool, Ticket, join_pool
 
 __all__ = [
     "MARKER_NAME",
@@ -56,6 +65,7 @@ __all__ = [
     "write_marker",
 ]
 
+log = logging.getLogger("agentkit")
 NAMESPACE = "agentkit"
 # Seconds the driver waits for host calls that should answer at once.
 CALL_TIMEOUT = 30.0
@@ -100,15 +110,17 @@ def _check_reachable(address: str, timeout: float = 5.0) -> None:
 
 @dataclass
 class RayWorker:
-    """A worker running as job ``job`` on a pool's host actor (a contract
-    WorkerHandle). ``pid`` is None (the worker may be on another host);
-    :attr:`remote_pid` and :attr:`node_id` say where."""
+    """A worker running as a job on a pool's host actor (a contract WorkerHandle).
+    Until the pool hands it a host (``ticket`` filled) the sub-agent waits: it is
+    alive, its messages are held, a kill withdraws it. ``pid`` is None (the worker
+    may be on another host); :attr:`remote_pid` and :attr:`node_id` say where."""
 
     pool: HostPool
-    host: Host
-    job: int
+    ticket: Ticket
     endpoint: RayEndpoint
     channel: Channel[ParentMessage, WorkerMessage]
+    spec: WorkerSpec
+    token: str  # the shared-workspace marker's
     _where: tuple[str, int | None] | None = None
     _code: int | None = None
     _ended: bool = False
@@ -116,22 +128,56 @@ class RayWorker:
     _where_lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
+    def host(self) -> Host | None:
+        """The pool's host running the worker (None while the sub-agent waits for one)."""
+        return self.ticket.host
+
+    @property
+    def job(self) -> int:
+        """The job's number on its host (0 before it has one)."""
+        return self.ticket.job
+
+    @property
     def actor(self) -> Any:
-        """The host actor's handle."""
-        return self.host.actor
+        """The host actor's handle (None while the sub-agent waits for one)."""
+        return self.host.actor if self.host is not None else None
+
+    def begin(self) -> None:
+        """Wait for the pool's host, then :meth:`attach` and learn where the worker
+        runs (a thread's job: see RayLauncher.start)."""
+        self.ticket.filled.wait()
+        if self.attach():
+            self.endpoint.note(STARTING)  # no longer waiting (until its first own progress)
+            self._placement()  # asked later, a killed actor is mute
+
+    def attach(self) -> bool:
+        """Start the worker on the ticket's host and link the channel to it; False
+        when the ticket was withdrawn or the pool closed first (the link then ends
+        with the reason)."""
+        host = self.host
+        if host is None:
+            self.endpoint.fail(f"no Ray host actor became free: {self.ticket.why}")
+            return False
+        host.actor.start.remote(self.job, self.spec, self.token)
+        self.endpoint.attach(host.actor, self.job)
+        return True
 
     def _call(self, method: str, *args: Any, timeout: float = CALL_TIMEOUT) -> Any:
-        """Call a host method about this job; None when the actor is gone or slow."""
+        """Call a host method about this job; None when the actor is gone or slow, or
+        none was given yet."""
+        actor = self.actor
+        if actor is None:
+            return None
         try:
-            return ray.get(getattr(self.actor, method).remote(self.job, *args), timeout=timeout)
+            return ray.get(getattr(actor, method).remote(self.job, *args), timeout=timeout)
         except (ray.exceptions.RayError, ray.exceptions.GetTimeoutError):
             return None
 
     def _placement(self) -> tuple[str, int | None]:
         with self._where_lock:
-            if self._where is None:
+            if self._where is None and self.host is not None:
                 self._where = self._call("where") or ("", None)
-            return self._where
+            return self._where or ("", None)
 
     @property
     def node_id(self) -> str:
@@ -154,9 +200,11 @@ class RayWorker:
         return self._code if self._code is not None else self.endpoint.exit_code
 
     def is_alive(self) -> bool:
-        """True while the worker process runs."""
+        """True while the worker process runs (or the sub-agent waits for a host)."""
         if self._ended or self.endpoint.exit_code is not None:
             return False
+        if self.host is None:
+            return not self.ticket.filled.is_set()
         code = self._call("join", 0.0, timeout=5.0)
         if code is not None:
             self._code = code
@@ -167,14 +215,19 @@ class RayWorker:
         if self._ended or self.exit_code is not None:
             return
         wait = 3600.0 if timeout is None else timeout
+        deadline = time.monotonic() + wait
+        if not self.ticket.filled.wait(wait) or self.host is None:
+            return
+        wait = max(0.0, deadline - time.monotonic())
         code = self._call("join", wait, timeout=wait + CALL_TIMEOUT)
         if code is not None:
             self._code = code
 
     def kill(self, grace: float) -> None:
-        """Kill the worker and its marked processes on its node; the actor then goes
-        back to the pool (or ends)."""
-        if not self._ended:
+        """Kill the worker and its marked processes on its node (a sub-agent still
+        waiting for a host stops waiting); the actor then goes back to the pool (or
+        ends)."""
+        if not self._ended and self.pool.cancel(self.ticket) is not None:
             code = self._call("kill", grace, timeout=grace + CALL_TIMEOUT)
             if code is not None:
                 self._code = code
@@ -191,7 +244,9 @@ class RayWorker:
                 return
             self._ended = True
         self.endpoint.stop()
-        self.pool.give_back(self.host, self.job)
+        host = self.pool.cancel(self.ticket)
+        if host is not None:
+            self.pool.give_back(host, self.job)
 
 
 def actor_options(settings: Settings) -> dict[str, Any]:
@@ -243,6 +298,7 @@ class RayLauncher:
                     s.subagent_start_method,
                     s.ray_pool_size,
                     s.ray_pool_idle_seconds,
+                    keep=s.max_concurrent_subagents,
                 )
             return self._pool
 
@@ -261,19 +317,35 @@ class RayLauncher:
 
     def start(self, spec: WorkerSpec) -> RayWorker:
         """Take a host from the pool for ``spec`` and start its worker there
-        (asynchronously); return the handle. Joins the cluster on first use (raises
+        (asynchronously); return the handle. When no warm actor is free the handle
+        comes at once all the same, the sub-agent waiting for one (its record and
+        status say so; its timeout runs). Joins the cluster on first use (raises
         when none answers: the agent then fails with the reason). The marker is
         written first; a node that cannot read it fails the agent."""
         pool = self._joined()
         token = write_marker(spec)
-        host, job = pool.acquire()
-        host.actor.start.remote(job, spec, token)
-        endpoint = RayEndpoint(host.actor, job, on_end=lambda: pool.ending(host))
+        ticket = pool.request()
+
+        def ending() -> None:
+            if ticket.host is not None:
+                pool.ending(ticket.host)
+
+        endpoint = RayEndpoint(on_end=ending)
         worker = RayWorker(
-            pool=pool, host=host, job=job, endpoint=endpoint, channel=Channel(endpoint)
+            pool=pool,
+            ticket=ticket,
+            endpoint=endpoint,
+            channel=Channel(endpoint),
+            spec=spec,
+            token=token,
         )
-        # Learn where it runs while the job lives (asked later, a killed actor is mute).
-        threading.Thread(target=worker._placement, name="agentkit-ray-where", daemon=True).start()
+        if ticket.filled.is_set():  # a warm actor: the worker starts now
+            worker.attach()
+            target: Callable[[], object] = worker._placement  # asked later, a killed actor is mute
+        else:  # it waits for one, and says so
+            note_waiting(spec, endpoint, pool.options)
+            target = worker.begin
+        threading.Thread(target=target, name="agentkit-ray-host", daemon=True).start()
         return worker
 
     def close(self) -> None:
@@ -282,3 +354,37 @@ class RayLauncher:
             pool, self._pool, self._closed = self._pool, None, True
         if pool is not None:
             pool.leave()
+
+
+# What a sub-agent waiting for a host says (its status row's last_action, its record's
+# waiting_for) until its worker's first progress.
+WAITING = "Waiting for Ray cluster resources to start its worker ({need} per sub-agent)"
+STARTING = Progress(
+    counters=dict.fromkeys(SEED_COUNTERS, 0),
+    last_action="Starting its worker on a Ray node",
+    turns=0,
+    token_usage={},
+)
+
+
+def note_waiting(spec: WorkerSpec, endpoint: RayEndpoint, options: dict[str, Any]) -> None:
+    """Say that ``spec``'s sub-agent waits for cluster resources: a running record
+    with ``waiting_for`` (the worker's own record replaces it) and a Progress whose
+    last_action says so. A record that cannot be written is only logged."""
+    from agentkit.subagent.launchers.ray_channel import empty_progress
+    from agentkit.subagent.record import NO_TOKENS, build_record, write_record
+
+    need = [f"{options.get('num_cpus') or 0:g} CPU"]
+    if options.get("memory"):
+        need.append(f"{options['memory'] // MiB} MiB")
+    need += [f"{v:g} {k}" for k, v in sorted((options.get("resources") or {}).items())]
+    text = WAITING.format(need=", ".join(need))
+    stats = {"runtime_seconds": 0, **empty_progress().counters, "token_usage": dict(NO_TOKENS)}
+    record = build_record(spec, "running", messages=[], stats=stats)
+    record["waiting_for"] = text
+    try:
+        write_record(Path(spec.deliverables_path), record, root=Path(spec.workspace))
+    except OSError as exc:
+        log.warning("agentkit: could not write sub-agent %s's record: %s", spec.agent_id, exc)
+    counters = empty_progress().counters
+    endpoint.note(Progress(counters=counters, last_action=text, turns=0, token_usage={}))

@@ -139,18 +139,25 @@ class RayEndpoint:
     """The driver's Endpoint over a host actor's job (``deliver`` and ``take`` methods,
     each given ``job`` first).
 
-    ``send`` raises OSError after :meth:`close`; ``recv`` raises EOFError at the
-    end of the link. Thread-safety: sends are serialised by the Channel; one reader.
-    ``on_end``: called once when the worker's Result arrives or the link ends (the
-    pool then knows the actor is about to be free).
+    ``actor`` may come later (:meth:`attach`: the sub-agent waits for a host): until
+    then sends are held, in order, and polls find nothing; :meth:`fail` ends a link
+    that never got one. ``send`` raises OSError after :meth:`close`; ``recv`` raises
+    EOFError at the end of the link. Thread-safety: sends are serialised by the
+    Channel; one reader. ``on_end``: called once when the worker's Result arrives or
+    the link ends (the pool then knows the actor is about to be free).
     """
 
-    def __init__(self, actor: Any, job: int, on_end: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self, actor: Any = None, job: int = 0, on_end: Callable[[], None] | None = None
+    ) -> None:
         import ray
 
         self._ray = ray
         self.actor = actor
         self.job = job
+        self._held: list[tuple[int, Any]] = []  # sends before the actor came
+        self._send_lock = threading.Lock()
+        self._wake = threading.Event()  # the actor came, or the link ended without one
         self._buffer: deque[Any] = deque()
         self._last = 0
         self._sent = 0
@@ -164,13 +171,44 @@ class RayEndpoint:
     def stop(self) -> None:
         """The parent ends the actor on purpose: its death is no failure to report."""
         self._stopped = True
+        if self.actor is None:  # it never had one: nothing more comes
+            self._eof = True
+            self._wake.set()
+
+    def attach(self, actor: Any, job: int) -> None:
+        """The sub-agent got its host: job ``job`` on ``actor``; the held sends go."""
+        with self._send_lock:
+            self.actor, self.job = actor, job
+            for seq, obj in self._held:
+                actor.deliver.remote(job, seq, obj)
+            self._held.clear()
+        self._wake.set()
+
+    def note(self, message: Any) -> None:
+        """Queue a message of the driver's own for the reader (a Progress saying
+        what the sub-agent waits for)."""
+        self._buffer.append(message)
+
+    def fail(self, why: str) -> None:
+        """The link ends before any actor came: the sub-agent fails with ``why``
+        (unless the parent ended it)."""
+        self._eof = True
+        if not self._stopped and not self._result_seen:
+            self._result_seen = True
+            self._buffer.append(failed_result(why, self._progress))
+        self._ended()
+        self._wake.set()
 
     def send(self, obj: Any) -> None:
         """Deliver ``obj`` to the worker (asynchronously, in order)."""
         if self._stopped or self._eof:
             raise OSError("the Ray worker link is closed")
-        self._sent += 1
-        self.actor.deliver.remote(self.job, self._sent, obj)
+        with self._send_lock:
+            self._sent += 1
+            if self.actor is None:
+                self._held.append((self._sent, obj))
+            else:
+                self.actor.deliver.remote(self.job, self._sent, obj)
 
     def poll(self, timeout: float | None = None) -> bool:
         """True when recv() will not block (a message or the end is there); waits up to
@@ -180,6 +218,9 @@ class RayEndpoint:
             left = LONG_POLL if deadline is None else min(LONG_POLL, deadline - time.monotonic())
             if left <= 0:
                 break
+            if self.actor is None:  # no host yet: wait for it (or the end)
+                self._wake.wait(left)
+                continue
             self._fetch(left)
         return bool(self._buffer) or self._eof
 
