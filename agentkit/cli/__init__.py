@@ -46,6 +46,7 @@ from agentkit.cli.common import (
 )
 from agentkit.cli.safe_text import terminal_safe
 from agentkit.cli.skills import add_parser as add_skills_parser
+from agentkit.errors import ConfigFileError
 
 __all__ = ["COMMANDS", "build_parser", "main"]
 
@@ -323,6 +324,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return COMMANDS[args.command](args)
     except UsageError as exc:
+        err(str(exc))
+        return 2
+    except ConfigFileError as exc:  # names the file and the field
         err(str(exc))
         return 2
     except KeyboardInterrupt:

@@ -76,10 +76,10 @@ def add_parsers(sub: Any) -> None:
 
 def cmd_profiles(args: argparse.Namespace) -> int:
     """``agentkit profiles``: list the profiles; exit code 1 when one has a problem."""
+    from agentkit.cli.common import make_settings
     from agentkit.profiles import check_profiles
-    from agentkit.settings import Settings
 
-    lines, good = check_profiles(workspace(args.workspace), Settings())
+    lines, good = check_profiles(workspace(args.workspace), make_settings({}))
     print("\n".join(lines), flush=True)
     return 0 if good else 1
 

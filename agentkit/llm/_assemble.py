@@ -11,6 +11,7 @@ text arrives in fragments kept compactly (``_pieces``); JSON nesting is bounded
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -390,13 +391,14 @@ def _usage(
 
 
 def _int(value: Any) -> int | None:
-    if isinstance(value, bool):
+    """A token count from the server, or None (unreported: counted locally) when it is
+    not a finite count >= 0 (a NaN or Infinity would crash int(), a negative one would
+    lower the totals)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float):
-        return int(value)
-    return None
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return int(value) if value >= 0 else None
 
 
 def decode_body(content: bytes) -> Any:

@@ -26,15 +26,18 @@ import os
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
+from pydantic import BeforeValidator, ValidationError
+
+from agentkit.configfile import StrictModel, field_error
 from agentkit.conversation import state_path
+from agentkit.errors import ConfigFileError
 from agentkit.settings import Settings
 
 __all__ = ["MCPServer", "config_files", "load_servers", "parse_servers"]
 
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,40}$")
-_KEYS = {"command", "args", "env", "cwd", "url", "headers", "agents", "disabled", "type"}
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
@@ -74,15 +77,31 @@ class MCPServer:
         return {k: v for k, v in data.items() if v not in (None, {}, [])}
 
 
-def _strings(value: Any, what: str) -> dict[str, str]:
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise ValueError(f"{what} must be an object of strings")
-    bad = [k for k, v in value.items() if isinstance(v, float) and not math.isfinite(v)]
-    if bad:  # JSON's NaN and Infinity would reach the server as the text "nan"
-        raise ValueError(f"{what}.{bad[0]} must be text or a finite number")
-    return {str(k): _expand(str(v)) for k, v in value.items()}
+def _text(value: Any) -> str:
+    """One scalar of ``args``, ``env`` or ``headers`` as text (a number or a boolean is
+    written as Python does, as before); NaN, Infinity, lists and objects are refused."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError("must be text or a finite number")  # else the text "nan"
+    if isinstance(value, (dict, list)) or value is None:
+        raise ValueError("must be text")
+    return str(value)
+
+
+Text = Annotated[str, BeforeValidator(_text)]
+
+
+class _Entry(StrictModel):
+    """One ``mcpServers`` entry as written (module docstring); unknown keys refused."""
+
+    type: Text | None = None
+    command: Any = None
+    args: list[Text] | None = None
+    env: dict[str, Text] | None = None
+    cwd: Text | None = None
+    url: Any = None
+    headers: dict[str, Text] | None = None
+    agents: Literal["main", "subagents", "both"] = "both"
+    disabled: Any = None
 
 
 def _expand(text: str) -> str:
@@ -90,48 +109,56 @@ def _expand(text: str) -> str:
 
 
 def parse_server(name: str, entry: Any) -> MCPServer:
-    """Return the MCPServer for one ``mcpServers`` entry; raises ValueError saying what
-    is wrong (unknown transport, missing command or url, bad types)."""
+    """Return the MCPServer for one ``mcpServers`` entry.
+
+    Raises:
+        ConfigFileError: (a ValueError; its path empty: :func:`parse_servers` names the
+            file) the field ``mcpServers.<name>.<key>`` and what is wrong: an unknown
+            key, an unknown transport, a missing command or url, a bad type, NaN.
+    """
     if not _NAME.match(name):
-        raise ValueError(f"server name {name!r}: use 1-40 letters, digits, _ or -")
-    if not isinstance(entry, dict):
-        raise ValueError(f"server {name!r}: its entry must be an object")
-    unknown = sorted(str(k) for k in set(entry) - _KEYS)
-    if unknown:  # a misspelt key (enviroment, header) would be dropped without a word
-        raise ValueError(
-            f"mcpServers.{name}.{unknown[0]}: unknown key; known: {', '.join(sorted(_KEYS))}"
+        raise ConfigFileError(
+            "", f"mcpServers.{name}", "use 1-40 letters, digits, _ or - in a server name"
         )
-    kind = str(entry.get("type") or ("stdio" if entry.get("command") else "http"))
+    where = f"mcpServers.{name}"
+    if not isinstance(entry, dict):
+        raise ConfigFileError("", where, f"server {name!r}: its entry must be an object")
+    try:
+        spec = _Entry.model_validate(entry)
+    except ValidationError as exc:
+        error = field_error(exc, "")
+        raise ConfigFileError(
+            "", f"{where}.{error.field}", f"server {name!r}: {error.message}"
+        ) from None
+    kind = spec.type or ("stdio" if spec.command else "http")
     if kind not in ("stdio", "http", "streamable-http", "streamableHttp"):
-        raise ValueError(f"server {name!r}: transport {kind!r} is not supported (stdio or http)")
-    agents = entry.get("agents", "both")
-    if agents not in ("main", "subagents", "both"):
-        raise ValueError(f"server {name!r}: agents must be main, subagents or both")
-    args = entry.get("args") or []
-    if not isinstance(args, list):
-        raise ValueError(f"server {name!r}: args must be a list of strings")
+        raise ConfigFileError(
+            "",
+            f"{where}.type",
+            f"server {name!r}: transport {kind!r} is not supported (stdio or http)",
+        )
     if kind == "stdio":
-        command = entry.get("command")
-        if not isinstance(command, str) or not command.strip():
-            raise ValueError(f"server {name!r}: a stdio server needs a command")
-        cwd = entry.get("cwd")
+        if not isinstance(spec.command, str) or not spec.command.strip():
+            raise ConfigFileError(
+                "", f"{where}.command", f"server {name!r}: a stdio server needs a command"
+            )
         return MCPServer(
             name,
-            command=command,
-            args=tuple(str(a) for a in args),
-            env=_strings(entry.get("env"), f"server {name!r}: env"),
-            cwd=str(cwd) if cwd else None,
-            agents=agents,
+            command=spec.command,
+            args=tuple(spec.args or ()),
+            env={k: _expand(v) for k, v in (spec.env or {}).items()},
+            cwd=spec.cwd or None,
+            agents=spec.agents,
         )
-    url = entry.get("url")
+    url = spec.url
     if not isinstance(url, str) or not url.lower().startswith(("http://", "https://")):
-        raise ValueError(f"server {name!r}: an http server needs a url starting with http(s)://")
-    return MCPServer(
-        name,
-        url=url,
-        headers=_strings(entry.get("headers"), f"server {name!r}: headers"),
-        agents=agents,
-    )
+        raise ConfigFileError(
+            "",
+            f"{where}.url",
+            f"server {name!r}: an http server needs a url starting with http(s)://",
+        )
+    headers = {k: _expand(v) for k, v in (spec.headers or {}).items()}
+    return MCPServer(name, url=url, headers=headers, agents=spec.agents)
 
 
 def parse_servers(data: Any, origin: str) -> tuple[dict[str, MCPServer], list[str]]:
@@ -151,8 +178,8 @@ def parse_servers(data: Any, origin: str) -> tuple[dict[str, MCPServer], list[st
             continue
         try:
             servers[name] = parse_server(str(name), entry)
-        except ValueError as exc:
-            problems.append(f"{origin}: {exc}")
+        except ConfigFileError as exc:
+            problems.append(str(exc.at(origin)))
     return servers, problems
 
 

@@ -28,3 +28,16 @@ def test_agentkit_profiles_names_the_bad_file_and_field(workspace: Path, tmp_pat
     assert f"nan: refused: {folder / 'nan.md'}: timeout_seconds: " in done.stdout
     assert f"zero: refused: {folder / 'zero.md'}: max_tokens: " in done.stdout
     assert "fine: Fine." in done.stdout
+
+
+def test_agentkit_profiles_names_a_bad_setting(workspace: Path, tmp_path: Path) -> None:
+    env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "xdg"),
+           "AGENTKIT_SESSION_MAX_COST_USD": "inf",
+           "PYTHONPATH": str(Path(agentkit.__file__).parents[1])}  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "agentkit", "profiles", "-w", str(workspace)],
+        capture_output=True, text=True, env=env, timeout=60,
+    )  # fmt: skip
+    assert "internal error" not in done.stderr
+    assert done.returncode == 2
+    assert "invalid settings: session_max_cost_usd: " in done.stderr
