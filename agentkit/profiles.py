@@ -31,6 +31,12 @@ JSON Schema: finish_task then takes a ``result`` object valid against it;
 docs/control-plane.md) and ``approvals`` (approval rules for its sub-agents, over
 ``Settings.approvals``: agentkit.policy.approvals; docs/approvals.md). The body is
 appended after the seed's sub-agent system prompt, which stays word for word.
+
+The header is read by agentkit.configfile (the reader skills share) into a strict model:
+an unknown key is refused, ``max_turns``, ``timeout_seconds`` and ``max_tokens`` are
+whole numbers from 1 (leave a key out for the default), ``temperature`` is 0 to 2, and
+NaN or infinity is refused anywhere. A refused profile is a :class:`ProfileError`
+naming its file and the key; the other profiles still load.
 """
 
 from __future__ import annotations
@@ -134,8 +140,10 @@ class AgentProfile:
     @classmethod
     def from_dict(cls, data: dict[str, Any], source: str = "python") -> AgentProfile:
         """Build and check a profile from header-like keys (plus ``prompt``, ``source``).
-        Raises ProfileError naming the bad key."""
-        where = str(data.get("source") or source)
+        Raises ProfileError naming ``source`` (the file, or ``Settings.agent_profiles``)
+        and the bad key."""
+        origin = str(data.get("source") or source)  # the profile's own, kept as before
+        where = source if source != "python" else origin
         try:
             header = _Header.model_validate(data)
         except ValidationError as exc:
@@ -161,7 +169,7 @@ class AgentProfile:
             timeout_seconds=header.timeout_seconds,
             max_tokens=header.max_tokens,
             output_schema=output_schema,
-            source=where,
+            source=origin,
             approvals=approvals,
         )
 

@@ -193,3 +193,14 @@ def test_a_conversation_file_holding_nan_reads_as_cost_unknown(tmp_path: Path) -
     data["stats"]["cost_usd"] = 0.25
     path.write_text(json.dumps(data))
     assert Conversation.load(path).stats.cost() == 0.25
+
+
+def test_a_profile_in_settings_is_refused_naming_the_setting(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    given = AgentProfile(name="hot", temperature=math.nan)  # built past from_dict
+    settings = Settings(agent_profiles=[given, {"name": "ok", "max_turns": 3}])
+    usable, refused = load_profiles(workspace, settings)
+    assert list(usable) == ["ok"] and usable["ok"].source == "Settings.agent_profiles"
+    assert refused["hot"].startswith("Settings.agent_profiles: temperature: ")
