@@ -253,7 +253,7 @@ class ApprovalRequested(Event):
     names the request; ``agent_id`` the sub-agent asking (None: the main agent);
     ``tool`` and ``arguments`` the call; ``reason`` why it asks (the rule, or a hook's
     reason); ``key`` what ``allow_always`` would remember; ``call_id`` the model's id of
-    the call."""
+    the call; ``always`` what answering ``allow_always`` allows, in words (one line)."""
 
     request_id: str
     agent_id: int | None
@@ -262,6 +262,7 @@ class ApprovalRequested(Event):
     reason: str
     key: str = ""
     call_id: str | None = None
+    always: str = ""
 
 
 @dataclass(frozen=True)

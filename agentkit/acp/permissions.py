@@ -9,7 +9,7 @@ does the asking):
   The main agent's call names its own card (``call_id``: the editor shows the buttons
   on it); a sub-agent's call gets a card id of its own (``approval-<request_id>``),
   titled with the sub-agent. The options are :data:`OPTIONS`: allow once, allow
-  always, reject;
+  always (its name says what it allows: the row's ``always``), reject;
 * :func:`decision_of`: the editor's ``RequestPermissionResponse`` → ``(decision,
   note)`` for ``Session.approve`` (``allow``, ``allow_always``, ``deny``), or None when
   the editor answered ``cancelled`` (ACP: it must, for every pending request, when
@@ -72,7 +72,11 @@ def permission_request(
         raw_input=arguments,
         content=content,
     )
-    return update, list(OPTIONS)
+    covers = str(row.get("always") or "")
+    if not covers:
+        return update, list(OPTIONS)
+    always = OPTIONS[1].model_copy(update={"name": f"Always allow {covers}"})
+    return update, [OPTIONS[0], always, OPTIONS[2]]
 
 
 def decision_of(response: Any) -> tuple[str, str | None] | None:

@@ -32,7 +32,8 @@ from typing import TYPE_CHECKING, Any
 from agentkit import events as ev
 from agentkit.conversation import Conversation, utc_now
 from agentkit.errors import ApprovalError
-from agentkit.tools.gate import AskAnswer, AskRequest, say
+from agentkit.policy.reasons import cap_reason
+from agentkit.tools.gate import AskAnswer, AskRequest, always_covers, say
 
 if TYPE_CHECKING:
     from agentkit.settings import Settings
@@ -117,7 +118,8 @@ class ApprovalBroker:
 
     def pending(self) -> list[dict[str, Any]]:
         """The requests waiting now, oldest first: ``request_id``, ``agent_id``,
-        ``tool``, ``arguments``, ``reason``, ``key``, ``call_id``, ``created_at``."""
+        ``tool``, ``arguments``, ``reason``, ``key``, ``call_id``, ``created_at``,
+        ``always`` (what allow_always allows, in words)."""
         with self._lock:
             return [dict(p.row) for p in self._pending.values()]
 
@@ -149,7 +151,8 @@ class ApprovalBroker:
             self._ended[request_id] = f"already answered ({decision})"
         self._stop_timer(entry)
         row = entry.row
-        text = note.strip() if isinstance(note, str) and note.strip() else None
+        # One cap for every front end's note (terminal, jsonl, web, ACP, a callback).
+        text = cap_reason(note.strip()) if isinstance(note, str) and note.strip() else None
         answer = AskAnswer("deny" if decision == "deny" else "allow", text, "user")
         if not _deliver(entry, answer):
             why = (
@@ -220,9 +223,10 @@ class ApprovalBroker:
             "call_id": request.call_id,
             "created_at": utc_now(),
         }
+        row["always"] = covers = always_covers(request.key)
         asked = ev.ApprovalRequested(
             request_id=request_id, agent_id=agent_id, tool=request.tool, arguments=request.arguments,
-            reason=request.reason, key=request.key, call_id=request.call_id,
+            reason=request.reason, key=request.key, call_id=request.call_id, always=covers,
         )  # fmt: skip
         if not answerers:  # no one to ask: approvals_default decides, at once
             default = settings.approvals_default

@@ -52,7 +52,7 @@ def parse_answer(line: str) -> tuple[str, str | None] | None:
 
 def approval_text(row: dict[str, Any], limit: int = 300) -> str:
     """One terminal-safe paragraph for a request: who asks, the tool and its arguments,
-    why, its id."""
+    why, its id, and what answering "always" allows."""
     who = "the main agent" if row.get("agent_id") is None else f"sub-agent #{row['agent_id']}"
     arguments = json.dumps(row.get("arguments") or {}, ensure_ascii=False)
     if len(arguments) > limit:
@@ -61,6 +61,8 @@ def approval_text(row: dict[str, Any], limit: int = 300) -> str:
         f"approval needed ({row.get('request_id')}): {who} wants to call {row.get('tool')} "
         f"{arguments}; {row.get('reason', '')}"
     )
+    if row.get("always"):
+        text += f' ("always" allows {row["always"]}, for this conversation)'
     return terminal_safe(" ".join(text.split()))
 
 
@@ -200,7 +202,7 @@ class Asks:
         if isinstance(event, ev.ApprovalRequested):
             row = {
                 k: getattr(event, k)
-                for k in ("request_id", "agent_id", "tool", "arguments", "reason")
+                for k in ("request_id", "agent_id", "tool", "arguments", "reason", "always")
             }
             with self._lock:
                 self.rows.append(row)

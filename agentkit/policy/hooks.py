@@ -8,7 +8,8 @@ by ``/bin/sh -c`` in the workspace, with the scrubbed environment of a command
 ``command_env_drop`` apply) plus ``AGENTKIT_PROJECT_DIR`` and ``CLAUDE_PROJECT_DIR``
 (the workspace), started so that it cannot outlive the agent
 (agentkit.process.spawn.start_owned: a pid namespace where there is one) and killed at
-its timeout (``timeout`` of the hook, else ``Settings.hook_timeout_seconds``). Its stdin
+its timeout (``timeout`` of the hook, else ``Settings.hook_timeout_seconds``) or when
+it prints more than 1 MB on stdout or stderr (agentkit.policy.hook_process). Its stdin
 is one JSON object (:meth:`HookRunner.payload`: Claude Code's field names, plus
 agentkit's). Then:
 
@@ -16,14 +17,17 @@ agentkit's). Then:
   "deny" | "ask", "reason": ..., "additional_context": ...}``, or Claude Code's
   ``{"hookSpecificOutput": {"permissionDecision", "permissionDecisionReason",
   "additionalContext"}}``, ``{"decision": "block" | "approve"}``, ``{"continue": false,
-  "stopReason": ...}``. Plain text is context for UserPromptSubmit and SessionStart;
+  "stopReason": ...}``. A PreToolUse hook's ``hookSpecificOutput.updatedInput`` (an
+  object) replaces the call's input (agentkit.tools.gate checks it against the tool's
+  parameters). Plain text is context for UserPromptSubmit and SessionStart;
   elsewhere, and JSON that does not parse, it is ignored with a warning (garbage);
 * exit 2: block; stderr is the reason the model is shown;
 * any other exit, a timeout, a program that cannot start: a hook error, reported
   (:class:`HookOutcome` ``problems``) and not blocking.
 
 Several matching hooks run at once; the strictest decision wins (``deny`` > ``ask`` >
-``allow``) and every ``additional_context`` is kept, in configuration order.
+``allow``) and every ``additional_context`` is kept, in configuration order. Every
+reason and context is cut to 10,000 characters, said when cut (agentkit.policy.reasons).
 """
 
 from __future__ import annotations
@@ -31,8 +35,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import subprocess
-import uuid
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -40,22 +42,34 @@ from pathlib import Path
 from typing import Any
 
 from agentkit.policy.hook_config import CommandHook, HookConfig, HookGroup
+from agentkit.policy.hook_process import HOOK_ID_VAR, OUTPUT_MAX, run_command_hook
+from agentkit.policy.reasons import REASON_MAX, cap_reason
 
 log = logging.getLogger("agentkit")
 
-__all__ = ["HookOutcome", "HookRunner", "PythonHook", "interpret", "run_command_hook"]
+__all__ = [
+    "CONTEXT_MAX",
+    "HOOK_ID_VAR",
+    "OUTPUT_MAX",
+    "HookOutcome",
+    "HookRunner",
+    "PythonHook",
+    "interpret",
+    "run_command_hook",
+]
 
-CONTEXT_MAX = 10_000
-"""Characters of one hook's ``additional_context`` kept (Claude Code's cap)."""
-
-HOOK_ID_VAR = "AGENTKIT_HOOK_ID"
-"""Marks every process of one hook run, so a timed-out hook's whole tree is found."""
+CONTEXT_MAX = REASON_MAX
+"""Characters of one hook's ``additional_context`` (or reason) kept (Claude Code's cap)."""
 
 _STRICT = {None: 0, "allow": 1, "ask": 2, "deny": 3}
 _PLAIN_TEXT_CONTEXT = ("UserPromptSubmit", "SessionStart")
 _DECISIONS = {"allow": "allow", "approve": "allow", "ask": "ask", "deny": "deny", "block": "deny"}
 
 PythonHookFunc = Callable[[dict[str, Any]], "Mapping[str, Any] | None"]
+
+_Answer = tuple[str | None, str, str | None, str | None, "dict[str, Any] | str | None"]
+"""One hook's ``(decision, reason, context, problem, update)``; ``update`` its
+``updatedInput`` (a dict), why that cannot be used (text), or None."""
 
 
 @dataclass(frozen=True)
@@ -78,6 +92,10 @@ class HookOutcome:
         context: every ``additional_context`` (and plain-text context), in order.
         problems: one line per hook that failed (timeout, error exit, bad output).
         ran: how many hooks ran.
+        updated_input: the tool input a PreToolUse hook gave instead of the model's
+            (Claude Code's ``hookSpecificOutput.updatedInput``), or None.
+        bad_update: why a hook's ``updatedInput`` cannot be used (not an object, two
+            hooks disagree), or None; the call is then refused.
     """
 
     decision: str | None = None
@@ -85,6 +103,8 @@ class HookOutcome:
     context: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     ran: int = 0
+    updated_input: dict[str, Any] | None = None
+    bad_update: str | None = None
 
     @property
     def blocked(self) -> bool:
@@ -92,42 +112,61 @@ class HookOutcome:
         return self.decision == "deny"
 
     def add(self, decision: str | None, reason: str, context: str | None) -> None:
-        """Fold one hook's answer in (the strictest decision wins)."""
+        """Fold one hook's answer in (the strictest decision wins); the reason and the
+        context are cut to :data:`CONTEXT_MAX` characters (agentkit.policy.reasons)."""
+        reason = cap_reason(reason.strip())
         if _STRICT[decision] > _STRICT[self.decision]:
-            self.decision, self.reason = decision, reason.strip()
-        elif decision is not None and decision == self.decision and reason.strip():
-            self.reason = "\n".join(r for r in (self.reason, reason.strip()) if r)
+            self.decision, self.reason = decision, reason
+        elif decision is not None and decision == self.decision and reason:
+            self.reason = cap_reason("\n".join(r for r in (self.reason, reason) if r))
         if context and context.strip():
-            self.context.append(context.strip()[:CONTEXT_MAX])
+            self.context.append(cap_reason(context.strip()))
+
+    def update(self, label: str, update: dict[str, Any] | str | None) -> None:
+        """Fold one hook's ``updatedInput`` in (see the attributes)."""
+        if isinstance(update, str):
+            self.bad_update = self.bad_update or f"{label}: {update}"
+        elif update is not None and self.updated_input not in (None, update):
+            self.bad_update = "two PreToolUse hooks gave different updatedInput"
+        elif update is not None:
+            self.updated_input = update
 
 
 def interpret(
     event: str, code: int, stdout: str, stderr: str
 ) -> tuple[str | None, str, str | None, str | None]:
     """Read one finished command hook: returns ``(decision, reason, context, problem)``
-    (see the module docstring for the rules; ``problem`` is a warning, never a block)."""
+    (see the module docstring for the rules; ``problem`` is a warning, never a block).
+    The reason is cut to :data:`CONTEXT_MAX` characters, said when cut."""
+    return _interpret(event, code, stdout, stderr)[:4]
+
+
+def _interpret(event: str, code: int, stdout: str, stderr: str) -> _Answer:
     if code == 2:
-        return "deny", stderr.strip() or f"blocked by a {event} hook", None, None
+        reason = cap_reason(stderr.strip()) or f"blocked by a {event} hook"
+        return "deny", reason, None, None, None
     if code != 0:
         first = (stderr.strip().splitlines() or [""])[0][:300]
-        return None, "", None, f"exited with status {code}" + (f": {first}" if first else "")
+        return None, "", None, f"exited with status {code}" + (f": {first}" if first else ""), None
     text = stdout.strip()
     if not text:
-        return None, "", None, None
+        return None, "", None, None, None
     if not text.startswith("{"):
         if event in _PLAIN_TEXT_CONTEXT:
-            return None, "", text, None
-        return None, "", None, f"printed text that is not a JSON object, ignored: {text[:80]!r}"
+            return None, "", cap_reason(text), None, None
+        bad = f"printed text that is not a JSON object, ignored: {text[:80]!r}"
+        return None, "", None, bad, None
     try:
         data = json.loads(text)
     except ValueError:
-        return None, "", None, f"printed output that is not valid JSON, ignored: {text[:80]!r}"
+        bad = f"printed output that is not valid JSON, ignored: {text[:80]!r}"
+        return None, "", None, bad, None
     if not isinstance(data, dict):
-        return None, "", None, "printed JSON that is not an object, ignored"
-    return _decision_of(data)
+        return None, "", None, "printed JSON that is not an object, ignored", None
+    return _decision_of(data, event)
 
 
-def _decision_of(data: dict[str, Any]) -> tuple[str | None, str, str | None, str | None]:
+def _decision_of(data: dict[str, Any], event: str) -> _Answer:
     specific = data.get("hookSpecificOutput")
     specific = specific if isinstance(specific, dict) else {}
     raw = data.get("decision", specific.get("permissionDecision"))
@@ -141,47 +180,21 @@ def _decision_of(data: dict[str, Any]) -> tuple[str | None, str, str | None, str
     if data.get("continue") is False:
         decision, reason = "deny", str(data.get("stopReason") or reason or "stopped by a hook")
     text = context if isinstance(context, str) else (json.dumps(context) if context else None)
-    return decision, str(reason), text, problem
+    return decision, cap_reason(str(reason)), text, problem, _update_of(specific, event)
 
 
-def _start(argv: list[str], **popen: Any) -> subprocess.Popen[bytes]:
-    from agentkit.process.spawn import start_owned
-
-    return start_owned(argv, **popen)
-
-
-def run_command_hook(
-    hook: CommandHook, stdin: bytes, cwd: Path, env: dict[str, str], timeout: float
-) -> tuple[int | None, str, str, str | None]:
-    """Run one command hook to its end or its ``timeout`` (seconds); returns
-    ``(exit code or None, stdout, stderr, problem)``. A timed-out hook is killed with
-    everything it started; ``problem`` says so (or that it could not start)."""
-    hook_id = uuid.uuid4().hex
-    try:
-        proc = _start(
-            ["/bin/sh", "-c", hook.command],
-            cwd=cwd,
-            env={**env, HOOK_ID_VAR: hook_id},
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
+def _update_of(specific: dict[str, Any], event: str) -> dict[str, Any] | str | None:
+    """A PreToolUse hook's ``hookSpecificOutput.updatedInput``: the object, or why it
+    cannot be used; None when there is none (or for another event, where it means
+    nothing)."""
+    if event != "PreToolUse" or "updatedInput" not in specific:
+        return None
+    update = specific["updatedInput"]
+    if not isinstance(update, dict):
+        return (
+            f"updatedInput must be a JSON object of the tool's input, not {type(update).__name__}"
         )
-    except OSError as exc:
-        return None, "", "", f"could not start: {exc}"
-    try:
-        out, err = proc.communicate(stdin, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        from agentkit.process.tree import kill_tree
-
-        kill_tree(proc.pid, hook_id, 0.0, var=HOOK_ID_VAR)
-        try:
-            proc.communicate(timeout=2)
-        except subprocess.TimeoutExpired:  # something still holds its pipes: let go
-            proc.kill()
-        return None, "", "", f"timed out after {timeout:g} s and was killed"
-    text = out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
-    return proc.returncode, text[0], text[1], None
+    return update
 
 
 class HookRunner:
@@ -247,31 +260,30 @@ class HookRunner:
             return outcome
         payload = self.payload(event, fields or {})
         data = json.dumps(payload, ensure_ascii=False, default=str).encode("utf-8")
-        jobs: list[Callable[[], tuple[str, tuple[str | None, str, str | None, str | None]]]] = [
+        jobs: list[Callable[[], tuple[str, _Answer]]] = [
             *(lambda h=h: (h.command, self._command(event, h, data)) for h in commands),
-            *(lambda h=h: (_name(h.func), _call_python(h.func, payload)) for h in python),
+            *(lambda h=h: (_name(h.func), _call_python(h.func, payload, event)) for h in python),
         ]
         if len(jobs) == 1:
             answers = [jobs[0]()]
         else:
             with ThreadPoolExecutor(len(jobs), thread_name_prefix="agentkit-hook") as pool:
                 answers = list(pool.map(lambda job: job(), jobs))
-        for label, (decision, reason, context, problem) in answers:
+        for label, (decision, reason, context, problem, update) in answers:
             outcome.ran += 1
             outcome.add(decision, reason, context)
+            outcome.update(label, update)
             if problem:
                 outcome.problems.append(f"{label}: {problem}")
                 self._report(event, label, problem)
         return outcome
 
-    def _command(
-        self, event: str, hook: CommandHook, data: bytes
-    ) -> tuple[str | None, str, str | None, str | None]:
+    def _command(self, event: str, hook: CommandHook, data: bytes) -> _Answer:
         timeout = hook.timeout or float(self.settings.hook_timeout_seconds)
         code, out, err, problem = run_command_hook(hook, data, self.workspace, self.env(), timeout)
         if code is None:
-            return None, "", None, problem
-        return interpret(event, code, out, err)
+            return None, "", None, problem, None
+        return _interpret(event, code, out, err)
 
     def env(self) -> dict[str, str]:
         """The hooks' environment (built once): this process's, scrubbed of secrets,
@@ -303,15 +315,14 @@ def _name(func: Callable[..., Any]) -> str:
     return f"{getattr(func, '__module__', '?')}.{getattr(func, '__qualname__', repr(func))}"
 
 
-def _call_python(
-    func: PythonHookFunc, payload: dict[str, Any]
-) -> tuple[str | None, str, str | None, str | None]:
+def _call_python(func: PythonHookFunc, payload: dict[str, Any], event: str) -> _Answer:
     try:
         answer = func(dict(payload))
     except Exception as exc:  # an embedder's bug is a hook error, not a crash
-        return None, "", None, f"raised {type(exc).__name__}: {exc}"
+        return None, "", None, f"raised {type(exc).__name__}: {exc}", None
     if answer is None:
-        return None, "", None, None
+        return None, "", None, None, None
     if not isinstance(answer, Mapping):
-        return None, "", None, f"returned {type(answer).__name__}, not a dict or None; ignored"
-    return _decision_of(dict(answer))
+        bad = f"returned {type(answer).__name__}, not a dict or None; ignored"
+        return None, "", None, bad, None
+    return _decision_of(dict(answer), event)

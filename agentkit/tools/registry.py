@@ -175,11 +175,23 @@ class ToolRegistry:
             given = arguments or {}
             # The rules and hooks judge the file a path reaches through links too.
             resolved = resolved_subject(ctx, name, given)
+            chosen = params
+            judged = (given, resolved)
+
+            def rewrite(used: dict[str, Any]) -> tuple[str | None, str | None]:
+                # A hook's updatedInput: checked like the model's arguments, then run.
+                nonlocal chosen, judged
+                try:
+                    chosen = tool.params.model_validate(used)
+                except ValidationError as exc:
+                    return _format_validation_error(name, exc), None
+                judged = (used, resolved_subject(ctx, name, used))
+                return None, judged[1]
 
             def execute() -> ToolResult:  # the file judged must still be the one reached
-                return _path_changed(ctx, name, given, resolved) or _call(tool, params, ctx)
+                return _path_changed(ctx, name, *judged) or _call(tool, chosen, ctx)
 
-            return ctx.gate.run(name, given, call_id, ctx.cancel, execute, resolved)
+            return ctx.gate.run(name, given, call_id, ctx.cancel, execute, resolved, rewrite)
         except KeyboardInterrupt:
             raise
         except BaseException as exc:  # a gate bug must not end the loop either

@@ -154,7 +154,7 @@ def test_a_hook_that_asks_joins_the_approval_path_and_its_context_reaches_the_mo
     ) as session:
         session.send("go", 30)
     assert asked[0]["reason"] == "a PreToolUse hook asks the user first: a write"
-    assert asked[0]["key"] == "write_file"
+    assert asked[0]["key"] == "hook-reason:write_file:a write"
     assert (workspace / "notes.txt").exists()
     after = server.requests[-1]["messages"]
     at = next(i for i, m in enumerate(after) if m.get("tool_call_id") == "call_w")

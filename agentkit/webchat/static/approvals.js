@@ -35,7 +35,8 @@ function card(page, row, showError) {
   const reason = el("input", { type: "text", class: "reason", placeholder: "Reason (sent with Deny)", "data-testid": "approval-reason" });
   const buttons = [
     ["allow", "Allow", "approval-allow"],
-    ["allow_always", row.key ? `Always allow ${row.key}` : "Always allow", "approval-always"],
+    // Says exactly what "always" allows (the broker's ``always``; ``key`` for an old row).
+    ["allow_always", `Always allow ${row.always || row.key || ""}`.trim(), "approval-always"],
     ["deny", "Deny", "approval-deny"],
   ].map(([decision, label, testid]) => {
     const button = el("button", { type: "button", class: decision, "data-testid": testid }, label);
