@@ -7,6 +7,8 @@ Measures, per tool call through ``ToolRegistry.execute`` of a tool that does not
 * the approval check when no rule matches (a dozen rules over other tools and command
   patterns; goal: under 0.1 ms per call), on ``ApprovalPolicy.decide`` alone and
   through the registry;
+* a call of a tool with a path argument (named read_file, doing nothing): its path is
+  resolved after links for the rules and again just before it runs;
 * a PreToolUse command hook per call: ``true`` (the floor: a process started so that it
   dies with the agent, agentkit.policy.hooks), ``cat >/dev/null`` (reads its stdin JSON)
   and a Python script that parses it (what a typical hook is).
@@ -69,6 +71,11 @@ def per_call(run: Callable[[], object], calls: int) -> float:
     return statistics.median(batches)
 
 
+def noop(params: PathParams, ctx: ToolContext) -> str:
+    """A path tool that does nothing: what the gate adds to a path is measured alone."""
+    return "ok"
+
+
 def never(_request: object, _cancel: object) -> AskAnswer:
     raise AssertionError("no rule should ask in this benchmark")
 
@@ -81,7 +88,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         workspace = Path(tmp).resolve()
         settings = Settings(model="m", api_key="k", language="en")
-        registry = ToolRegistry([Tool("noop", PathParams, lambda p, ctx: "ok")])
+        registry = ToolRegistry(
+            [Tool("noop", PathParams, lambda p, ctx: "ok"), Tool("read_file", PathParams, noop)]
+        )
+        (workspace / "src" / "pkg").mkdir(parents=True)
+        (workspace / "src" / "pkg" / "a.txt").write_text("x")
+        (workspace / "link.txt").symlink_to("src/pkg/a.txt")
         policy = ApprovalPolicy(RULES)
         plain = ToolContext(workspace=workspace, settings=settings)
         gate = ToolGate(policy, never, None, "en")
@@ -106,6 +118,8 @@ def main() -> None:
             ("decide(): a compound command line, split", per_call(lambda: policy.decide("run_command", compound), n)),
             ("a call, no gate (nothing configured)", per_call(through(plain), n)),
             ("a call, 12 rules, none matching", per_call(through(gated), n)),
+            ("a path tool's call, its path resolved (rules, then again before it runs)", per_call(lambda: registry.execute("read_file", {"path": "src/pkg/a.txt"}, gated), n)),
+            ("the same through a link", per_call(lambda: registry.execute("read_file", {"path": "link.txt"}, gated), n)),
         ]  # fmt: skip
         python = f"{shlex.quote(sys.executable)} -c {shlex.quote(PYTHON_HOOK)}"
         hooks = [("`true`", "true"), ("`cat >/dev/null`", "cat >/dev/null"), ("Python", python)]
