@@ -8,7 +8,8 @@ One job: match a tool call against ``Settings.approvals`` (a JSON object; a prof
   glob over tool names (``mcp__github__*``, ``*``);
 * ``<tool>:<glob>``: a glob over the call's subject, for the tools that have one:
   ``run_command`` its command line (``run_command:git push*``), ``read_file``,
-  ``write_file`` and ``edit_file`` the path (``write_file:*.env``), ``extract_webpage``
+  ``write_file`` and ``edit_file`` the path (``write_file:*.env``; matched as spelled and
+  as the file it reaches through links, the strictest answer winning), ``extract_webpage``
   the URL, ``web_search`` the query.
 
 The most specific key wins: a subject rule before the exact tool name before a
