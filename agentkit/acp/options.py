@@ -15,7 +15,10 @@ One job: turn the editor's choices into agentkit Settings.
   ``read-only``, ``workspace-write`` (the default) and ``full``. They decide what
   ``run_command``'s commands may write; agentkit's own file tools always stay inside
   the workspace. A change applies from the next round on (the round that runs
-  keeps the sandbox it started with) and to sub-agents created after it.
+  keeps the sandbox it started with) and to sub-agents created after it. Where no
+  sandbox can run (bubblewrap missing, ``command_sandbox = none``) the descriptions
+  say what each mode does then, and how to install bubblewrap
+  (:func:`available_modes`).
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from acp.schema import SessionMode, SessionModeState
 from agentkit.mcp.config import parse_servers
 from agentkit.settings import Settings
 
-__all__ = ["MODES", "mode_state", "session_settings", "with_mode"]
+__all__ = ["MODES", "available_modes", "mode_state", "session_settings", "with_mode"]
 
 MODES = (
     SessionMode(
@@ -55,10 +58,42 @@ _BAD_NAME = re.compile(r"[^A-Za-z0-9_-]+")
 
 
 def mode_state(settings: Settings) -> SessionModeState:
-    """The modes offered and the current one (``settings.command_sandbox_mode``)."""
+    """The modes offered and the current one (``settings.command_sandbox_mode``); where
+    no sandbox can run (:func:`available_modes`) their descriptions say so."""
     return SessionModeState(
-        current_mode_id=settings.command_sandbox_mode, available_modes=list(MODES)
+        current_mode_id=settings.command_sandbox_mode, available_modes=available_modes(settings)
     )
+
+
+def available_modes(settings: Settings) -> list[SessionMode]:
+    """:data:`MODES`, described as they behave here: without a working bubblewrap
+    (or with ``command_sandbox = none``) ``read-only`` refuses commands and
+    ``workspace-write`` runs them unconfined (``auto``, ``none``) or refuses them
+    (``bwrap``), with how to install bubblewrap. Probes bubblewrap (cached)."""
+    from agentkit.process.sandbox import bwrap_works
+    from agentkit.process.sandbox_notes import INSTALL_SHORT
+
+    chosen = settings.command_sandbox
+    if chosen != "none" and bwrap_works(settings.command_bwrap_path) is not None:
+        return list(MODES)
+    if chosen == "none":
+        why, fix = "command_sandbox = none", "set command_sandbox = auto"
+    else:
+        why = f"bubblewrap ({settings.command_bwrap_path}) is missing or cannot run here"
+        fix = INSTALL_SHORT
+    refused = f"No sandbox: {why}, so commands are refused in this mode; {fix}."
+    unconfined = (
+        f"No sandbox: {why}, so commands run unconfined, with your rights and network, "
+        f"not limited to the workspace; {fix}."
+    )
+    described = {
+        "read-only": refused + " agentkit's own file tools still edit the workspace.",
+        "workspace-write": refused if chosen == "bwrap" else unconfined,
+    }
+    return [
+        SessionMode(id=m.id, name=m.name, description=described.get(m.id, m.description))
+        for m in MODES
+    ]
 
 
 def with_mode(settings: Settings, mode_id: str) -> Settings:

@@ -10,7 +10,9 @@ One job: tie an ACP session id (the conversation id, ``conv_...``) to its live
   and sends them, in order. The pump runs for the session's whole life, so what
   happens outside a prompt turn (a background sub-agent's progress and end, the
   round its completion starts by itself) reaches the editor too, as it happens.
-* **Prompts.** ``session/prompt`` posts the message (agentkit.chat.Session.post) and
+* **Prompts.** The first prompt's answer opens with the session's start notices
+  (agentkit.chat.notices: the sandbox is off, a cost cap that cannot trip), once.
+  ``session/prompt`` posts the message (agentkit.chat.Session.post) and
   answers when the round that took it ends, after every update of that round is
   out: ``end_turn``; ``cancelled``; ``max_turn_requests`` (max_turns), ``refusal`` (a
   content filter), ``max_tokens`` (a reply cut off); any other failure is a JSON-RPC
@@ -48,7 +50,7 @@ from agentkit.acp.approvals import AskEditor, EditorApprovals
 from agentkit.acp.children import ChildSessions, SendRaw
 from agentkit.acp.content import PromptError, prompt_text
 from agentkit.acp.history import replay
-from agentkit.acp.updates import Captured, UpdateMapper
+from agentkit.acp.updates import Captured, UpdateMapper, message_chunk
 from agentkit.errors import Cancelled, ConfigurationError
 
 if TYPE_CHECKING:
@@ -149,6 +151,8 @@ class AcpSession:
         self._done = asyncio.Event()
         self._done.set()
         self.last_used = self._loop.time()
+        # Said once, before the first answer (agentkit.chat.notices).
+        self._notices: list[str] = list(getattr(session, "notices", []))
 
     # ------------------------------------------------------------- lifetime
     def start(self) -> None:
@@ -300,6 +304,9 @@ class AcpSession:
         self._turn += 1
         self._done.clear()
         try:
+            if self._notices:
+                told, self._notices = "\n\n".join(f"⚠ {t}" for t in self._notices), []
+                await self._send(self.id, message_chunk(told + "\n\n"))
             future = self._post(text)
             try:
                 result = await asyncio.wrap_future(future)

@@ -10,7 +10,9 @@ thread) and ``rounds.py`` (one round), ``inbox.py`` (queued messages), ``eventbu
 ``store.py`` and ``lock.py`` (conversation files and who holds them), ``setup.py``
 (settings checks, the registry, the prompt), ``control.py`` (message, answer,
 continue), ``approvals.py`` and ``policy.py`` (approval requests and a session's
-rules and hooks), ``explain.py`` (states and failures in words).
+rules and hooks), ``explain.py`` (states and failures in words), ``notices.py``
+(what a person must hear at the start: the sandbox is off, a cost cap that cannot
+trip).
 """
 
 from __future__ import annotations

@@ -33,6 +33,7 @@ from agentkit.chat.driver import RoundDriver
 from agentkit.chat.eventbus import EventBus, Numbered, numbering_start
 from agentkit.chat.inbox import RoundResult
 from agentkit.chat.lock import claim_conversation, claim_saved_conversation
+from agentkit.chat.notices import log_notices, start_notices
 from agentkit.chat.policy import ConversationPolicy, python_hooks
 from agentkit.chat.setup import (
     as_tools,
@@ -86,6 +87,11 @@ class Session:
         hooks: Python hooks ``{event: func or [funcs]}`` (see :meth:`add_hook`).
         on_approval: answers approval requests (see :meth:`on_approval`).
 
+    Attributes:
+        notices: what a person must hear at the start (agentkit.chat.notices: the
+            command sandbox cannot run, a cost cap that cannot trip); each is also
+            logged once per process as a warning unless a front end showed it.
+
     Raises:
         ConfigurationError: no such folder, no model or key, a damaged file, a malformed
             hooks file.
@@ -119,6 +125,8 @@ class Session:
         self.workspace = root.resolve()
         if model is None:
             check_settings(self.settings)
+        self.notices = start_notices(self.settings)  # said once, at the start
+        log_notices(self.notices)
         self._model = model
         self._owns_model = model is None
         self._subagents = subagents

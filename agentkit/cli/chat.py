@@ -119,6 +119,8 @@ def cmd_chat(args: argparse.Namespace) -> int:
         agentkit.cli.common.UsageError: a missing workspace, bad settings, an unknown
             ``--continue`` id (the CLI prints one line and exits 2).
     """
+    from agentkit.chat.notices import claim_notices
+
     check_endpoint_flags(args)
     server: Any = None
     try:
@@ -130,10 +132,14 @@ def cmd_chat(args: argparse.Namespace) -> int:
         else:
             root = workspace(args.workspace or ".")
             server, base = _local() if args.local else (None, {})
-        chat_workspace, session = _open(root, settings_from_args(args, base), args.continue_id)
+        settings = settings_from_args(args, base)
+        notices = claim_notices(settings)  # said here, at the start, not logged later
+        chat_workspace, session = _open(root, settings, args.continue_id)
         hint = _resume_hint(root, args.demo)
         try:
             if args.jsonl or not (sys.stdin.isatty() and sys.stdout.isatty()):
+                for text in notices:  # standard output holds JSON only
+                    print(f"agentkit: {text}", file=sys.stderr)
                 chat = JsonLinesChat(chat_workspace, session)
                 code = chat.run()
                 # Standard output holds JSON only: the way back goes with the logs.
@@ -142,7 +148,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
                 return code
             from agentkit.cli.terminal import TerminalChat
 
-            return TerminalChat(chat_workspace, session, resume=hint).run()
+            return TerminalChat(chat_workspace, session, resume=hint, notices=notices).run()
         finally:
             chat_workspace.close()
     except FileNotFoundError as exc:

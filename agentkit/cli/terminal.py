@@ -49,14 +49,21 @@ class TerminalChat:
         session: the conversation to start in.
         resume: the command that continues a conversation, ``{id}`` for its id
             (printed when the chat ends).
+        notices: what the person must hear at the start (agentkit.chat.notices),
+            printed with the banner, before the first prompt.
     """
 
     def __init__(
-        self, workspace: Workspace, session: Session, resume: str = "agentkit chat --continue {id}"
+        self,
+        workspace: Workspace,
+        session: Session,
+        resume: str = "agentkit chat --continue {id}",
+        notices: list[str] | None = None,
     ) -> None:
         self._lock = threading.Lock()  # guards the view: events come on several threads
         self.view = TerminalView(lambda: self.commands.session.settings, state=session.state)
         self._resume = resume
+        self._notices = list(notices or [])
         self._prompt: Any = None
         self._signals: Signals | None = None
         self._terminal_gone = False
@@ -86,6 +93,8 @@ class TerminalChat:
                     f"agentkit chat · {session.id} · {self.commands.workspace.path}\n"
                     "/help lists the commands · Ctrl-C cancels a round · Ctrl-D or /quit leaves"
                 )
+                for text in self._notices:
+                    _show(style(f"! {text}", "33"))  # style made it terminal-safe
                 self._loop()
             finally:
                 try:  # the proxy flushes what it holds: a closed terminal says EIO

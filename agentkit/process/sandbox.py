@@ -69,12 +69,14 @@ authentication, whoever runs them.
 Cost (the README's Security section, ``python benchmarks/sandbox.py``): about 11 ms a
 command, mostly the bridge's Python start; the ports come from a netlink dump (0.1 ms).
 
-``auto`` falls back to running unconfined (one log warning per process) when bubblewrap
-is missing or cannot start (no user namespaces); ``bwrap`` refuses commands instead; a
+``auto`` falls back to running unconfined when bubblewrap is missing or cannot start
+(no user namespaces): said once at start (:func:`missing_notice`: the chat's banner,
+the page's header, ACP's modes, a log warning for the Python API), else by one log
+warning at the first command; ``bwrap`` refuses commands instead; a
 ``read-only`` mode is never run unconfined.
 
 Public API: :func:`confine`, :class:`Confinement`, :func:`bwrap_argv`, :func:`bwrap_works`,
-:func:`narrow_mode`, :class:`WriteScope`, :func:`refusal_notes`, :func:`is_bridge`, MODES.
+:func:`missing_notice` (said at start by every front end), :func:`narrow_mode`, :class:`WriteScope`, :func:`refusal_notes`, :func:`is_bridge`, MODES.
 """
 
 from __future__ import annotations
@@ -102,7 +104,7 @@ from agentkit.process.sandbox_folders import (
     socket_folders,
     toolchain_paths,
 )
-from agentkit.process.sandbox_notes import refusal_notes
+from agentkit.process.sandbox_notes import missing_note, refusal_notes
 from agentkit.process.spawn import owned_argv
 
 if TYPE_CHECKING:
@@ -115,6 +117,7 @@ __all__ = [
     "bwrap_works",
     "confine",
     "is_bridge",
+    "missing_notice",
     "narrow_mode",
     "refusal_notes",
     "WriteScope",
@@ -363,6 +366,22 @@ def confine(
     return Confinement(argv, mode, network, where, relay, own_userns)
 
 
+def missing_notice(settings: Settings) -> str | None:
+    """What a person must hear at start when commands cannot be confined as the
+    settings ask (:func:`agentkit.process.sandbox_notes.missing_note`: unconfined, or
+    refused), else None: bubblewrap works, or no sandbox was asked for (mode ``full``,
+    ``command_sandbox = none``). Probes bubblewrap (cached). The per-command log
+    warning is then not repeated: the person was told."""
+    mode = narrow_mode(settings.command_sandbox_mode)
+    if mode == "full" or settings.command_sandbox == "none":
+        return None
+    if bwrap_works(settings.command_bwrap_path) is not None:
+        return None
+    _warned.set()
+    required = settings.command_sandbox == "bwrap" or mode == "read-only"
+    return missing_note(settings.command_bwrap_path, required)
+
+
 def _bubblewrap(settings: Settings, mode: str) -> str | None:
     """The bubblewrap to confine with, or None to run unconfined (``none``; ``auto``
     without one: warned once). ToolError when a sandbox is required and none works."""
@@ -381,12 +400,7 @@ def _bubblewrap(settings: Settings, mode: str) -> str | None:
         )
     if s.command_sandbox == "auto" and not _warned.is_set():
         _warned.set()
-        log.warning(
-            "agentkit: the command sandbox is off: bubblewrap (%s) is missing or cannot "
-            "create namespaces here; commands run with your full rights "
-            "(install bubblewrap, or set command_sandbox = none to silence this)",
-            s.command_bwrap_path,
-        )
+        log.warning("agentkit: %s", missing_note(s.command_bwrap_path, required=False))
     return None
 
 

@@ -1,8 +1,10 @@
-"""The notes run_command adds when a sandboxed command's output shows the sandbox
-refusing a write or a network call (:mod:`agentkit.process.sandbox`), in words the model
-can act on.
+"""The sandbox in words: the notes run_command adds when a sandboxed command's output
+shows the sandbox refusing a write or a network call (:mod:`agentkit.process.sandbox`),
+in words the model can act on; and what a person is told at start when bubblewrap
+cannot run (:func:`missing_note`), with how to install it.
 
-Public API: :func:`refusal_notes` (also exported by :mod:`agentkit.process.sandbox`).
+Public API: :func:`refusal_notes` (also exported by :mod:`agentkit.process.sandbox`),
+:func:`missing_note`, :data:`INSTALL_HINT`, :data:`INSTALL_SHORT`.
 """
 
 from __future__ import annotations
@@ -13,7 +15,40 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from agentkit.process.sandbox import Confinement
 
-__all__ = ["refusal_notes"]
+__all__ = ["INSTALL_HINT", "INSTALL_SHORT", "missing_note", "refusal_notes"]
+
+INSTALL_HINT = (
+    "Install bubblewrap: sudo apt-get install bubblewrap (Debian, Ubuntu), sudo dnf "
+    "install bubblewrap (Fedora, RHEL), sudo pacman -S bubblewrap (Arch), sudo zypper "
+    "install bubblewrap (openSUSE); elsewhere on Linux your distribution's bubblewrap "
+    "package. It also needs unprivileged user namespaces (or agentkit run as root); "
+    "macOS and Windows have no bubblewrap."
+)
+"""How to get bubblewrap, for the notices that say it is missing."""
+INSTALL_SHORT = (
+    "install bubblewrap: sudo apt-get install bubblewrap on Debian and Ubuntu, your "
+    "distribution's bubblewrap package elsewhere on Linux"
+)
+"""The same in a clause, where space is short (ACP's mode descriptions)."""
+
+
+def missing_note(program: str, required: bool) -> str:
+    """What a person is told at start when bubblewrap (``program``, the
+    ``command_bwrap_path`` setting) cannot run here: commands run unconfined
+    (``required`` False: ``command_sandbox = auto``), or are refused (``required``:
+    ``command_sandbox = bwrap`` or the read-only mode); with :data:`INSTALL_HINT`."""
+    if required:
+        return (
+            f"The command sandbox is required but bubblewrap ({program}) is missing or "
+            "cannot create namespaces here: every command will be refused. " + INSTALL_HINT
+        )
+    return (
+        f"The command sandbox is off: bubblewrap ({program}) is missing or cannot create "
+        "namespaces here, so commands run with your full rights (they can change any "
+        "of your files and reach the network). " + INSTALL_HINT + " To run commands "
+        "unconfined on purpose and drop this notice, set command_sandbox = none."
+    )
+
 
 _WRITE_REFUSED = re.compile(r"Read-only file system|\bEROFS\b|\bEACCES\b")
 _NET_REFUSED = re.compile(

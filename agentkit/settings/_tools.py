@@ -147,7 +147,7 @@ class ToolFields(BaseModel):
     # --- command sandbox (agentkit/process/sandbox.py) ----------------------------
     command_sandbox: Literal["auto", "bwrap", "none"] = Field(
         default="auto",
-        description="run_command confinement: auto (bubblewrap where it works; otherwise unconfined, said once in the log), bwrap (required: commands are refused without it), none (unconfined).",
+        description="run_command confinement: auto (bubblewrap where it works; otherwise unconfined, said once at the start with how to install bubblewrap), bwrap (required: commands are refused without it), none (unconfined).",
     )
     command_sandbox_mode: Literal["read-only", "workspace-write", "full"] = Field(
         default="workspace-write",

@@ -2,8 +2,9 @@
 (docs/web-api.md).
 
 One job: tell the page what it talks to: the workspace folder, the model and its
-endpoint (without secrets), whether this is the scripted demo, and the result of the
-endpoint check (agentkit.webchat.endpoint), shown in the page's header.
+endpoint (without secrets), whether this is the scripted demo, the result of the
+endpoint check (agentkit.webchat.endpoint) and the start notices (agentkit.chat.notices:
+the command sandbox is off, a cost cap that cannot trip), shown in the page's header.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from agentkit.chat.explain import shown_url
+from agentkit.chat.notices import start_notices
 from agentkit.webchat.text import JSONResponse
 
 __all__ = ["info_routes", "shown_workspace"]
@@ -43,6 +45,7 @@ def _info(request: Request) -> dict[str, Any]:
         "language": settings.language,
         "demo": state.demo,
         "endpoint": state.endpoint.result.to_dict(),
+        "notices": start_notices(settings),
     }
 
 

@@ -119,6 +119,10 @@ def serve(
     print(f"agentkit serve: open {url}", flush=True)
     if token:
         print("agentkit serve: the token is shown only here; keep it secret", flush=True)
+    from agentkit.chat.notices import claim_notices
+
+    for text in claim_notices(settings):  # also in the page's header (GET /api/info)
+        print(f"agentkit serve: {text}", flush=True)
     _quiet_tokens()
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
     with listener:

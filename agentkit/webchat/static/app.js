@@ -66,8 +66,21 @@ async function loadInfo(polls = 0) {
   $("demo-badge").hidden = !info.demo;
   $("about-workspace").textContent = `Workspace: ${info.workspace}`;
   showEndpoint(info.endpoint, info);
+  showStartNotices(info.notices || []);
   if (!$("messages").querySelector("[data-testid=message]")) view.showEmpty(info);
   if (info.endpoint?.status === "checking" && polls < 30) setTimeout(() => loadInfo(polls + 1), 1000);
+}
+
+/** The start notices (the sandbox is off, a cost cap that cannot trip) in the header,
+ * as plain text. */
+function showStartNotices(notices) {
+  const box = $("start-notices");
+  box.replaceChildren(...notices.map((text) => {
+    const line = document.createElement("p");
+    line.textContent = `⚠ ${text}`;
+    return line;
+  }));
+  box.hidden = notices.length === 0;
 }
 
 function showEndpoint(endpoint, info) {
