@@ -274,6 +274,7 @@ class HookRunner:
             outcome.add(decision, reason, context)
             outcome.update(label, update)
             if problem:
+                problem = cap_reason(problem)  # an embedder's exception text, too
                 outcome.problems.append(f"{label}: {problem}")
                 self._report(event, label, problem)
         return outcome

@@ -205,3 +205,22 @@ def test_updated_input_replaces_the_input_after_the_tools_check(tmp_path: Path) 
     g, _ = gate(tmp_path, lambda p: {"hookSpecificOutput": {"updatedInput": "rm -rf /"}})
     refused = run(g, {"command": "ls"}, rewrite=rewrite)
     assert "updatedInput must be a JSON object" in refused.output
+
+
+def test_a_python_hooks_long_exception_and_stop_reason_are_cut(tmp_path: Path) -> None:
+    def broken(payload: dict[str, Any]) -> None:
+        raise ValueError("e" * 1_000_000)
+
+    runner = HookRunner(
+        HookConfig(),
+        workspace=tmp_path,
+        settings=SETTINGS,
+        python={
+            "PreToolUse": [PythonHook(broken)],
+            "Stop": [PythonHook(lambda p: {"continue": False, "stopReason": "s" * 50_000})],
+        },
+    )
+    [problem] = runner.run("PreToolUse", "run_command", {}).problems
+    assert problem.endswith("... [cut: 10,000 of 1,000,019 characters]")
+    stopped = runner.run("Stop", "", {})
+    assert stopped.blocked and stopped.reason.endswith("[cut: 10,000 of 50,000 characters]")
