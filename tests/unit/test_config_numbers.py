@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import typing
 from pathlib import Path
 
 import pytest
@@ -57,6 +58,26 @@ def test_a_number_inside_a_json_setting_is_finite(
     monkeypatch.setenv(f"AGENTKIT_{name.upper()}", text % value)
     with pytest.raises(ValidationError, match=rf"{name}\.m"):
         Settings()
+
+
+def _numeric_fields() -> list[str]:
+    names = []
+    for name, field in Settings.model_fields.items():
+        kinds = set()
+        for arg in typing.get_args(field.annotation) or (field.annotation,):
+            if typing.get_origin(arg) is typing.Annotated:
+                arg = typing.get_args(arg)[0]
+            kinds.add(arg)
+        if kinds & {int, float} and bool not in kinds:
+            names.append(name)
+    return names
+
+
+@pytest.mark.parametrize("name", _numeric_fields())
+def test_every_numeric_setting_refuses_nan_infinity_and_negatives(name: str) -> None:
+    for value in ("nan", "inf", "-inf", "1e309", "-1"):
+        with pytest.raises(ValidationError, match=name):
+            Settings(**{name: value})
 
 
 def test_the_largest_duration_is_bounded_and_defaults_still_hold() -> None:
