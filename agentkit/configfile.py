@@ -11,6 +11,7 @@ profiles).
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -18,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from agentkit.errors import ConfigFileError
 
-__all__ = ["StrictModel", "field_error", "read_front_matter"]
+__all__ = ["StrictModel", "field_error", "finite_numbers", "read_front_matter"]
 
 _UNION_TAGS = {"str", "int", "float", "bool", "dict", "list", "none"}
 _UNQUOTED = re.compile(r"^([A-Za-z_][\w-]*):[ \t]+(?![\"'|>\[{])(.*:[ \t].*)$")
@@ -48,6 +49,27 @@ def field_error(
     elif "input" in first and not isinstance(first["input"], (dict, list)):
         message += f" (got {first['input']!r})"
     return cls(path, field, message)
+
+
+def finite_numbers(value: Any, field: str) -> Any:
+    """Return ``value`` (JSON-like: dicts, lists, scalars) when every number in it is
+    finite; a free-form value (a JSON Schema) escapes the typed fields' checks, and a
+    NaN in it would be sent to the model server as invalid JSON.
+
+    Raises:
+        ConfigFileError: (path empty) naming the first non-finite number's place, e.g.
+            ``output_schema.properties.n.maximum``.
+    """
+    stack: list[tuple[str, Any]] = [(field, value)]
+    while stack:
+        where, item = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            raise ConfigFileError("", where, f"must be a finite number (got {item!r})")
+        if isinstance(item, dict):
+            stack.extend((f"{where}.{k}", v) for k, v in reversed(item.items()))
+        elif isinstance(item, list):
+            stack.extend((f"{where}[{i}]", v) for i, v in reversed(list(enumerate(item))))
+    return value
 
 
 def read_front_matter(text: str) -> tuple[dict[str, Any], str]:

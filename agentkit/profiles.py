@@ -50,7 +50,7 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator, Field, ValidationError, field_validator
 
-from agentkit.configfile import StrictModel, field_error, read_front_matter
+from agentkit.configfile import StrictModel, field_error, finite_numbers, read_front_matter
 from agentkit.conversation import state_path
 from agentkit.errors import ConfigFileError
 from agentkit.settings import Settings
@@ -217,6 +217,10 @@ def _output_schema(value: Any) -> dict[str, Any] | None:
         return None
     if not isinstance(value, dict):
         raise ProfileError("", "output_schema", "must be a JSON Schema object")
+    try:
+        finite_numbers(value, "output_schema")  # it reaches the model in finish_task's schema
+    except ConfigFileError as exc:
+        raise ProfileError("", exc.field, exc.message) from None
     from jsonschema import SchemaError
     from jsonschema.validators import validator_for
 

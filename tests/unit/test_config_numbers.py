@@ -225,3 +225,15 @@ def test_a_profile_in_settings_is_refused_naming_the_setting(
     usable, refused = load_profiles(workspace, settings)
     assert list(usable) == ["ok"] and usable["ok"].source == "Settings.agent_profiles"
     assert refused["hot"].startswith("Settings.agent_profiles: temperature: ")
+
+
+def test_a_profile_output_schema_holds_only_finite_numbers() -> None:
+    header = "output_schema: {type: object, properties: {n: {type: number, maximum: .nan}}}"
+    with pytest.raises(ProfileError) as caught:
+        parse_profile(f"---\n{header}\n---\n", "/w/p.md", "p")
+    assert caught.value.field == "output_schema.properties.n.maximum"
+    fine = parse_profile(f"---\n{header.replace('.nan', '10')}\n---\n", "/w/p.md", "p")
+    assert fine.output_schema == {
+        "type": "object",
+        "properties": {"n": {"type": "number", "maximum": 10}},
+    }
