@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
-from test_cli import cli_env
+from cli_helpers import cli_env
 
 TESTS = Path(__file__).resolve().parent
 REPO = TESTS.parent

@@ -21,8 +21,8 @@ import pytest
 pytest.importorskip("acp")
 
 from acp_helpers import AGENT, agent_env
+from cli_helpers import cli_env
 from subagent_helpers import Router, call, calls, finish
-from test_cli import cli_env
 
 from agentkit.testing import FakeOpenAIServer
 

@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_helpers import REPO, cli_env
 from subagent_helpers import Switch, call, calls, finish, script, wait_until, who
-from test_chat_cli import JsonlChat, of_type
-from test_cli import REPO, cli_env
+from test_chat_cli_servers import JsonlChat, of_type
 
 from agentkit.testing import FakeOpenAIServer
 

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_helpers import REPO, cli_env
 from subagent_helpers import Gate, Router, call, calls, finish, wait_until, who
-from test_chat_cli import SLEEPER, background
-from test_cli import REPO, cli_env
+from test_chat_cli_servers import SLEEPER, background
 
 from agentkit.testing import FakeOpenAIServer
 

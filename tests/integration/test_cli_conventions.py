@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
-from test_cli import agentkit, cli_env
+from cli_helpers import agentkit, cli_env
 
 from agentkit import Agent, Settings
 from agentkit.errors import ConfigurationError

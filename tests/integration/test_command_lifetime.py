@@ -21,8 +21,8 @@ from typing import Any
 
 import psutil
 import pytest
+from cli_helpers import cli_env
 from subagent_helpers import Router, call, calls, finish, wait_until
-from test_cli import cli_env
 
 from agentkit.process import tree as proctree
 from agentkit.settings import Settings

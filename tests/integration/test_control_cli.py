@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_helpers import agentkit, cli_env
 from subagent_helpers import Router, call, calls, finish, wait_until, who
-from test_chat_cli import JsonlChat, of_type
-from test_cli import agentkit, cli_env
+from test_chat_cli_servers import JsonlChat, of_type
 
 from agentkit import prompts
 from agentkit.testing import FakeOpenAIServer

@@ -16,7 +16,7 @@ from subagent_helpers import Router, call, calls, finish, wait_until, who
 
 pytest.importorskip("mcp")
 
-from test_mcp import SERVER, alive_with
+from test_mcp_processes import SERVER, alive_with
 
 from agentkit import Agent, Settings
 from agentkit.profiles import AgentProfile

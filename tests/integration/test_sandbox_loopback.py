@@ -16,7 +16,7 @@ from pathlib import Path
 import psutil
 import pytest
 from loopback_servers import Digest, Hold
-from test_sandbox import REGISTRY, make_ctx, needs_bwrap, run
+from test_sandbox_processes import REGISTRY, make_ctx, needs_bwrap, run
 
 from agentkit.process import sandbox as _sandbox
 from agentkit.process.loopback import ports as _loopback_ports

@@ -16,8 +16,8 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+from cli_helpers import cli_env
 from subagent_helpers import Router, call, calls, finish
-from test_cli import cli_env
 
 from agentkit.testing import FakeOpenAIServer
 

@@ -1,0 +1,227 @@
+"""``agentkit serve`` as a real process, and its access rules (no browser)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from agentkit import Settings
+from agentkit.testing import FakeOpenAIServer
+from agentkit.webchat import create_app
+from agentkit.webchat.serve import BackgroundServer, free_port, hosts_for
+
+pytestmark = pytest.mark.slow
+
+
+def test_serve_process_answers_on_loopback_and_stops_on_ctrl_c(workspace: Path) -> None:
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    with FakeOpenAIServer(["hi"]) as model:
+        argv = [
+            sys.executable,
+            "-m",
+            "agentkit",
+            "serve",
+            "-w",
+            str(workspace),
+            "--port",
+            str(port),
+            "--model",
+            "m",
+            "--base-url",
+            model.base_url,
+            "--api-key",
+            "k",
+            "--token",
+            "tok-1234567890abcdef",
+        ]
+        proc = subprocess.Popen(
+            argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        try:
+            first = proc.stdout.readline() if proc.stdout else ""
+            assert (
+                first.strip()
+                == f"agentkit serve: open http://127.0.0.1:{port}/?token=tok-1234567890abcdef"
+            )
+            url = f"http://127.0.0.1:{port}"
+            deadline = time.monotonic() + 20
+            while True:
+                try:
+                    visit = httpx.get(f"{url}/?token=tok-1234567890abcdef", timeout=5)
+                    break
+                except httpx.ConnectError:
+                    assert time.monotonic() < deadline
+                    time.sleep(0.1)
+            assert visit.status_code == 303 and visit.headers["location"] == "/"
+            assert httpx.get(f"{url}/api/conversations", timeout=5).status_code == 401
+        finally:
+            proc.send_signal(signal.SIGINT)
+            out, err = proc.communicate(timeout=30)
+        assert proc.returncode == 130, err  # the CLI's exit code for Ctrl-C
+        assert (
+            "tok-1234567890abcdef" not in out + err
+        )  # printed once (the first line), never logged
+
+
+STRONG = "0123456789abcdefXYZ"
+
+
+def _settings() -> Settings:
+    return Settings(model="m", base_url="http://127.0.0.1:9/v1", api_key="k", language="en")
+
+
+@pytest.mark.parametrize("token", ["", "short"])
+def test_serve_on_public_address_refuses_empty_or_short_token(workspace: Path, token: str) -> None:
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    argv = [sys.executable, "-m", "agentkit", "serve", "-w", str(workspace), "--host", "0.0.0.0"]
+    argv += ["--port", str(free_port()), "--model", "m", "--api-key", "k", "--token", token]
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and done.stdout == ""
+    [line] = done.stderr.strip().splitlines()
+    assert "token is too short" in line and "16" in line
+
+
+def test_wildcard_bind_still_refuses_foreign_host_names(workspace: Path) -> None:
+    hosts = hosts_for("0.0.0.0", ["Chat.Example.org"])
+    app = create_app(workspace, _settings(), token=STRONG, allowed_hosts=hosts)
+    with BackgroundServer(app) as server:
+        auth = {"Authorization": f"Bearer {STRONG}"}
+        port = server.port
+
+        def status(host: str) -> int:
+            headers = {**auth, "Host": host}
+            return httpx.get(f"{server.url}/api/conversations", headers=headers).status_code
+
+        assert status(f"evil.example:{port}") == 421  # DNS rebinding, token or not
+        assert status("evil.example") == 421
+        assert status(f"{socket.gethostname()}:{port}") == 200
+        assert status(f"chat.example.org:{port}") == 200  # --allowed-host
+        assert status(f"localhost:{port}") == 200
+
+
+def test_host_may_be_the_address_the_connection_arrived_on(workspace: Path) -> None:
+    app = create_app(workspace, _settings(), token=STRONG, allowed_hosts=["chat.example.org"])
+    with BackgroundServer(app) as server:
+        auth = {"Authorization": f"Bearer {STRONG}"}
+
+        def status(host: str) -> int:
+            headers = {**auth, "Host": host}
+            return httpx.get(f"{server.url}/api/conversations", headers=headers).status_code
+
+        assert status(f"127.0.0.1:{server.port}") == 200  # the local address, as a literal
+        assert status(f"127.0.0.2:{server.port}") == 421
+        assert status("localhost") == 421  # a name: only those listed
+
+
+def _serve(workspace: Path, *args: str) -> tuple[subprocess.Popen[str], str]:
+    """``agentkit serve ARGS`` on a free port (``--port 0``): the process and its URL."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AGENTKIT_"))}
+    env.update(PYTHONPATH=str(Path(__file__).resolve().parents[2]), AGENTKIT_DEMO_LATENCY="0")
+    argv = [sys.executable, "-m", "agentkit", "serve", "-w", str(workspace), "--port", "0", *args]
+    proc = subprocess.Popen(
+        argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None
+    first = proc.stdout.readline().strip()
+    assert first.startswith("agentkit serve: open http://127.0.0.1:"), first
+    return proc, first.removeprefix("agentkit serve: open ").rstrip("/")
+
+
+def _info(url: str) -> dict[str, object]:
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            info = httpx.get(f"{url}/api/info", timeout=5).json()
+            if info["endpoint"]["status"] != "checking":
+                return dict(info)
+        except httpx.ConnectError:
+            pass
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+
+
+def test_serve_demo_needs_no_key_and_says_it_is_scripted(workspace: Path) -> None:
+    proc, url = _serve(workspace, "--demo")
+    try:
+        info = _info(url)
+        assert info["demo"] is True and info["model"] == "agentkit-demo-scripted"
+        endpoint: dict[str, object] = info["endpoint"]  # type: ignore[assignment]
+        assert endpoint["status"] == "ok"
+        assert endpoint["message"] == "a scripted demo model (no real model, no network)"
+        cid = httpx.post(f"{url}/api/conversations", json={}, timeout=10).json()["id"]
+        httpx.post(f"{url}/api/conversations/{cid}/messages", json={"text": "hi"}, timeout=10)
+        deadline = time.monotonic() + 60
+
+        def answers() -> list[str]:
+            detail = httpx.get(f"{url}/api/conversations/{cid}", timeout=10).json()
+            return [m["content"] for m in detail["messages"] if m["kind"] == "assistant"]
+
+        # The answer itself, not the turn counter: a turn counts at the model's reply,
+        # a moment before its message is in the conversation.
+        while not (said := answers()):
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+        assert "scripted demo" in said[-1]
+    finally:
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert "model endpoint: a scripted demo model" in out
+    assert "SCRIPTED DEMO" in err
+
+
+def test_serve_starts_on_a_dead_endpoint_and_says_so(workspace: Path) -> None:
+    proc, url = _serve(workspace, "--model", "m", "--base-url", "http://127.0.0.1:9/v1")
+    try:
+        endpoint = _info(url)["endpoint"]
+        assert endpoint["status"] == "failed"  # type: ignore[index]
+        assert "cannot reach the model endpoint http://127.0.0.1:9/v1" in endpoint["message"]  # type: ignore[index]
+        assert httpx.get(f"{url}/api/conversations", timeout=5).status_code == 200  # it serves
+    finally:
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    assert (
+        "agentkit serve: model endpoint: cannot reach the model endpoint http://127.0.0.1:9/v1"
+        in out
+    )
+
+
+@pytest.mark.parametrize("problem", ["busy port", "short token", "no turns"])
+def test_a_refused_demo_start_says_one_line_and_leaves_no_copy(
+    tmp_path: Path, problem: str
+) -> None:
+    """Regression (a new user's trial): a busy port printed the other server's URL,
+    then uvicorn's own error, and exited 3; every refused `serve --demo` start left
+    a copy of the sample project in the temp folder."""
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AGENTKIT_"))}
+    env.update(PYTHONPATH=str(Path(__file__).resolve().parents[2]), TMPDIR=str(temp))
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1] if problem == "busy port" else free_port()
+        flags = {"short token": ["--token", "short"], "no turns": ["--max-turns", "0"]}
+        argv = [sys.executable, "-m", "agentkit", "serve", "--demo", "--port", str(port)]
+        done = subprocess.run(
+            [*argv, *flags.get(problem, [])], env=env, capture_output=True, text=True, timeout=60
+        )
+    assert done.returncode == 2, done.stderr
+    assert "open http" not in done.stdout and "Traceback" not in done.stderr
+    lines = done.stderr.strip().splitlines()
+    last = lines[-1]
+    assert last.startswith("agentkit: ") and "ERROR" not in done.stderr
+    if problem != "no turns":  # refused before the demo's model starts: one line
+        assert lines == [last], lines
+    if problem == "busy port":
+        assert f"cannot listen on 127.0.0.1:{port}" in last and "--port" in last
+    assert list(temp.iterdir()) == []  # the demo's copy went with the refused start

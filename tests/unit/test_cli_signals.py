@@ -1,0 +1,59 @@
+"""Signals to ``agentkit run`` as a real process: once, twice, three times quickly.
+
+Three moments (issue 20 items 1 and 12): the main agent in a slow model call; a
+blocking sub-agent whose worker is stopped (SIGSTOP, so it reads nothing from its
+pipe) in a slow model call; a ``run_command`` child running. Whatever the count,
+the process must exit with 128 + the first signal, within a bound, and leave the
+conversation file and every sub-agent record final (never ``running``).
+
+A trial saw the old handler, which did the cancelling itself, deadlock when a
+second signal re-entered it during a pipe send (1 run in 40 hung until SIGKILL),
+and three quick signals exit at once with the records left ``running``.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import pytest
+from subagent_helpers import wait_until
+
+pytestmark = pytest.mark.slow
+"""Seconds the process may take to exit after the signals (a hang detector: the
+command's own bound after a second signal is 5 s)."""
+
+
+# ------------------------------------------------------------- the Signals class
+def test_signals_absorb_then_leave_then_stay_ignored() -> None:
+    from agentkit.cli.common import Signals
+
+    asked: list[int] = []
+    left: list[int] = []
+    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    try:
+        with Signals(lambda s: asked.append(s) or s == signal.SIGINT, left.append) as signals:
+            os.kill(os.getpid(), signal.SIGINT)  # a real signal to this process
+            assert wait_until(lambda: asked == [signal.SIGINT], 10)
+            assert not signals.leaving.is_set()  # absorbed: the command goes on
+            os.kill(os.getpid(), signal.SIGTERM)
+            assert signals.leaving.wait(10)
+            assert left == [signal.SIGTERM] and signals.signum == signal.SIGTERM
+            assert not signals.hurry.is_set()
+        assert signals.exit_code(0) == 143
+        # On its way out: a late signal must not kill it with the default action.
+        assert signal.getsignal(signal.SIGTERM) == signal.SIG_IGN
+        os.kill(os.getpid(), signal.SIGTERM)
+    finally:
+        for signum, handler in before.items():
+            signal.signal(signum, handler)
+
+
+def test_signals_restore_the_previous_handlers_when_none_came() -> None:
+    from agentkit.cli.common import Signals
+
+    before = signal.getsignal(signal.SIGTERM)
+    with Signals() as signals:
+        assert signal.getsignal(signal.SIGTERM) != before
+    assert signal.getsignal(signal.SIGTERM) == before
+    assert signals.exit_code(3) == 3

@@ -1,0 +1,60 @@
+"""The public API: what ``agentkit.__all__`` promises is importable, documented and lazy."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+import agentkit
+
+PUBLIC_MODULES = ["agentkit", "agentkit.testing", "agentkit.events", "agentkit.tracing"]
+
+
+@pytest.mark.parametrize("name", agentkit.__all__)
+def test_every_public_name_resolves_and_is_documented(name: str) -> None:
+    obj = getattr(agentkit, name)
+    assert obj is not None
+    doc = inspect.getdoc(obj) or ""
+    assert len(doc) >= 20, f"agentkit.{name} needs a docstring saying what it is"
+
+
+def test_all_is_sorted_unique_and_complete() -> None:
+    names = agentkit.__all__
+    assert len(names) == len(set(names))
+    assert names == sorted(names)
+    # The names a user meets in the README's tour are all public.
+    for name in ["Agent", "Settings", "RunResult", "Tool", "ToolContext", "SubAgentFinished"]:
+        assert name in names
+
+
+def test_unknown_attribute_is_an_attribute_error() -> None:
+    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+        _ = agentkit.Nope  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("module", PUBLIC_MODULES[1:])
+def test_submodule_all_resolves(module: str) -> None:
+    mod = __import__(module, fromlist=["__all__"])
+    for name in mod.__all__:
+        assert getattr(mod, name) is not None, f"{module}.{name}"
+
+
+def test_exceptions_form_one_tree() -> None:
+    for name in [
+        "ApprovalError",
+        "Cancelled",
+        "ConfigurationError",
+        "ContextLengthExceeded",
+        "LLMError",
+        "ToolError",
+    ]:
+        assert issubclass(getattr(agentkit, name), agentkit.AgentkitError), name
+
+
+def test_every_event_is_public() -> None:
+    from agentkit import events
+
+    for name in events.__all__:
+        if name != "EventHandler":
+            assert name in agentkit.__all__, name
