@@ -26,6 +26,7 @@ message (``ToolResult.messages``), so it reaches the model's next request.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import string
 import threading
@@ -91,6 +92,7 @@ Rewrite = Callable[[dict[str, Any]], "tuple[str | None, str | None]"]
 None)``."""
 
 _HOOK_REASON, _HOOK_INPUT, _BOTH = "hook-reason:", "hook-input:", " & "
+_INPUT_KEPT = 1_000  # characters of an input kept in a key; a longer one by its digest
 
 
 def ask_key(
@@ -98,7 +100,8 @@ def ask_key(
 ) -> str:
     """What ``allow_always`` remembers for one ask: ``rule_key`` when only a rule asks;
     ``hook-reason:<tool>:<reason>`` when only a hook asks with a reason, else
-    ``hook-input:<tool>:<the input as sorted JSON>`` (that exact call); both joined by
+    ``hook-input:<tool>:<the input as sorted JSON>`` (that exact call; ``sha256:<hex>``
+    of that JSON when it is longer than 1,000 characters); both joined by
     `` & `` when a rule and a hook ask. Hook keys cannot be rule keys (check_rules
     refuses a ``hook-...:`` key), so a hook's "always" never covers a rule's ask, nor
     one reason's another's."""
@@ -108,6 +111,8 @@ def ask_key(
             hook = f"{_HOOK_REASON}{tool}:{hook_reason.strip()}"
         else:
             shown = json.dumps(arguments, sort_keys=True, ensure_ascii=False, default=str)
+            if len(shown) > _INPUT_KEPT:  # a file's content: the key stays short
+                shown = "sha256:" + hashlib.sha256(shown.encode("utf-8")).hexdigest()
             hook = f"{_HOOK_INPUT}{tool}:{shown}"
     return _BOTH.join(k for k in (rule_key, hook) if k) or tool
 

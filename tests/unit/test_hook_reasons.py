@@ -94,6 +94,9 @@ def test_always_is_keyed_by_the_hooks_reason_or_the_exact_input(tmp_path: Path) 
         "run_command calls a PreToolUse hook asks about with the reason 'runs rm -rf important'"
     )
     assert always_covers(asked[2].key).startswith("this exact run_command call")
+    long = ask_key("write_file", None, "", {"path": "a", "content": "c" * 5_000})
+    assert long.startswith("hook-input:write_file:sha256:") and len(long) < 100
+    assert long != ask_key("write_file", None, "", {"path": "a", "content": "d" * 5_000})
 
 
 def test_a_rule_and_a_hook_asking_together_need_both_to_be_remembered(tmp_path: Path) -> None:
