@@ -33,10 +33,14 @@ class StrictModel(BaseModel):
 
 
 def field_error(
-    exc: ValidationError, path: str, cls: type[ConfigFileError] = ConfigFileError
+    exc: ValidationError,
+    path: str,
+    cls: type[ConfigFileError] = ConfigFileError,
+    model: type[BaseModel] | None = None,
 ) -> ConfigFileError:
     """The first problem of ``exc`` as a ``cls`` naming ``path`` and the field
-    (``hooks.PreToolUse[0].timeout``), with pydantic's message and the value refused."""
+    (``hooks.PreToolUse[0].timeout``), with pydantic's message and the value refused;
+    an unknown key of ``model`` is told with the keys it knows."""
     first = exc.errors(include_url=False)[0]
     field = ""
     for part in first.get("loc", ()):
@@ -46,6 +50,8 @@ def field_error(
     message = str(first.get("msg", "invalid")).removeprefix("Value error, ")
     if first.get("type") == "extra_forbidden":
         message = "unknown key"
+        if model is not None:
+            message += f"; known: {', '.join(sorted(model.model_fields))}"
     elif "input" in first and not isinstance(first["input"], (dict, list)):
         message += f" (got {first['input']!r})"
     return cls(path, field, message)

@@ -147,7 +147,7 @@ class AgentProfile:
         try:
             header = _Header.model_validate(data)
         except ValidationError as exc:
-            raise field_error(exc, where, ProfileError) from None
+            raise field_error(exc, where, ProfileError, _Header) from None
         try:
             tools = _names(header.tools, "tools", "tools must be a list of tool names")
             skills = _names(header.skills, "skills", "skills must be a list of skill names")

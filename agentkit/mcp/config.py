@@ -126,7 +126,7 @@ def parse_server(name: str, entry: Any) -> MCPServer:
     try:
         spec = _Entry.model_validate(entry)
     except ValidationError as exc:
-        error = field_error(exc, "")
+        error = field_error(exc, "", model=_Entry)
         raise ConfigFileError(
             "", f"{where}.{error.field}", f"server {name!r}: {error.message}"
         ) from None
