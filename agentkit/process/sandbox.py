@@ -119,6 +119,7 @@ __all__ = [
     "is_bridge",
     "missing_notice",
     "narrow_mode",
+    "told_at_start",
     "refusal_notes",
     "WriteScope",
 ]
@@ -380,6 +381,13 @@ def missing_notice(settings: Settings) -> str | None:
     _warned.set()
     required = settings.command_sandbox == "bwrap" or mode == "read-only"
     return missing_note(settings.command_bwrap_path, required)
+
+
+def told_at_start() -> None:
+    """Say nothing more about a missing bubblewrap in this process: its owner told the
+    person at the start (:func:`missing_notice`; a sub-agent's worker, whose main
+    process did). Otherwise the first command's warning would come mid-conversation."""
+    _warned.set()
 
 
 def _bubblewrap(settings: Settings, mode: str) -> str | None:

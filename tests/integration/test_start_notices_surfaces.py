@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from cli_helpers import REPO, cli_env
-from subagent_helpers import Router, call, calls
+from subagent_helpers import Router, call, calls, finish
 from test_chat_terminal import Tmux, needs_tmux
 
 from agentkit.testing import FakeOpenAIServer
@@ -97,6 +97,25 @@ def test_jsonl_chat_and_run_say_it_once_on_standard_error_at_the_start(
     assert INSTALL in lines[sandbox[0]] and lines[sandbox[0]].startswith("agentkit: ")
     assert [line for line in lines if UNPRICED in line], done.stderr
     assert "from-the-command" in done.stdout  # the round ran after it was said
+
+
+def test_a_sub_agent_s_first_command_does_not_say_it_again(workspace: Path) -> None:
+    create = call("create_sub_agent", agent_id=1, summary="Run one command", task="run it")
+    router = Router(
+        main=[calls(create), "done"],
+        subs={
+            1: [
+                calls(call("run_command", command="echo from-the-sub-agent")),
+                finish("Ran the one command it was asked to run and checked its output."),
+            ]
+        },
+    )
+    with FakeOpenAIServer(router) as server:
+        done = _cli(["run", "-w", str(workspace), "go"], cli_env(server.base_url, **FORCED))
+        ran = [r for r in server.requests if "from-the-sub-agent" in str(r["messages"][-1])]
+    assert done.returncode == 0, done.stderr
+    assert ran, "the sub-agent's command ran"
+    assert done.stderr.lower().count("command sandbox is off") == 1, done.stderr
 
 
 def test_serve_says_it_on_its_console_and_in_the_page_header(workspace: Path) -> None:

@@ -53,6 +53,7 @@ from agentkit.conventions.gather import spec_section
 from agentkit.conversation import Conversation, utc_now
 from agentkit.cost import warm as warm_prices
 from agentkit.engine import Engine
+from agentkit.process import sandbox
 from agentkit.process.redact import scrub_error
 from agentkit.process.tree import AGENT_MARK_VAR
 from agentkit.prompts import prompt_values
@@ -103,6 +104,7 @@ def worker_main(spec: WorkerSpec, conn: Endpoint) -> None:
     """
     worker = Worker(spec, conn)
     worker.handle_signals()
+    sandbox.told_at_start()  # the main process said it when it started, not mid-conversation
     os.environ[AGENT_MARK_VAR] = spec.process_mark
     worker.link.start_reader()
     tracing.start_worker(spec)  # the parent traces: so does this process (agentkit.tracing)
