@@ -80,7 +80,7 @@ class _Header(StrictModel):
     """A profile's header keys (plus ``prompt`` and ``source``), as read; the checks
     here are the number rule (finite, in range) and the keys' types."""
 
-    name: str
+    name: str = Field(default="", validate_default=True)
     description: str | int | float | None = None
     prompt: str | None = None
     source: str | None = None
@@ -101,7 +101,7 @@ class _Header(StrictModel):
     def _name_text(cls, value: Any) -> Any:
         name = "" if value is None else str(value) if isinstance(value, int) else value
         if isinstance(name, str) and not _NAME.match(name):
-            raise ValueError(f"{name!r}: use 1-40 letters, digits, _ or -")
+            raise ValueError("use 1-40 letters, digits, _ or -")
         return name
 
 
