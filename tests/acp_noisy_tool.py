@@ -1,4 +1,4 @@
-"""A tool that writes to standard output (tests/test_acp.py): under ``agentkit acp`` that
+"""A tool that writes to standard output (tests/integration/test_acp.py): under ``agentkit acp`` that
 must land in the log, never in the protocol stream, whether the main agent or a
 sub-agent's worker process runs it."""
 

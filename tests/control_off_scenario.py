@@ -1,6 +1,6 @@
 """A fixed run (main agent, a blocking and a background sub-agent, a notification round)
 whose every request body is recorded, for the test that the control plane, when off,
-changes no request (tests/test_control_plane.py).
+changes no request (tests/integration/test_control_plane_servers.py).
 
 ``python tests/control_off_scenario.py > tests/data/control_off_requests.json`` writes
 the recording; it was made with the code from before the control plane

@@ -1,4 +1,4 @@
-"""Fork bombs and memory hogs under run_command's limits (tests/test_command_limits.py).
+"""Fork bombs and memory hogs under run_command's limits (tests/integration/test_command_limits.py).
 
 Imported by the tests (the agent is the test process), and run as a script
 (``python limits_child.py bomb|hog WORKSPACE PYTHON``, printing one JSON object) for an

@@ -1,4 +1,4 @@
-"""A separate process for tests/test_conversation_lock.py: opens conversations of a
+"""A separate process for tests/integration/test_conversation_lock_processes.py: opens conversations of a
 workspace as another agentkit process would, and reports through files.
 
 Usage: ``python lock_child.py MODE WORKSPACE CONTROL_FOLDER [ARGS...]``

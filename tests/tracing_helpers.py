@@ -8,9 +8,16 @@ from typing import Any
 
 from subagent_helpers import Gate, call, calls, finish
 
+
+def _installed(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ImportError:  # its parent package is missing too (no opentelemetry at all)
+        return False
+
+
 HAVE_SDK = all(
-    importlib.util.find_spec(name) is not None
-    for name in ("opentelemetry.sdk", "opentelemetry.exporter.otlp.proto.http")
+    _installed(name) for name in ("opentelemetry.sdk", "opentelemetry.exporter.otlp.proto.http")
 )
 NO_SDK = "the otel extra is not installed (pip install -e '.[otel]')"
 

@@ -1,4 +1,4 @@
-"""Custom tools importable by workers (tests/test_user_tools.py): a module of tools."""
+"""Custom tools importable by workers (tests/integration/test_user_tools_servers.py): a module of tools."""
 
 from __future__ import annotations
 

@@ -35,7 +35,8 @@ from agentkit.local import LocalModelServer  # noqa: E402
 from agentkit.settings import Settings  # noqa: E402
 from agentkit.tokens import count_text  # noqa: E402
 
-pytestmark = pytest.mark.slow
+# The model takes every core while it answers: run alone (the serial run).
+pytestmark = [pytest.mark.slow, pytest.mark.serial]
 
 READ_TOOL: dict[str, Any] = {
     "type": "function",

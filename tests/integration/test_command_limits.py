@@ -32,7 +32,8 @@ from agentkit.process import spawn as launch
 
 REPO = Path(__file__).resolve().parents[2]
 NOBODY = 65534
-pytestmark = pytest.mark.usefixtures("command_sandbox")
+# Fork bombs and memory hogs take the machine: run alone (the serial run).
+pytestmark = [pytest.mark.usefixtures("command_sandbox"), pytest.mark.serial]
 
 
 def _how_processes() -> str | None:

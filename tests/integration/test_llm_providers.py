@@ -5,6 +5,7 @@ case's ``expected`` outcome (see that folder's README for the notation)."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,11 @@ from agentkit.llm.turns import AssistantTurn
 from agentkit.settings import Settings
 from agentkit.testing import FakeOpenAIServer, RawChunks, RawResponse
 
-PROVIDERS = Path(__file__).resolve().parents[3] / "shared" / "testdata" / "providers"
+# shared/ lies beside the clone (as CI lays it); AGENTKIT_TEST_SHARED names another place.
+SHARED = Path(
+    os.environ.get("AGENTKIT_TEST_SHARED") or Path(__file__).resolve().parents[3] / "shared"
+)
+PROVIDERS = SHARED / "testdata" / "providers"
 CASES = sorted(PROVIDERS.glob("*.json")) if PROVIDERS.is_dir() else []
 # Keys of "expected" that describe behaviour for people, not values to check.
 PROSE_KEYS = {"behavior", "history_rule"}
@@ -56,7 +61,12 @@ def _request(case: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str,
 @pytest.mark.parametrize("path", CASES or [None], ids=[p.stem for p in CASES] or ["absent"])
 def test_provider_case(path: Path | None) -> None:
     if path is None:
-        pytest.skip(f"shared provider cases not found at {PROVIDERS}")
+        # A missing data folder is a broken checkout, not an optional extra: say so.
+        pytest.fail(
+            f"no provider cases at {PROVIDERS}: these tests read shared/testdata beside "
+            "the clone (or in AGENTKIT_TEST_SHARED)",
+            pytrace=False,
+        )
     case = json.loads(path.read_text(encoding="utf-8"))
     expected = case["expected"]
     messages, tools = _request(case)

@@ -348,7 +348,7 @@ def test_after_a_kill_the_counters_agree_with_the_transcript(workspace: Path, ho
 def test_a_terminated_sub_agent_takes_no_turn_after_its_command_is_killed(
     workspace: Path,
 ) -> None:
-    """Regression (CI, tests/test_tracing.py saw two command spans): terminating a
+    """Regression (CI, tests/integration/test_tracing_servers.py saw two command spans): terminating a
     sub-agent kills its command, which then returns; the engine took that result to
     the model and started the next command before the worker exited. The end now
     cancels the run first (one time in three without the fix, unloaded)."""

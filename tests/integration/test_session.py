@@ -525,7 +525,7 @@ def test_a_round_ended_by_close_names_no_sub_agent_as_working_on(workspace: Path
 def test_a_session_taking_its_messages_reads_running_and_still_lists_them(
     workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Regression (CI, tests/test_web_limits.py): between the driver taking the queued
+    """Regression (CI, tests/integration/test_web_limits.py): between the driver taking the queued
     messages and the round starting, the session read ``idle`` with the messages
     neither queued nor in the conversation; a page polling for "idle and nothing
     queued" then saw a conversation without them. Every moment of the take is

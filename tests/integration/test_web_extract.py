@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import socket
 import struct
 import threading
@@ -22,7 +23,10 @@ from agentkit.tools.base import ToolContext, ToolResult
 from agentkit.tools.registry import ToolRegistry
 from agentkit.tools.web import WEB_TOOLS
 
-TESTDATA = Path(__file__).resolve().parents[3] / "shared" / "testdata" / "web"
+SHARED = Path(
+    os.environ.get("AGENTKIT_TEST_SHARED") or Path(__file__).resolve().parents[3] / "shared"
+)
+TESTDATA = SHARED / "testdata" / "web"
 MiB = 1024 * 1024
 ZH_TEXT = "这是一个测试页面，我们需要确认中文内容能够被正确地解码。网页抓取工具应当尊重字符集声明。"
 
@@ -241,8 +245,9 @@ def body_of(result: ToolResult) -> str:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not (TESTDATA / "index.json").exists(), reason="saved pages absent")
 def test_saved_pages_main_text(web_ctx: ToolContext) -> None:
+    if not (TESTDATA / "index.json").is_file():
+        pytest.fail(f"no saved pages at {TESTDATA}: shared/testdata belongs beside the clone")
     index = json.loads((TESTDATA / "index.json").read_text(encoding="utf-8"))
     srv = Server()
     for entry in index:
@@ -336,6 +341,7 @@ def test_broken_pdf_is_a_clean_error(server: Server, web_ctx: ToolContext) -> No
     assert "Traceback" not in result.output
 
 
+@pytest.mark.serial  # a 4 s bound on the refusal
 def test_big_binary_refused_from_first_bytes(server: Server, web_ctx: ToolContext) -> None:
     started = time.monotonic()
     result = run(web_ctx, server.url("/big.png"))

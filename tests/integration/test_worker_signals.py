@@ -5,7 +5,7 @@ its own thread holds. The worker's handler used to record the end, kill the comm
 and exit inside the handler; a SIGTERM arriving while the worker saved its record (it
 holds the record folder's lock then) blocked in the handler on that same lock, and the
 worker never ended. The end-to-end outcome (record ``terminated``, commands killed)
-is tested in tests/test_subagents.py with a real worker and command.
+is tested in tests/integration/test_subagents.py with a real worker and command.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """OpenTelemetry traces (agentkit.tracing) with the real SDK exporting OTLP over HTTP to a
 real receiver on 127.0.0.1 (tests/otlp_receiver.py, which keeps span kind, links and
 resources); the real openai client against FakeOpenAIServer; real worker processes.
-The same tree through Arize Phoenix is tests/test_tracing_phoenix.py."""
+The same tree through Arize Phoenix is tests/e2e/test_tracing_phoenix.py."""
 
 from __future__ import annotations
 

@@ -9,7 +9,7 @@
   NOT a security boundary: the lists steer a model's habits, they do not stop an
   attacker. ``sh -c '...'``, ``eval``, ``$(...)``, variables (``$X -rf``), ``env``,
   ``xargs``, ``find -exec`` and interpreters (``python -c``) get past a deny list, and
-  ``ls "$(...)"`` or ``ls <(...)`` past an allow list (tests/test_shell_policy_limits.py
+  ``ls "$(...)"`` or ``ls <(...)`` past an allow list (tests/unit/test_shell_policy_limits.py
   records this). Confinement is the command sandbox's job (planned, docs/architecture.md §6).
 * Bare interactive programs (editors, pagers, monitors, REPLs and ``ssh`` without a
   command) are refused with a suggestion (docs/tools.md §7 run_command, SWE-agent approach).
