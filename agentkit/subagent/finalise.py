@@ -4,7 +4,10 @@ One job: :func:`finalise_record`, the parent's last word on a record
 (agentkit.subagent.record defines the record and its rules): how the agent ended
 over what the worker saved last, under the record's rules (may_replace: a final
 record stands), written in the deliverables folder or, when that folder refuses
-it, at the workspace's fallback place.
+it, at the workspace's fallback place. When no whole write fits (a full disk), its
+end goes into the record's journal as one line (:func:`end_in_journal`), so every
+reader sees it final, and the parent keeps the whole record and writes it when
+there is room (:func:`retry_final`, at the conversation's next save).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentkit.conversation import SEED_COUNTERS, state_path, utc_now
 from agentkit.jsonfile import write_json_atomic
+from agentkit.subagent.journal import append_end
 from agentkit.subagent.record import (
     FALLBACK_DIR,
     NO_TOKENS,
@@ -21,6 +25,7 @@ from agentkit.subagent.record import (
     build_record,
     clean_temp_files,
     fallback_path,
+    folder_lock,
     may_replace,
     read_record,
     record_path,
@@ -31,7 +36,9 @@ from agentkit.subagent.record import (
 if TYPE_CHECKING:
     from agentkit.subagent.contract import Status, WorkerSpec
 
-__all__ = ["finalise_record"]
+__all__ = ["end_in_journal", "finalise_record", "retry_final", "write_end"]
+
+_END_FIELDS = ("status", "completed_at", "result_summary", "error", "runs", "result")
 
 
 def finalise_record(
@@ -50,9 +57,11 @@ def finalise_record(
     it shows (``seed_stats``' and ``token_usage`` only fill in a record that has
     none). Temp files a killed worker left are removed. A final record is left alone.
 
-    Returns ``(record, path)``: the record as it now stands and where it is on disk:
-    the deliverables folder, else ``<workspace>/.agentkit/subagent-records/<sub_id>.json``
-    when that folder cannot be written (full disk), else None (kept in memory).
+    Returns ``(record, path)``: the record as it now stands and where it is on disk
+    whole: the deliverables folder, else ``<workspace>/.agentkit/subagent-records/<sub_id>.json``
+    when that folder cannot be written (full disk), else None (kept in memory; its
+    end may be in the folder's journal). Unless it is the deliverables folder, keep
+    the record and :func:`retry_final` it.
     """
     deliverables = Path(spec.deliverables_path)
     root = Path(spec.workspace)
@@ -86,6 +95,7 @@ def finalise_record(
         return read_record(deliverables) or record, record_path(deliverables)
     except OSError:
         pass
+    end_in_journal(deliverables, record, root)  # readers see it final at once
     fallback = fallback_path(root, spec.sub_conversation_id) or state_path(
         root, FALLBACK_DIR, "record.json"
     )
@@ -94,3 +104,47 @@ def finalise_record(
     except OSError:
         return record, None
     return record, fallback
+
+
+def end_in_journal(deliverables: Path, record: dict[str, Any], root: Path) -> bool:
+    """Append ``record``'s end (status, completed_at, result_summary, error, runs) to
+    the journal of the record in ``deliverables`` when that one is the same
+    sub-conversation's and still running (agentkit.subagent.journal.append_end): a
+    few hundred bytes where a whole write needs room for two copies. Its messages
+    stay as last saved. Returns whether it was written (never raises)."""
+    head = {k: record[k] for k in _END_FIELDS if k in record}
+    try:
+        with folder_lock(deliverables, root):
+            stored = read_record(deliverables)
+            if (
+                stored is None
+                or stored.get("sub_conversation_id") != record.get("sub_conversation_id")
+                or stored.get("status") != "running"
+            ):
+                return False
+            append_end(record_path(deliverables), root, stored, head)
+    except OSError:
+        return False
+    return True
+
+
+def write_end(deliverables: Path, record: dict[str, Any], root: Path) -> bool:
+    """Write the ended ``record`` whole as the parent (agentkit.subagent.record.write_record),
+    or, when that fails (a full disk), its end as a journal line (:func:`end_in_journal`).
+    Returns whether its end is on disk (False also when a final record stands)."""
+    try:
+        return write_record(deliverables, record, by_parent=True, root=root)
+    except OSError:
+        return end_in_journal(deliverables, record, root)
+
+
+def retry_final(deliverables: Path, record: dict[str, Any], root: Path) -> bool:
+    """Write the final ``record`` that did not fit when its agent ended (kept by the
+    parent) whole into ``deliverables``, over its end kept as a journal line. Returns
+    True when done (written, or another final record stands there), False when the
+    write still fails (no room yet)."""
+    try:
+        write_record(deliverables, record, by_parent=True, root=root)
+    except OSError:
+        return False
+    return True

@@ -25,23 +25,28 @@ N+2, ..., each holding, applied in this order:
 - ``add``: ``[messages]`` appended.
 
 A line that does not parse or does not fit (a bad index, a gap in ``seq``) ends
-the replay there: what came before it stands.
+the replay there: what came before it stands. When the record cannot be written
+whole at its end (a full disk: a whole write needs room for a second copy), the
+parent appends its end as one ``head`` line instead (:func:`append_end`): a few
+hundred bytes, and every reader sees the record final.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 from pathlib import Path
 from typing import Any
 
 from agentkit.confined import folder as confined_folder
+from agentkit.confined import writev_all
 from agentkit.jsonfile import parse_json
 
 JOURNAL_FILE = "conversations.journal"
 JOURNAL_VERSION = 1
 
-__all__ = ["JOURNAL_FILE", "apply_journal", "drop_journal", "read_journal"]
+__all__ = ["JOURNAL_FILE", "append_end", "apply_journal", "drop_journal", "read_journal"]
 
 
 def read_journal(record_file: Path) -> bytes | None:
@@ -61,6 +66,69 @@ def drop_journal(record_dir: Path, root: Path) -> None:
     ``journal_seq``, or it names another sub-conversation: readers skip it)."""
     with contextlib.suppress(OSError), confined_folder(root, record_dir) as fd:
         os.unlink(JOURNAL_FILE, dir_fd=fd)
+
+
+def append_end(record_file: Path, root: Path, stored: dict[str, Any], head: dict[str, Any]) -> None:
+    """Append one line setting the record fields ``head`` (its end: status,
+    completed_at, result_summary, error) to the journal beside ``record_file``,
+    after the last line ``stored`` holds (the record as read, its journal applied:
+    its ``journal_seq``). A torn or unusable tail is cut first (no reader could
+    apply it); a journal of another record, or none, is started anew after
+    ``stored``. The caller holds the record folder's lock and knows the worker is
+    done writing. Raises OSError (the line is then taken back)."""
+    seq = _seq(stored)
+    keep = _applied_end(read_journal(record_file) or b"", stored, seq)
+    parts: list[bytes] = []
+    if keep is None:
+        header = {
+            "journal": JOURNAL_VERSION,
+            "sub_conversation_id": stored.get("sub_conversation_id"),
+            "after": seq,
+        }
+        parts.append(_dumps(header) + b"\n")
+        keep = 0
+    parts.append(_dumps({"seq": seq + 1, "head": head}) + b"\n")
+    flags = os.O_WRONLY | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    with confined_folder(root, record_file.parent) as folder_fd:
+        fd = os.open(JOURNAL_FILE, flags, 0o600, dir_fd=folder_fd)
+        try:
+            os.ftruncate(fd, keep)
+            os.lseek(fd, keep, os.SEEK_SET)
+            try:
+                writev_all(fd, parts)
+            except OSError:
+                with contextlib.suppress(OSError):  # no half line left behind
+                    os.ftruncate(fd, keep)
+                raise
+        finally:
+            os.close(fd)
+
+
+def _dumps(value: Any) -> bytes:
+    return json.dumps(value, ensure_ascii=False, default=str).encode("utf-8", "replace")
+
+
+def _applied_end(data: bytes, stored: dict[str, Any], seq: int) -> int | None:
+    """The length of ``data`` (a journal) up to the end of its line ``seq`` (the last
+    one ``stored`` holds), or None when it is not ``stored``'s journal."""
+    end = data.find(b"\n")
+    header = _parse(data[:end]) if end >= 0 else None
+    if (
+        header is None
+        or header.get("journal") != JOURNAL_VERSION
+        or header.get("sub_conversation_id") != stored.get("sub_conversation_id")
+        or type(header.get("after")) is not int
+        or header["after"] > seq
+    ):
+        return None
+    keep = end + 1
+    while (stop := data.find(b"\n", keep)) >= 0:
+        line = _parse(data[keep:stop])
+        number = line.get("seq") if line is not None else None
+        if type(number) is not int or number > seq:
+            break
+        keep = stop + 1
+    return keep
 
 
 _NOT_HEAD = ("messages", "archive", "stats", "journal_seq")

@@ -402,7 +402,13 @@ class SubAgentManager:
             self._changed.notify_all()
 
     def records(self) -> list[dict[str, Any]]:
-        """Return one summary row per sub-agent, for the main conversation file."""
+        """Return one summary row per sub-agent, for the main conversation file. A
+        final record that did not fit on disk when its agent ended is written first,
+        when there is room now (Supervisor.write_kept_records)."""
+        with self._lock:
+            kept = [a for a in self.agents.values() if a.record is not None]
+        if kept:
+            self.supervisor.write_kept_records(kept)
         with self._lock:
             earlier = [r for i, r in sorted(self._previous.items()) if i not in self.agents]
             ordered = sorted(self.agents.values(), key=lambda a: a.spec.agent_id)

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agentkit import prompts
-from agentkit.subagent.sweep import sweep_rows
+from agentkit.subagent.sweep import repair_ended_rows, sweep_rows
 
 if TYPE_CHECKING:
     from agentkit.conversation import Conversation
@@ -133,8 +133,11 @@ def render_questions(language: str, agents: list[SubAgent], role: str) -> str:
 def recovery_notes(workspace: Path, conversation: Conversation, settings: Settings) -> list[str]:
     """Sweep the conversation's sub-agents left ``running`` and return the system
     notes for its next round (empty when none was left running). The rows in
-    ``conversation.subagents`` are updated to their final status."""
+    ``conversation.subagents`` are updated to their final status. Rows that ended
+    whose records are still saved running get their records made final
+    (agentkit.subagent.sweep.repair_ended_rows: a full disk refused the final write)."""
     rows = conversation.subagents
+    repair_ended_rows(workspace, rows)
     stale = [r for r in rows if isinstance(r, dict) and r.get("status") == "running"]
     if not stale:
         return []

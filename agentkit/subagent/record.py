@@ -193,7 +193,7 @@ def orphaned_account(stored: dict[str, Any]) -> bool:
 
 
 @contextlib.contextmanager
-def _folder_lock(deliverables: Path, root: Path) -> Iterator[None]:
+def folder_lock(deliverables: Path, root: Path) -> Iterator[None]:
     """Hold an exclusive flock on the record folder (across processes and threads),
     made if missing through no link below ``root`` (agentkit.confined)."""
     fd = open_folder(root, deliverables / RECORD_DIR, create=True)
@@ -211,6 +211,7 @@ def _folder_lock(deliverables: Path, root: Path) -> Iterator[None]:
 _SUB_ID = re.compile(r"^[A-Za-z0-9_\-]{1,80}$")
 _HEAD = re.compile(r'"status": "(\w+)".*?"sub_conversation_id": "([^"\\]*)"', re.S)
 _RUNS = re.compile(r'"runs": (\d+)')
+_END_KEYS = ("sub_conversation_id", "status", "completed_at")
 
 
 def _stored_head(deliverables: Path) -> dict[str, Any] | None:
@@ -232,8 +233,12 @@ def _stored_head(deliverables: Path) -> dict[str, Any] | None:
         runs = _RUNS.search(head, match.end(), cut)
         if runs is not None:
             head_fields["runs"] = int(runs.group(1))
-        return head_fields
-    return read_record(deliverables)
+        if (
+            match.group(1) != "running"
+            or not record_path(deliverables).with_name(JOURNAL_FILE).exists()
+        ):
+            return head_fields
+    return read_record(deliverables)  # a journal line may have ended it (finalise)
 
 
 def guarded(
@@ -247,16 +252,28 @@ def guarded(
     """Run ``write()`` (which replaces the record file with ``record``) unless
     may_replace refuses it, under the folder lock. Returns whether it wrote;
     raises OSError from the write (``root``: as write_record's)."""
-    with _folder_lock(deliverables, root):
+    with folder_lock(deliverables, root):
         sub_id = record.get("sub_conversation_id") if isinstance(record, dict) else None
         stored = _stored_head(deliverables)
         if by_parent and stored is not None and stored.get("status") == "terminated":
             stored = read_record(deliverables)  # the head has no error: read it all
         runs = record.get("runs", 1) if isinstance(record, dict) else 1
-        if not may_replace(stored, sub_id, by_parent, runs):
+        same_end = by_parent and _same_end(stored, record)  # the end, now written whole
+        if not same_end and not may_replace(stored, sub_id, by_parent, runs):
             return False
         write()
         return True
+
+
+def _same_end(stored: dict[str, Any] | None, record: Any) -> bool:
+    """Whether ``stored`` ended as ``record`` does (status and completed_at): the
+    parent's end kept as a journal line on a full disk, written whole later."""
+    return (
+        isinstance(stored, dict)
+        and isinstance(record, dict)
+        and bool(stored.get("completed_at"))
+        and all(stored.get(k) == record.get(k) for k in _END_KEYS)
+    )
 
 
 def write_record(

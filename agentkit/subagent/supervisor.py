@@ -40,7 +40,7 @@ from agentkit.subagent.contract import (
     WorkerHandle,
     WrapUp,
 )
-from agentkit.subagent.finalise import finalise_record
+from agentkit.subagent.finalise import finalise_record, retry_final
 from agentkit.subagent.record import (
     FINAL_STATUSES,
     Ending,
@@ -369,10 +369,24 @@ class Supervisor:
         )
         with self.changed:
             _adopt(agent, record)
-            if where is None:
-                agent.record = record  # no disk took it: the parent keeps it
-            elif where != record_path(agent.deliverables_path):
+            if where != record_path(agent.deliverables_path):
+                agent.record = record  # not whole in its folder: kept for write_kept_records
+            if where is not None and where != record_path(agent.deliverables_path):
                 agent.record_elsewhere = self._shown(where)
+
+    def write_kept_records(self, agents: list[SubAgent]) -> None:
+        """Write whole, in their deliverables folders, the final records of ``agents``
+        that no disk took whole when they ended (a full disk: kept on the agent),
+        now that there may be room; those written are no longer kept. Called at
+        every save of the conversation."""
+        for agent in agents:
+            record = agent.record
+            if record is None:
+                continue
+            if retry_final(agent.deliverables_path, record, Path(agent.spec.workspace)):
+                with self.changed:
+                    agent.record = None
+                    agent.record_elsewhere = None
 
     def _summary(self, status: EndStatus, result_summary: str | None, error: str | None) -> str:
         """The summary an agent ending with ``status`` reports: for ends other than

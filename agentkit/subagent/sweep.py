@@ -11,7 +11,9 @@ conversations on one workspace never share a deliverables folder; and, for views
 that must change nothing (``agentkit show``, the conversation lists), what a row
 still saved as running is now (:func:`live_rows`): its record's counters and end,
 or :data:`agentkit.conversation.PROCESS_GONE` when its worker is gone; and whether
-a conversation's own process still holds it (:func:`conversation_held`).
+a conversation's own process still holds it (:func:`conversation_held`). A row
+that ended whose record is still saved running (its final write did not fit on a
+full disk) gets its record made final too (:func:`repair_ended_rows`).
 """
 
 from __future__ import annotations
@@ -22,11 +24,17 @@ from pathlib import Path
 from typing import Any
 
 from agentkit.conversation import PROCESS_GONE, SEED_COUNTERS, conversations_dir, utc_now
-from agentkit.subagent.record import FINAL_STATUSES, clean_temp_files, read_record, write_record
+from agentkit.subagent.finalise import write_end
+from agentkit.subagent.record import FINAL_STATUSES, _stored_head, clean_temp_files, read_record
 
 # Written into a record found "running" at the next start whose worker is gone.
 KILLED_ERROR = (
     "the agentkit process ended without stopping this sub-agent (killed); found at the next start"
+)
+# Written into a record found "running" at the next start whose row says it ended.
+UNWRITTEN_ERROR = (
+    "its final record could not be written when it ended (was the disk full?); "
+    "its end was written from the main conversation at the next start"
 )
 
 
@@ -75,11 +83,44 @@ def sweep_record(deliverables: Path, root: Path) -> dict[str, Any] | None:
         result_summary=KILLED_ERROR,
         error=KILLED_ERROR,
     )
-    try:
-        write_record(deliverables, record, root=root)
-    except OSError:
-        pass
+    write_end(deliverables, record, root)  # whole, or its end as a journal line
     return record
+
+
+def repair_ended_rows(workspace: Path, rows: list[Any]) -> list[dict[str, Any]]:
+    """Make final the records of the rows that ended (a final status in the
+    conversation file) but are still saved ``running`` with their worker gone: the
+    parent's final write did not fit (a full disk). The whole record the parent
+    wrote elsewhere (agentkit.subagent.record.fallback_record) is moved into place
+    when there is one; else the row's status and result_summary are written over
+    what the sub-agent saved last (nothing of it is dropped), with
+    :data:`UNWRITTEN_ERROR`. Returns the records repaired. Write errors leave them
+    for the next start."""
+    repaired: list[dict[str, Any]] = []
+    for row in rows:
+        folder = row.get("deliverables_dir") if isinstance(row, dict) else None
+        if row.get("status") not in FINAL_STATUSES or not isinstance(folder, str) or not folder:
+            continue
+        deliverables = workspace / folder
+        head = _stored_head(deliverables)  # a light look first: most records are final
+        if head is None or head.get("status") != "running":
+            continue
+        record = read_record(deliverables, workspace)
+        if record is None or record.get("sub_conversation_id") != row.get("sub_conversation_id"):
+            continue
+        if record.get("status") == "running":
+            if worker_alive(record):
+                continue
+            why = UNWRITTEN_ERROR
+            record.update(
+                status=row["status"],
+                completed_at=utc_now(),
+                result_summary=row.get("result_summary") or why,
+                error=why,
+            )
+        if write_end(deliverables, record, workspace):
+            repaired.append(record)
+    return repaired
 
 
 def sweep_rows(workspace: Path, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
