@@ -19,8 +19,10 @@ of exact names; anything else is a regular expression searched in the name (unan
 ``^write_file$`` for one tool). Tool events match the tool name, SubagentStart/Stop the
 profile name (``default`` without one), SessionStart its source (``startup``,
 ``resume``), SessionEnd its reason (``close``); UserPromptSubmit and Stop take no matcher.
-A handler is ``{"type": "command", "command": "...", "timeout": seconds}``; other types
-(``http``, ``prompt``, ``agent``, ``mcp_tool``) are refused rather than silently skipped.
+A handler is ``{"type": "command", "command": "...", "timeout": seconds}`` (read by a
+strict pydantic model: unknown keys refused, ``timeout`` a finite number of seconds above
+0 and at most ``MAX_SECONDS``); other types (``http``, ``prompt``, ``agent``,
+``mcp_tool``) are refused rather than silently skipped.
 """
 
 from __future__ import annotations
@@ -29,8 +31,12 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
+from annotated_types import Gt, Le
+from pydantic import BeforeValidator, Field, ValidationError
+
+from agentkit.configfile import StrictModel, field_error
 from agentkit.errors import ConfigFileError
 from agentkit.settings._types import MAX_SECONDS
 
@@ -63,7 +69,6 @@ TOOL_EVENTS = ("PreToolUse", "PostToolUse")
 
 _NO_MATCHER = ("UserPromptSubmit", "Stop")
 _NAMES = re.compile(r"^[A-Za-z0-9_\-\s,|]*$")
-_HANDLER_KEYS = {"type", "command", "timeout", "statusMessage"}
 
 
 class HookConfigError(ConfigFileError):
@@ -222,6 +227,28 @@ def _group(data: Any, where: str, source: str, keep_source: bool) -> HookGroup:
     )
 
 
+def _command(value: Any) -> Any:
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError("must be a non-empty command line")
+    return value
+
+
+def _seconds(value: Any) -> Any:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError("must be a number of seconds")  # not "5", not true
+    return value
+
+
+class _Handler(StrictModel):
+    """One handler as written; unknown keys, NaN and infinity refused."""
+
+    type: Literal["command"] = "command"
+    command: Annotated[str, BeforeValidator(_command)] = Field(default="", validate_default=True)
+    timeout: Annotated[float, BeforeValidator(_seconds), Gt(0), Le(MAX_SECONDS)] | None = None
+    statusMessage: str | None = None
+    source: str | None = None  # only in a worker's spec (keep_source)
+
+
 def _handler(data: Any, where: str, source: str, keep_source: bool) -> CommandHook:
     if not isinstance(data, dict):
         raise HookConfigError(
@@ -234,26 +261,14 @@ def _handler(data: Any, where: str, source: str, keep_source: bool) -> CommandHo
             f"{where}.type",
             f'{kind!r} hooks are not supported; agentkit runs "command" hooks',
         )
-    extra = set(data) - _HANDLER_KEYS - ({"source"} if keep_source else set())
-    if extra:
-        raise HookConfigError(source, where, f"unknown key(s) {', '.join(sorted(extra))}")
-    command = data.get("command")
-    if not isinstance(command, str) or not command.strip():
-        raise HookConfigError(source, f"{where}.command", "must be a non-empty command line")
-    timeout = data.get("timeout")
-    if timeout is not None and (
-        isinstance(timeout, bool)
-        or not isinstance(timeout, (int, float))
-        or not 0 < timeout <= MAX_SECONDS  # also NaN; JSON's Infinity and 1e309 are inf
-    ):
-        raise HookConfigError(
-            source,
-            f"{where}.timeout",
-            f"must be a finite number of seconds above 0, at most {MAX_SECONDS:g} "
-            f"(got {timeout!r})",
-        )
-    origin = str(data.get("source") or source) if keep_source else source
-    return CommandHook(command, float(timeout) if timeout is not None else None, origin)
+    if "source" in data and not keep_source:
+        raise HookConfigError(source, f"{where}.source", "unknown key")
+    try:
+        spec = _Handler.model_validate(data)
+    except ValidationError as exc:
+        error = field_error(exc, source, HookConfigError, _Handler)
+        raise HookConfigError(source, f"{where}.{error.field}", error.message) from None
+    return CommandHook(spec.command, spec.timeout, spec.source or source)
 
 
 def hook_files(state_dir: Path, user_dir: Path) -> list[Path]:
