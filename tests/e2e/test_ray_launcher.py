@@ -275,3 +275,104 @@ def test_a_sub_agent_started_while_an_actor_is_released_waits_for_it(
     assert statuses == {"completed"}
     assert actors[0] == actors[1] == actors[2]
     assert hosts == 1
+
+
+def pool_of(agent: Agent) -> Any:
+    """The Ray host pool the agent's launcher joined."""
+    return agent.manager.launcher._pool
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+@pytest.mark.timeout(300)  # five cold actors on two busy cores
+def test_a_second_batch_of_five_finds_five_warm_actors_with_the_default_pool(
+    workspace: Path, cluster: Any
+) -> None:
+    """Regression (issue 31): with the default pool (ray_pool_size 2) only two of the
+    five actors a batch of five background sub-agents (the seed's limit) used stayed
+    warm, so the next batch started three cold ones (1.6 s each against 0.23 s
+    locally). Counted by the pool's own counter of started actors."""
+    subs = {i: [finish(f"agent {i} done")] for i in range(1, 11)}
+    with (
+        FakeOpenAIServer(Router(main=["unused"], subs=subs)) as server,
+        Agent(workspace=workspace, settings=ray_settings(server, cluster)) as agent,
+    ):
+        manager = agent.manager
+
+        def batch(ids: range) -> set[Any]:
+            for i in ids:
+                manager.create(agent_id=i, summary=f"s{i}", task="t", run_in_background=True)
+            assert wait_until(lambda: all(manager.agents[i].done.is_set() for i in ids), 120)
+            return {manager.agents[i].handle.actor._actor_id for i in ids}
+
+        def all_idle() -> bool:  # every actor of the batch is warm and back in the pool
+            hosts = pool_of(agent).hosts()
+            return len(hosts) == 5 and all(h.is_warm() and not h.busy for h in hosts)
+
+        batch(range(1, 6))
+        kept = wait_until(all_idle, timeout=60)
+        started, waited = pool_of(agent).started, pool_of(agent).waited
+        warm = {h.actor._actor_id for h in pool_of(agent).hosts()}
+        second = batch(range(6, 11))
+        started_after, waited_after = pool_of(agent).started, pool_of(agent).waited
+        statuses = {a.status for a in manager.agents.values()}
+    assert statuses == {"completed"}
+    assert kept, "the pool did not keep the five actors warm"
+    assert started == started_after == 5  # no cold start in the second batch
+    assert waited_after == waited  # each of the five found a warm actor at once
+    assert second <= warm  # the second batch ran on the actors the first one left
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+@pytest.mark.timeout(300)  # five cold actors on two busy cores
+def test_a_pool_larger_than_the_cluster_never_leaves_a_sub_agent_without_a_record(
+    workspace: Path, cluster: Any
+) -> None:
+    """Regression (issue 31): with ray_pool_size 5 on the two-node cluster (2 CPUs a
+    node, 1 per sub-agent) the fifth sub-agent of a batch got an actor that could
+    not be placed, and waited with no record at all until an idle actor ended (five
+    minutes); the next batch stalled the same way. Now it waits for the first free
+    actor, its record and status say it waits for cluster resources, its timeout
+    runs, and the next batch runs on the actors the first one left warm."""
+    release = threading.Event()
+
+    def held(request: dict[str, Any]) -> Any:
+        release.wait(120)  # busy (its CPU held) until the test lets it finish
+        return finish("held agent done")
+
+    subs: dict[int, list[Any]] = {i: [held] for i in range(1, 5)}
+    subs.update({i: [finish(f"agent {i} done")] for i in range(5, 11)})
+    with FakeOpenAIServer(Router(main=["unused"], subs=subs)) as server:
+        settings = ray_settings(server, cluster, ray_num_cpus=1, ray_pool_size=5)
+        with Agent(workspace=workspace, settings=settings) as agent:
+            manager = agent.manager
+            for i in range(1, 5):
+                manager.create(agent_id=i, summary=f"s{i}", task="t", run_in_background=True)
+            assert wait_until(lambda: server.requests and len(server.requests) >= 4, 120)
+            manager.create(
+                agent_id=5, summary="s5", task="t", run_in_background=True, timeout_seconds=5
+            )
+            record_path = workspace / "sub_agent_results/agent_5/.subagent/conversations.json"
+            waiting = json.loads(record_path.read_text()) if record_path.exists() else {}
+            fifth = manager.agents[5]
+            said = wait_until(lambda: "cluster resources" in fifth.last_action, 30)
+            timed_out = wait_until(fifth.done.is_set, 60)
+            final = json.loads(record_path.read_text())
+            release.set()
+            assert wait_until(lambda: all(manager.agents[i].done.is_set() for i in range(1, 5)), 60)
+            for i in range(6, 11):  # the next batch: four actors placed, one not
+                manager.create(agent_id=i, summary=f"s{i}", task="t", run_in_background=True)
+            assert wait_until(lambda: all(a.done.is_set() for a in manager.agents.values()), 120)
+            statuses = {i: a.status for i, a in manager.agents.items()}
+            asked = {who(r) for r in server.requests}
+    assert waiting.get("status") == "running", waiting
+    assert "Waiting for Ray cluster resources" in waiting.get("waiting_for", ""), waiting
+    assert said and timed_out
+    assert fifth.status == "timeout" and final["status"] == "timeout"
+    assert statuses == {
+        **dict.fromkeys(range(1, 5), "completed"),
+        5: "timeout",
+        **dict.fromkeys(range(6, 11), "completed"),
+    }
+    assert 5 not in asked  # it never ran: no actor was free before its timeout

@@ -145,7 +145,7 @@ class RayWorker:
     def begin(self) -> None:
         """Wait for the pool's host, then :meth:`attach` and learn where the worker
         runs (a thread's job: see RayLauncher.start)."""
-        self.ticket.filled.wait()
+        self.pool.wait(self.ticket)
         if self.attach():
             self.endpoint.note(STARTING)  # no longer waiting (until its first own progress)
             self._placement()  # asked later, a killed actor is mute
@@ -175,6 +175,7 @@ class RayWorker:
 
     def _placement(self) -> tuple[str, int | None]:
         with self._where_lock:
+            self.ticket.filled.wait(CALL_TIMEOUT)  # a waiting sub-agent runs nowhere yet
             if self._where is None and self.host is not None:
                 self._where = self._call("where") or ("", None)
             return self._where or ("", None)
@@ -227,6 +228,7 @@ class RayWorker:
         """Kill the worker and its marked processes on its node (a sub-agent still
         waiting for a host stops waiting); the actor then goes back to the pool (or
         ends)."""
+        self.endpoint.stop()  # ended on purpose: no failure to report, even without a host
         if not self._ended and self.pool.cancel(self.ticket) is not None:
             code = self._call("kill", grace, timeout=grace + CALL_TIMEOUT)
             if code is not None:

@@ -14,20 +14,16 @@ one starts a sub-agent in tens of milliseconds.
   sub-agents as ran at once (the seed's limit: five) finds them all warm. 0: one
   fresh actor per sub-agent, ended with it.
 - Idle time (``Settings.ray_pool_idle_seconds``): an actor unused that long ends.
-- A sub-agent asks with a :class:`Ticket` (:meth:`HostPool.request`) and is given a
-  warm idle actor (on the node running the fewest of this pool's sub-agents) the
-  moment one exists: at once, when an actor finishes warming up, or when another
-  sub-agent's actor is released. It is never bound to an actor that is still being
-  placed, so an actor the cluster cannot place (no CPUs left: the others hold them)
-  never holds a sub-agent while another actor is idle. A new actor is started for a
-  waiting sub-agent unless one is already starting for it, or one being released
-  (its sub-agent just ended: free in tens of milliseconds) is there to wait for, up
-  to RELEASE_WAIT s: waiting beats starting, since a new actor costs about 2 s of
-  CPU on a node whose sub-agents are running (benchmarks/ray_launcher.py).
-- Room: while a sub-agent of one pool waits and the cluster lacks the resources for
-  its actor, the idle actors of the process's other pools give way (end) one per
-  waiting sub-agent, so idle actors beyond what the cluster can place never starve
-  a sub-agent.
+- A sub-agent asks with a :class:`Ticket` (:meth:`HostPool.request`) and gets the
+  first warm idle actor (on the node running the fewest of this pool's sub-agents):
+  at once, when one finishes warming up, or when one is released. It is never bound
+  to an actor not yet placed, so one the cluster cannot place (no CPUs left) never
+  holds it while another is idle. A new actor starts for a waiting sub-agent unless
+  one is starting for it, or one being released (free in tens of milliseconds) is
+  there to wait for, up to RELEASE_WAIT s: a new actor costs about 2 s of CPU on a
+  node whose sub-agents run (benchmarks/ray_launcher.py).
+- Room: while a sub-agent waits long and the cluster lacks the resources for its
+  actor, idle actors of the process's other pools give way (end), one per waiter.
 - An actor that dies (its node, Ray) is seen at once (each holds a ``live`` call
   open), dropped and replaced; a sub-agent it was running fails through its
   channel, naming the reason (agentkit.subagent.launchers.ray_channel).
@@ -58,6 +54,8 @@ RELEASE_TIMEOUT = 30.0
 WATCH_EVERY = 1.0
 # Seconds a sub-agent waits for an actor being released before a new one is started.
 RELEASE_WAIT = 5.0
+# Seconds between a waiting sub-agent's looks at the actors warming up.
+WAIT_STEP = 0.2
 # Seconds a sub-agent waits for an actor before other pools' idle actors give way
 # (when the cluster lacks room): an actor starting normally is warm well before.
 GIVE_WAY_AFTER = 10.0
@@ -187,6 +185,20 @@ class HostPool:
                 self.waited += 1
         return ticket
 
+    def wait(self, ticket: Ticket) -> None:
+        """Block until ``ticket`` is filled (or cancelled), watching the actors still
+        warming up meanwhile, so the sub-agent takes one the moment it is warm (the
+        pool's watcher sees it too, but only every WATCH_EVERY s when it is new)."""
+        while not ticket.filled.is_set():
+            with self._lock:
+                refs = [h.ready for h in self._hosts if not h.node_id and not h.failed]
+            done = ray.wait(refs, num_returns=1, timeout=WAIT_STEP)[0] if refs else []
+            if done:
+                with self._lock:
+                    self._serve()  # finds it warm (is_warm)
+            else:
+                ticket.filled.wait(0 if refs else WAIT_STEP)
+
     def cancel(self, ticket: Ticket, why: str = "the sub-agent ended") -> Host | None:
         """Withdraw ``ticket``: returns its host when it was filled meanwhile (give it
         back with :meth:`give_back`), else None (it will never be filled)."""
@@ -251,7 +263,7 @@ class HostPool:
             clean = False
         with self._lock:
             host.releasing = False
-            if clean and not self._closed and host in self._hosts:
+            if clean and self.keep and not self._closed and host in self._hosts:
                 host.busy, host.idle_since = False, time.monotonic()
                 self._serve()  # a waiting sub-agent takes it at once
                 if not host.busy and sum(1 for h in self._hosts if not h.busy) > self.keep:
