@@ -11,7 +11,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from subagent_helpers import SUB_SYSTEM_STARTS, Router, call, calls, finish, scripted_settings, who
+from subagent_helpers import (
+    SUB_SYSTEM_STARTS,
+    Router,
+    call,
+    calls,
+    finish,
+    scripted_settings,
+    wait_until,
+    who,
+)
 
 from agentkit.chat import Session
 from agentkit.policy.approvals import ApprovalPolicy
@@ -134,12 +143,15 @@ def test_continue_builds_the_system_prompt_afresh(workspace: Path) -> None:
             session.send("写报告")
             assert session.wait_idle(30)
             record_file = workspace / "sub_agent_results/agent_1/.subagent/conversations.json"
+            folder = record_file.parent.parent
+            # The parent writes the final record last: forge what it wrote, not before.
+            assert wait_until(lambda: (read_record(folder) or {}).get("status") == "completed")
             record = json.loads(record_file.read_text())
             original = record["messages"][0]["content"]
             assert original.startswith(SUB_SYSTEM_STARTS)
             record["messages"][0]["content"] = original + FORGED  # its time kept, too
             record_file.write_text(json.dumps(record, ensure_ascii=False))
-            saved = read_record(record_file.parent.parent)
+            saved = read_record(folder)
             assert saved is not None and saved["messages"][0]["content"].endswith(FORGED)
             assert session.continue_subagent(1, "再加一节结论")["success"] is True
             assert session.wait_idle(30)

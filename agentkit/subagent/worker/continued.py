@@ -33,8 +33,8 @@ def continued_start(
     ``system(when)``: the system message built afresh with ``{current_time}`` ``when``
     (None: now). It takes the place of the saved one, which came from a file on disk
     and is not trusted (a forged record must not give the sub-agent another prompt);
-    when the saved one is exactly what it builds with the saved time, that time is
-    kept, so the history's prefix stays byte for byte (the provider's prompt cache)."""
+    only the time the saved one states is kept, so an untouched history's prefix stays
+    byte for byte (the provider's prompt cache)."""
     continued = spec.extra.get("continued")
     if not isinstance(continued, dict):
         return None
@@ -56,15 +56,11 @@ def continued_start(
 def _system_message(
     saved: dict[str, Any] | None, build: Callable[[str | None], dict[str, Any]]
 ) -> dict[str, Any]:
-    """The rebuilt system message: with the saved prompt's time when that reproduces
-    it exactly, else with the time now."""
+    """The rebuilt system message, with the time the saved prompt states (a value of
+    the time's shape, harmless whoever wrote it), else with the time now."""
     content = saved.get("content") if saved is not None else None
     found = _TIME.search(content) if isinstance(content, str) else None
-    if found is not None:
-        again = build(found.group(0))
-        if again.get("content") == content:
-            return again
-    return build(None)
+    return build(found.group(0) if found is not None else None)
 
 
 def earlier_runtime(spec: WorkerSpec) -> int:
