@@ -46,7 +46,14 @@ from agentkit.jsonfile import parse_json
 JOURNAL_FILE = "conversations.journal"
 JOURNAL_VERSION = 1
 
-__all__ = ["JOURNAL_FILE", "append_end", "apply_journal", "drop_journal", "read_journal"]
+__all__ = [
+    "JOURNAL_FILE",
+    "append_end",
+    "apply_journal",
+    "drop_journal",
+    "journal_ends",
+    "read_journal",
+]
 
 
 def read_journal(record_file: Path) -> bytes | None:
@@ -102,6 +109,23 @@ def append_end(record_file: Path, root: Path, stored: dict[str, Any], head: dict
                 raise
         finally:
             os.close(fd)
+
+
+def journal_ends(record_file: Path) -> bool:
+    """Whether the journal beside ``record_file`` ends with a line giving the record
+    a status (an end :func:`append_end` wrote; the worker's lines never change it).
+    Reads only the journal's last 64 KiB; False when there is none."""
+    try:
+        with open(record_file.with_name(JOURNAL_FILE), "rb") as handle:
+            size = handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, size - 65536))
+            tail = handle.read()
+    except OSError:
+        return False
+    lines = tail.split(b"\n")
+    line = _parse(lines[-2]) if len(lines) > 1 else None
+    head = line.get("head") if line is not None else None
+    return isinstance(head, dict) and head.get("status") not in (None, "running")
 
 
 def _dumps(value: Any) -> bytes:

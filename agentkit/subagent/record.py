@@ -39,7 +39,13 @@ from agentkit.confined import list_files, open_folder
 from agentkit.conventions.gather import record_metadata
 from agentkit.conversation import state_path, utc_now
 from agentkit.jsonfile import read_json, write_json_atomic
-from agentkit.subagent.journal import JOURNAL_FILE, apply_journal, drop_journal, read_journal
+from agentkit.subagent.journal import (
+    JOURNAL_FILE,
+    apply_journal,
+    drop_journal,
+    journal_ends,
+    read_journal,
+)
 from agentkit.subagent.transcript import TranscriptWriter
 
 try:
@@ -233,10 +239,7 @@ def _stored_head(deliverables: Path) -> dict[str, Any] | None:
         runs = _RUNS.search(head, match.end(), cut)
         if runs is not None:
             head_fields["runs"] = int(runs.group(1))
-        if (
-            match.group(1) != "running"
-            or not record_path(deliverables).with_name(JOURNAL_FILE).exists()
-        ):
+        if match.group(1) != "running" or not journal_ends(record_path(deliverables)):
             return head_fields
     return read_record(deliverables)  # a journal line may have ended it (finalise)
 
