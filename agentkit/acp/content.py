@@ -20,10 +20,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
+from agentkit.errors import AgentkitError
+
 __all__ = ["PromptError", "prompt_text"]
 
 
-class PromptError(ValueError):
+class PromptError(AgentkitError, ValueError):
     """A prompt agentkit cannot take (its message says which block and why)."""
 
 

@@ -17,6 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from agentkit.errors import AgentkitError
+
 if TYPE_CHECKING:
     from agentkit.chat import Session, Workspace
 
@@ -58,7 +60,7 @@ def message_text(line: str) -> str | None:
     return None if line.startswith("/") else line
 
 
-class CommandError(Exception):
+class CommandError(AgentkitError):
     """A command that cannot run: unknown, a missing or bad argument, an unknown id
     (one line; the chat goes on)."""
 

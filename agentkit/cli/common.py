@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentkit.cli.safe_text import json_line, terminal_safe
+from agentkit.errors import AgentkitError
 
 if TYPE_CHECKING:
     from agentkit.settings import Settings
@@ -58,7 +59,7 @@ them the process exits at once (128 + the first signal)."""
 HANDLED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
-class UsageError(Exception):
+class UsageError(AgentkitError):
     """A usage or configuration problem: one line on stderr, exit 2."""
 
 

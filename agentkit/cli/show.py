@@ -19,12 +19,13 @@ from agentkit.conversation import (
     SEED_COUNTERS,
     conversations_dir,
 )
+from agentkit.errors import AgentkitError
 from agentkit.subagent.record import fallback_path, list_deliverables, load_record, record_path
 from agentkit.subagent.reuse import earlier_folder
 from agentkit.subagent.sweep import conversation_held, live_rows
 
 
-class InspectError(Exception):
+class InspectError(AgentkitError):
     """Nothing to show: no conversation yet, unknown id, unreadable file (one-line message)."""
 
 

@@ -30,6 +30,7 @@ from agentkit.cli.common import Signals, way_back
 from agentkit.cli.paste import typed_runs_as_paste
 from agentkit.cli.safe_text import terminal_safe
 from agentkit.cli.terminal_view import TerminalView, render_markdown, style
+from agentkit.errors import AgentkitError
 
 if TYPE_CHECKING:
     from agentkit.chat import Session, Workspace
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
 __all__ = ["TerminalChat", "render_markdown"]
 
 
-class _Leave(Exception):
+class _Leave(AgentkitError):
     """Raised out of the prompt when a signal ends the chat."""
 
 

@@ -24,6 +24,7 @@ import threading
 from collections.abc import Iterable
 from pathlib import Path
 
+from agentkit.errors import AgentkitError
 from agentkit.settings import user_config_dir  # the folder of the user's AGENTS.md and skills
 
 log = logging.getLogger("agentkit")
@@ -44,7 +45,7 @@ MAX_FILE_BYTES = 1024 * 1024
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
-class ConventionFileError(ValueError):
+class ConventionFileError(AgentkitError, ValueError):
     """A convention file that cannot be used; the message says why (one line)."""
 
 

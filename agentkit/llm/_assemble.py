@@ -1,12 +1,11 @@
 """Folding a streamed or whole Chat Completions reply into one AssistantTurn.
 
-Rules R5-R8, S*, T4, F1-F4 and E4 of docs/providers.md: choices
-may be empty, null or lack ``delta``; usage comes from the last chunk that has it,
-else from ``choices[i].usage``; reasoning is ``reasoning_content`` or ``reasoning``;
-tool calls decide the outcome, not ``finish_reason``; ``length`` and
+Choices may be empty, null or lack ``delta``; usage comes from the last chunk that
+has it, else from ``choices[i].usage``; reasoning is ``reasoning_content`` or
+``reasoning``; tool calls decide the outcome, not ``finish_reason``; ``length`` and
 ``content_filter`` override tool calls; a stream without a finish_reason failed;
 text arrives in fragments kept compactly (``_pieces``); JSON nesting is bounded
-(T6, ``_json``).
+(``_json``). docs/providers.md §1 maps its rules to these functions.
 """
 
 from __future__ import annotations
@@ -80,15 +79,15 @@ class RawTurn:
         self, event: str | None, payload: str, on_text: Callable[[str], None] | None
     ) -> None:
         """Apply one SSE event (its ``event:`` name and ``data:`` text). Raises LLMError
-        for in-band errors and undecodable data (R2)."""
+        for in-band errors and undecodable data."""
         if self.done:
-            return  # R5: the caller drains to EOF, but nothing after [DONE] counts
+            return  # the caller drains to EOF, but nothing after [DONE] counts
         if payload.strip() == "[DONE]":
             self.done = True
             return
         try:
             chunk = loads(payload, REPLY_MAX_DEPTH)
-        except ValueError as exc:  # also JSONTooDeep (T6)
+        except ValueError as exc:  # also JSONTooDeep: nesting too deep to parse safely
             if "\n" in payload:  # data lines without blank lines between them
                 for line in payload.split("\n"):
                     if line.strip():
@@ -104,7 +103,7 @@ class RawTurn:
         self.apply_chunk(chunk, on_text)
 
     def apply_chunk(self, chunk: Any, on_text: Callable[[str], None] | None) -> None:
-        """Apply one decoded stream chunk. Raises LLMError for an in-band error (R2)."""
+        """Apply one decoded stream chunk. Raises LLMError for an in-band error."""
         if not isinstance(chunk, dict):
             if isinstance(chunk, list) and any(
                 isinstance(i, dict) and i.get("error") for i in chunk
@@ -134,7 +133,7 @@ class RawTurn:
             )
         choices = body.get("choices")
         if body.get("error") and not choices:
-            raise classify(200, body)  # OpenRouter / vLLM: HTTP 200 carrying an error (R6)
+            raise classify(200, body)  # OpenRouter / vLLM: HTTP 200 carrying an error
         if not choices or not isinstance(choices, list):
             raise LLMError(
                 "server_error", "the server's reply has no choices", status=200, retryable=True
@@ -185,11 +184,11 @@ class RawTurn:
             legacy = delta.get("function_call")
             if isinstance(legacy, dict):
                 # llama-cpp-python sends each call in both fields: the legacy one is the
-                # same call, so it counts only when tool_calls never came (rule S8).
+                # same call, so it counts only when tool_calls never came.
                 self.legacy.add({"index": 0, "function": legacy})
         usage = choice.get("usage")
         if isinstance(usage, dict):
-            self.choice_usage = usage  # Moonshot puts usage inside the choice (R7)
+            self.choice_usage = usage  # Moonshot puts usage inside the choice
         results = choice.get("content_filter_results")
         if isinstance(results, dict) and any(
             isinstance(v, dict) and v.get("filtered") for v in results.values()
@@ -217,9 +216,10 @@ def build_turn(
     """Normalise ``raw`` into an AssistantTurn, or raise the LLMError it amounts to.
 
     Raises:
-        LLMError: ``server_error`` for finish_reason ``network_error``/``error`` (F2),
-            ``incomplete_stream`` for a stream without finish_reason (R3),
-            ``truncated_tool_call`` when tool calls were cut off (T4, F3). For these,
+        LLMError: ``server_error`` for finish_reason ``network_error``/``error``,
+            ``incomplete_stream`` for a stream without finish_reason,
+            ``truncated_tool_call`` when tool calls were cut off (also when
+            finish_reason is ``length``, which overrides the calls). For these,
             ``code`` holds the raw finish_reason.
     """
     _raise_failed_finish(raw.finish, streamed, diagnostics)
@@ -258,15 +258,15 @@ def build_turn(
         broken = any(call.error for call in calls)
         if turn.finish_reason == "length" or truncated or (hit_limit and broken):
             raise _truncated(turn)
-        turn.finish_reason = "tool_calls"  # F1: calls decide, whatever finish_reason said
+        turn.finish_reason = "tool_calls"  # complete calls decide, whatever finish_reason said
     elif text_fallback and content and tools and turn.finish_reason == "stop":
         _read_text_calls(turn, tools)
     return turn
 
 
 def _raise_failed_finish(raw_finish: str | None, streamed: bool, diagnostics: str) -> None:
-    """Raise the LLMError of a reply that failed by its finish_reason (F2) or by
-    ending without one (R3)."""
+    """Raise the LLMError of a reply that failed by its finish_reason or by ending
+    without one."""
     if raw_finish in _FAILED_FINISH:
         raise LLMError(
             "server_error",
@@ -284,17 +284,17 @@ def _raise_failed_finish(raw_finish: str | None, streamed: bool, diagnostics: st
 
 
 def _finish_reason(raw: RawTurn) -> str:
-    """The normalised finish_reason (F2); a filtered reply is ``content_filter``."""
+    """The normalised finish_reason; a filtered reply is ``content_filter``."""
     if raw.filtered is not None:
         return "content_filter"
     finish = _FINISH_ALIASES.get(raw.finish or "stop", raw.finish or "stop")
     if finish not in ("stop", "length", "tool_calls", "content_filter"):
-        return "stop"  # unknown values: keep raw, treat as stop (F2)
+        return "stop"  # unknown values: keep raw, treat as stop
     return finish
 
 
 def _truncated(turn: AssistantTurn) -> LLMError:
-    """The ``truncated_tool_call`` error of a turn whose calls were cut off (T4),
+    """The ``truncated_tool_call`` error of a turn whose calls were cut off,
     carrying the turn with every call marked unusable as ``error.turn``."""
     names = ", ".join(call.name or "?" for call in turn.tool_calls)
     error = LLMError(
@@ -318,7 +318,7 @@ def _truncated(turn: AssistantTurn) -> LLMError:
 
 
 def _read_text_calls(turn: AssistantTurn, tools: list[dict[str, Any]]) -> None:
-    """X1: tool calls the model wrote in its text become the turn's calls."""
+    """Tool calls the model wrote in its text (opt-in fallback) become the turn's calls."""
     offered = {t.get("function", {}).get("name") for t in tools if isinstance(t, dict)}
     found, remaining = _text_toolcalls.extract(turn.content or "", {n for n in offered if n})
     if not found:
@@ -405,7 +405,7 @@ def decode_body(content: bytes) -> Any:
     """Decode a whole JSON body; LLMError (retryable server_error) when it is not JSON."""
     try:
         return loads(content, REPLY_MAX_DEPTH)
-    except ValueError as exc:  # also JSONTooDeep (T6)
+    except ValueError as exc:  # also JSONTooDeep: nesting too deep to parse safely
         text = content.decode("utf-8", "replace")
         raise LLMError(
             "server_error",

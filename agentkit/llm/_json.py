@@ -15,6 +15,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from agentkit.errors import AgentkitError
+
 #: Levels of arrays and objects accepted in tool-call arguments (rarely more than five).
 MAX_DEPTH = 100
 #: Levels accepted in a whole stream event or body: the arguments' limit plus room for
@@ -22,7 +24,7 @@ MAX_DEPTH = 100
 REPLY_MAX_DEPTH = MAX_DEPTH + 20
 
 
-class JSONTooDeep(ValueError):
+class JSONTooDeep(AgentkitError, ValueError):
     """JSON nested deeper than a limit of levels (a ValueError)."""
 
     def __init__(self, max_depth: int = MAX_DEPTH) -> None:

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from agentkit import tracing
+from agentkit.errors import AgentkitError
 from agentkit.mcp.config import MCPServer
 from agentkit.process.redact import remember, scrub_error
 from agentkit.process.secrets import is_secret_var, scrub_env
@@ -51,7 +52,7 @@ CLOSE_TIMEOUT = 6.0
 stdin closes, then SIGTERM, 2 s, SIGKILL)."""
 
 
-class MCPFailure(Exception):
+class MCPFailure(AgentkitError):
     """An MCP server could not be reached or answered with a protocol error; the message
     is one line for the model and the log, scrubbed of known secrets (a server may
     echo its environment: agentkit.process.redact)."""

@@ -14,6 +14,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
+from agentkit.errors import AgentkitError
+
 __all__ = ["SEND_TIMEOUT", "Channel", "ChannelClosed", "Endpoint"]
 
 SendT = TypeVar("SendT")
@@ -33,7 +35,7 @@ class Endpoint(Protocol):
     def close(self) -> None: ...
 
 
-class ChannelClosed(Exception):
+class ChannelClosed(AgentkitError):
     """The other end is gone (its process died or closed the link)."""
 
 

@@ -34,6 +34,7 @@ from typing import Any
 
 from agentkit.confined import folder as confined_folder
 from agentkit.confined import open_folder, write_bytes_atomic
+from agentkit.errors import AgentkitError
 from agentkit.process.tree import process_alive
 
 try:
@@ -69,7 +70,7 @@ class FolderOwner:
         return cls(os.getpid(), started, conversation_id, agent_id)
 
 
-class FolderBusy(Exception):
+class FolderBusy(AgentkitError):
     """Another live sub-agent holds the folder, or one inside or around it.
 
     ``owner``: who, as its owner file says (None when the holder is in a nested

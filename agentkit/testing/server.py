@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from agentkit.errors import AgentkitError
 from agentkit.testing._http import Exchange, LoopbackServer
 from agentkit.testing._replies import DUMP, Shaped, raw_body, raw_events
 
@@ -118,7 +119,7 @@ class RecordedRequest:
     raw_body: bytes = b""
 
 
-class ScriptExhausted(RuntimeError):
+class ScriptExhausted(AgentkitError, RuntimeError):
     """A ScriptedModel was asked for more replies than it was given."""
 
 

@@ -21,7 +21,7 @@ from starlette.routing import BaseRoute, Route
 from agentkit.chat import Session, Workspace
 from agentkit.chat.store import clean_title, default_title, load_conversation
 from agentkit.conversation import Conversation
-from agentkit.errors import Cancelled, ConfigurationError, WorkspaceFull
+from agentkit.errors import AgentkitError, Cancelled, ConfigurationError, WorkspaceFull
 from agentkit.jsonfile import has_lone_surrogate, loads_strict
 from agentkit.settings import Settings
 from agentkit.subagent.sweep import conversation_held, live_rows
@@ -38,7 +38,7 @@ MAX_BODY = 1_000_000
 anything is read, and a body without one is refused as soon as it grows past it."""
 
 
-class ApiError(Exception):
+class ApiError(AgentkitError):
     """An error answered as ``{"error": message}`` with ``status``."""
 
     def __init__(self, status: int, message: str) -> None:

@@ -17,7 +17,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from agentkit.errors import ToolError
+from agentkit.errors import AgentkitError, ToolError
 from agentkit.settings import Settings
 from agentkit.tools.base import ToolContext
 from agentkit.tools.paths import check_links, resolve_path
@@ -31,7 +31,7 @@ MAX_FILES = 2000
 RECORD_DIR = ".subagent"
 
 
-class ViewError(Exception):
+class ViewError(AgentkitError):
     """A refused or failed view: ``status`` is the HTTP status to answer with."""
 
     def __init__(self, status: int, message: str) -> None:

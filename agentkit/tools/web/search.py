@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 from urllib.parse import parse_qs, urlsplit, urlunsplit
 
-from agentkit.errors import ToolError
+from agentkit.errors import AgentkitError, ToolError
 
 MAX_RESULTS_CAP = 20
 SNIPPET_CHARS = 300
@@ -59,7 +59,7 @@ class SearchProvider(Protocol):
         ...
 
 
-class SearchProviderError(Exception):
+class SearchProviderError(AgentkitError):
     """A provider failure with a reason for the model.
 
     Attributes:
@@ -122,7 +122,7 @@ def clean_hits(hits: list[SearchHit], max_results: int) -> list[SearchHit]:
     return out
 
 
-class _Abandoned(Exception):
+class _Abandoned(AgentkitError):
     pass
 
 
