@@ -6,7 +6,7 @@ stream) cannot notice a ``threading.Event``, nor a clock. So LLMClient records t
 sockets its HTTP client opens (httpcore's ``trace`` request extension reports each
 new connection) and a shared watchdog thread, polling the requests in flight every
 :data:`POLL_INTERVAL` seconds, shuts those sockets down when a request's cancel event
-is set or its deadline (``Settings.request_total_timeout``, docs/providers.md R4) has
+is set or its deadline (``Settings.request_total_timeout``) has
 passed: the blocked read fails at once and LLMClient turns that into
 :class:`agentkit.errors.Cancelled` or a ``timeout``. The watchdog exits after
 :data:`IDLE_EXIT` seconds without work.

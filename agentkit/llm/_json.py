@@ -1,4 +1,4 @@
-"""Parsing JSON that a model server sent, with its nesting bounded (docs/providers.md T6).
+"""Parsing JSON that a model server sent, with its nesting bounded.
 
 ``json.loads`` recurses once per level: 10,000 nested brackets in a model's
 tool-call arguments raised ``RecursionError``, which no ``except ValueError``

@@ -216,7 +216,7 @@ def _cut_call(content: str, names: set[str]) -> ToolCall | None:
 
 def _stray_call(content: str) -> ToolCall | None:
     """A JSON object with a string ``name`` that names no offered tool, or one nested
-    too deeply to read (T6), as an erroneous call."""
+    too deeply to read, as an erroneous call."""
     text = content.strip()
     if not (text.startswith("{") and text.endswith("}")):
         return None

@@ -1,4 +1,4 @@
-"""When to retry a failed model request, and how long to wait first (docs/providers.md E2).
+"""When to retry a failed model request, and how long to wait first.
 
 One rule for every transient failure (5xx, 429, timeouts, refused or dropped
 connections, broken streams, in-band stream errors, empty replies): at most
@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 from agentkit.errors import LLMError
 from agentkit.settings import Settings
 
-#: Kinds retried at most this many times, within the rule above (R3, T4, F4): a
+#: Kinds retried at most this many times, within the rule above: a
 #: broken stream and a cut-off call once, an empty reply twice (the second time
 #: without streaming).
 RETRY_LIMITS = {"incomplete_stream": 1, "truncated_tool_call": 1, "empty_response": 2}
-#: Kinds retried at most once whatever ``max_retries`` says (docs/providers.md R3 and T4).
+#: Kinds retried at most once whatever ``max_retries`` says (a broken stream, a cut-off call).
 ONCE_ONLY_KINDS = frozenset(kind for kind, limit in RETRY_LIMITS.items() if limit == 1)
 #: Kinds of a model outage (the server failing, slow or gone): their give-up message
 #: says how long the server kept failing.

@@ -1,7 +1,7 @@
 """A small, tolerant server-sent-events line parser for Chat Completions streams.
 
 Follows the SSE framing (``field: value`` lines, a blank line ends an event) with the
-leniency real servers need (docs/providers.md rule R4): comment
+leniency real servers need: comment
 lines (``: keep-alive``, ``: OPENROUTER PROCESSING``) and blank lines are skipped,
 ``\\r\\n`` endings are accepted, and lines that are not SSE fields at all (llama.cpp's
 ``error: {...}``) are kept in :attr:`SSEParser.unknown_lines` for the error message

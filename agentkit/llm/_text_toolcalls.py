@@ -1,4 +1,4 @@
-"""Opt-in fallback: tool calls that a model wrote as text (rule X1).
+"""Opt-in fallback: tool calls that a model wrote as text.
 
 Some local models put the call in ``content`` as their chat template taught them:
 ``<tool_call>{...}</tool_call>`` (Hermes, Qwen), ``<function=NAME>...</function>``
@@ -7,7 +7,7 @@ Some local models put the call in ``content`` as their chat template taught them
 (docs/providers.md cases 60, 61). Only names of offered tools with
 parseable arguments are accepted; a fenced or bare object must be the whole content
 or its last block, so quoted examples in prose are left alone. JSON nested deeper
-than ``_json.MAX_DEPTH`` is not read as a call (rule T6).
+than ``_json.MAX_DEPTH`` is not read as a call.
 """
 
 from __future__ import annotations

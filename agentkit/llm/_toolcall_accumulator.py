@@ -1,14 +1,13 @@
 """Assembling tool calls from streamed deltas and parsing their arguments.
 
-Rules S1-S10, T1-T3 and T6 of docs/providers.md: slots keyed by
-``index`` when present; ids and names set only from non-empty values (names
-assigned, never appended); a new call at a reused index (Ollama, Gemini) or without
-any index (Moonshot); whole calls in one delta; ids minted for calls without one;
-unknown per-call fields kept; ids made unique within the turn (S9); arguments
-accepted as object, string or double-encoded string; only unambiguous repairs
+Slots are keyed by ``index`` when present; ids and names set only from non-empty
+values (names assigned, never appended); a new call at a reused index (Ollama,
+Gemini) or without any index (Moonshot); whole calls in one delta; ids minted for
+calls without one; unknown per-call fields kept; ids made unique within the turn;
+arguments accepted as object, string or double-encoded string; only unambiguous repairs
 (trailing junk, ``}{``-joined objects); truncated, invalid or too deeply nested
-JSON (T6) reported, never guessed; at most ``max_tool_calls_per_turn`` calls of a
-turn run (S10).
+JSON reported, never guessed; at most ``max_tool_calls_per_turn`` calls of a turn
+run. docs/providers.md §1 maps its rules to these functions.
 """
 
 from __future__ import annotations
@@ -31,7 +30,7 @@ _NAME_RE = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
 
 
 def mint_call_id() -> str:
-    """Return a fresh ``call_<24 hex>`` id for a call the server sent without one (S6)."""
+    """Return a fresh ``call_<24 hex>`` id for a call the server sent without one."""
     return "call_" + uuid.uuid4().hex[:24]
 
 
@@ -96,19 +95,19 @@ class ToolCallAccumulator:
                 slot = self._open(None, split=True)
 
         if call_id and not slot.id:
-            slot.id = call_id  # S1: never rewrite a known id
+            slot.id = call_id  # never rewrite a known id
         if name:
-            slot.name = name  # S2: assigned, not appended
+            slot.name = name  # assigned, not appended
         if isinstance(args, str):
             if args:
                 slot.parts.append(args)
                 slot.touched_args = True
         elif args is not None:
-            slot.obj = args  # T1: an object instead of a string
+            slot.obj = args  # an object instead of a string
             slot.touched_args = True
         for key, value in delta.items():
             if key not in _KNOWN_CALL_KEYS and value is not None:
-                slot.extra[key] = value  # S7: e.g. Gemini extra_content
+                slot.extra[key] = value  # kept and sent back, e.g. Gemini extra_content
 
     def _open(self, index: int | None, *, split: bool = False) -> _Slot:
         slot = _Slot(split=split)
@@ -119,15 +118,15 @@ class ToolCallAccumulator:
 
     @staticmethod
     def _new_call_at_reused_index(slot: _Slot, call_id: str | None, name: str | None) -> bool:
-        # S4: a different id together with a name, or (no id) a name while the slot
-        # already holds a name and complete JSON arguments.
+        # A new call at a reused index: a different id together with a name, or (no id)
+        # a name while the slot already holds a name and complete JSON arguments.
         if call_id and slot.id and call_id != slot.id:
             return name is not None
         return bool(not call_id and name and slot.name and slot.args_complete())
 
     @staticmethod
     def _new_call_without_index(slot: _Slot, call_id: str | None, name: str | None) -> bool:
-        # S5: a new id opens a slot; so does a name when the current slot is named,
+        # No index: a new id opens a slot; so does a name when the current slot is named,
         # id-less and finished. Anything else continues the most recent slot.
         if call_id:
             if slot.id:
@@ -191,9 +190,9 @@ def _call(slot: _Slot, parsed: ParsedArguments) -> ToolCall:
 
 
 def unique_ids(calls: list[ToolCall], warnings: list[str]) -> None:
-    """Give every call of one turn its own id (rule S9), in place and in order: the
-    first call with an id keeps it, a later one with the same id gets a minted one
-    (the tool results must answer distinct ids, H1)."""
+    """Give every call of one turn its own id, in place and in order: the first call
+    with an id keeps it, a later one with the same id gets a minted one (each
+    call's id must be answered by exactly one tool result)."""
     seen: set[str] = set()
     for position, call in enumerate(calls, 1):
         if call.id in seen:
@@ -207,8 +206,8 @@ def unique_ids(calls: list[ToolCall], warnings: list[str]) -> None:
 
 
 def cap_tool_calls(calls: list[ToolCall], limit: int, warnings: list[str]) -> None:
-    """Leave at most ``limit`` of one turn's ``calls`` to run (rule S10), in place: the
-    later ones stay, so every id is answered (H1), but carry a ``too_many_tool_calls``
+    """Leave at most ``limit`` of one turn's ``calls`` to run, in place: the later
+    ones stay, so every id is answered, but carry a ``too_many_tool_calls``
     error, so they are answered without running. A note goes to ``warnings``."""
     if len(calls) <= limit:
         return
@@ -235,7 +234,7 @@ class ParsedArguments:
 
 
 def parse_arguments(raw: Any) -> ParsedArguments:
-    """Parse tool-call arguments (rules T1-T3, T6).
+    """Parse tool-call arguments: repair only the unambiguous, report the rest.
 
     Args:
         raw: the arguments as received: a JSON string (maybe empty, double-encoded,
@@ -243,7 +242,7 @@ def parse_arguments(raw: Any) -> ParsedArguments:
 
     Returns:
         ParsedArguments: ``arguments`` is a dict, or None with ``error`` explaining why
-        (also for arguments nested deeper than ``_json.MAX_DEPTH`` levels, T6);
+        (also for arguments nested deeper than ``_json.MAX_DEPTH`` levels);
         ``truncated`` is True when the JSON stops mid-value (the reply was cut off);
         ``more`` holds further objects of ``}{``-joined arguments (separate calls).
     """
@@ -275,7 +274,7 @@ def _parse(raw: Any) -> ParsedArguments:
         value = loads(text)
     except json.JSONDecodeError as exc:
         return _parse_damaged(raw, text, exc)
-    if isinstance(value, str):  # double-encoded (T1)
+    if isinstance(value, str):  # double-encoded
         try:
             value = loads(value)
         except json.JSONDecodeError as exc:
@@ -292,7 +291,7 @@ def _parse_damaged(raw: str, text: str, exc: json.JSONDecodeError) -> ParsedArgu
     try:
         first, end = _DECODER.raw_decode(text)
     except json.JSONDecodeError:
-        # Stops inside a value: cut off (T4). Anything else: invalid, never guessed (T2).
+        # Stops inside a value: cut off. Anything else: invalid, never guessed.
         tail = text[exc.pos :]
         truncated = (
             exc.pos >= len(text)

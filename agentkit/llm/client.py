@@ -5,9 +5,8 @@ types) but through its generic ``client.post()`` path, not the typed
 ``chat.completions.create()``, which walks every message through its parameter
 transform on each call (~15 ms at 100 messages; docs/architecture.md §8). Responses are read as
 raw bytes and parsed here, so every provider quirk of
-docs/providers.md can be handled (rules R1-R9, S1-S10, T1-T6,
-F1-F4, E1-E6; the assembly lives in ``_assemble``, classification in
-``_errors``).
+docs/providers.md can be handled (the assembly lives in ``_assemble``,
+classification in ``_errors``; docs/providers.md §1 maps each rule to its code).
 
 ``openai`` is imported when an LLMClient is created, not when this module is
 imported (``import openai`` takes ~0.4 s, docs/architecture.md §8; the CLI must
@@ -55,9 +54,9 @@ class LLMClient:
             ``system_role_after_start`` (False: system messages after the first are
             sent as user messages; also learnt, for this client's lifetime, when a
             server refuses one with a 400), ``tool_calling`` and the constraint
-            settings (docs/providers.md P1-P3).
-        text_tool_call_fallback: read tool calls a model wrote as text (docs/providers.md rule X1;
-            opt-in, for local models). None: ``settings.text_tool_call_fallback``.
+            settings (prompted tool calling: docs/providers.md §5).
+        text_tool_call_fallback: read tool calls a model wrote as text (opt-in, for
+            local models). None: ``settings.text_tool_call_fallback``.
 
     Raises:
         ConfigurationError: no model, or no API key and no base URL.
@@ -92,7 +91,7 @@ class LLMClient:
             # client, which matters for sub-agent start-up (docs/architecture.md §8).
             http_options["verify"] = False
         http_client = openai.DefaultHttpxClient(**http_options)
-        # R1: the SDK would retry quota errors and never mid-stream failures; we own retries.
+        # The SDK would retry quota errors and never mid-stream failures; we own retries.
         self._client = openai.OpenAI(
             api_key=api_key,
             base_url=settings.base_url,
@@ -136,11 +135,11 @@ class LLMClient:
         Transient failures are retried by one rule (docs/providers.md §4.5, ``_retry``):
         at most ``max_retries`` retries, each starting within ``retry_total_seconds`` of
         the first failure (a broken stream, a cut-off call, a server never reached:
-        once; an empty reply while tools are offered, F4: once, then once unstreamed).
+        once; an empty reply while tools are offered: once, then once unstreamed).
         A retry restarts the request; ``on_retry(error, retry_number, delay_seconds)``
-        is called first (numbers from 1), so a UI can drop text already streamed (E6).
-        One attempt lasts at most ``request_total_timeout`` seconds (R4). Calls beyond
-        ``max_tool_calls_per_turn`` carry a ``too_many_tool_calls`` error (S10).
+        is called first (numbers from 1), so a UI can drop text already streamed.
+        One attempt lasts at most ``request_total_timeout`` seconds. Calls beyond
+        ``max_tool_calls_per_turn`` carry a ``too_many_tool_calls`` error.
 
         Args:
             messages: OpenAI-shape messages, sent as they are.
@@ -172,7 +171,7 @@ class LLMClient:
                 if not self._wait_to_retry(error, plan, cancel, on_retry):
                     return _partial_turn(error)
                 if error.kind == "truncated_tool_call" and max_tokens:
-                    max_tokens *= 2  # T4: give the call room the second time
+                    max_tokens *= 2  # a cut-off call gets room the second time
                 continue
             if self.tool_mode.read(turn, wire, tools):
                 continue  # auto: the tools never reached the model; ask again, prompted
@@ -189,7 +188,7 @@ class LLMClient:
         cancel: threading.Event | None,
         on_retry: OnRetry | None,
     ) -> bool:
-        """F4: an empty reply although tools were offered (llama.cpp streams with tools).
+        """An empty reply although tools were offered (llama.cpp streams with tools).
         Whether to ask again; if not, ``turn`` goes on as an empty answer (the main agent
         ends, a sub-agent gets the finish_task reminder) rather than failing the run."""
         empty = LLMError("empty_response", "the model sent an empty reply", retryable=True)
@@ -246,7 +245,7 @@ class LLMClient:
     ) -> AssistantTurn:
         # The watchdog shuts this client's sockets down when cancel is set or the
         # attempt's deadline passes, so even a read blocked on a silent server, or a
-        # stream kept trickling, ends at once (as a transport error; R4).
+        # stream kept trickling, ends at once (as a transport error).
         limit = self.settings.request_total_timeout
         deadline = time.monotonic() + limit
         token = WATCHDOG.watch(cancel, self._tracker.abort, deadline)
@@ -309,7 +308,7 @@ class LLMClient:
             text_fallback=self.text_tool_call_fallback and not wire.prompted,
             diagnostics=diagnostics,
         )
-        if log.isEnabledFor(logging.DEBUG):  # O1: one line per turn
+        if log.isEnabledFor(logging.DEBUG):  # one line per turn
             log.debug(
                 "turn model=%s finish=%s raw_finish=%r calls=%d usage=%s request_id=%s warnings=%s",
                 self.settings.model,
@@ -327,7 +326,7 @@ class LLMClient:
 
         The SDK's request pipeline (options models, deep copies, its retry loop) costs
         about 1 ms a request here, more than the HTTP exchange itself; agentkit owns
-        retries and parsing anyway (R1), so it builds the request directly: same
+        retries and parsing anyway, so it builds the request directly: same
         client, auth and SDK headers, compact JSON (each message the ContextWindow
         encoded once: agentkit.llm.wire). Returns the open response.
         Raises LLMError (classified) for HTTP errors, timeouts and transport failures.
@@ -357,7 +356,7 @@ class LLMClient:
                 response.close()
             try:
                 parsed: Any = loads(text, REPLY_MAX_DEPTH)
-            except ValueError:  # not JSON, or nested too deeply (T6)
+            except ValueError:  # not JSON, or nested too deeply
                 parsed = None
             raise classify(response.status_code, parsed, text, response.headers)
         return response
@@ -379,7 +378,7 @@ class LLMClient:
 
 def _partial_turn(error: LLMError) -> AssistantTurn:
     """The turn a failure still hands on (truncated calls, answered as tool errors and
-    never run, T4), else raise ``error``."""
+    never run), else raise ``error``."""
     partial: AssistantTurn | None = getattr(error, "turn", None)
     if partial is None:
         raise error

@@ -37,7 +37,7 @@ class ToolCall:
             too many), else None; such a call is answered with this error, not run.
         extra: unknown per-call fields to echo back (e.g. Gemini ``extra_content``).
         error_code: the code of that error's tool result: ``invalid_argument``, or
-            ``too_many_tool_calls`` (docs/providers.md rule S10).
+            ``too_many_tool_calls`` (a call beyond ``max_tool_calls_per_turn``).
     """
 
     id: str
@@ -49,8 +49,8 @@ class ToolCall:
     error_code: str = "invalid_argument"
 
     def wire(self) -> dict[str, Any]:
-        """Return the OpenAI wire form, arguments re-serialised compactly (rule T5:
-        invalid JSON is never replayed; ``{}`` stands in for it)."""
+        """Return the OpenAI wire form, arguments re-serialised compactly (invalid
+        JSON is never replayed; ``{}`` stands in for it)."""
         args = self.arguments if self.arguments is not None else {}
         item: dict[str, Any] = {
             "id": self.id,

@@ -218,8 +218,8 @@ class ToolRegistry:
         (``reason`` says why): the tool's own refusal when it has an
         ``on_invalid_arguments`` hook (given a ValidationError of type
         ``json_invalid``), else ``Error: invalid_argument: ...``. Another ``code``
-        (``too_many_tool_calls``: a call beyond ``max_tool_calls_per_turn``,
-        docs/providers.md S10) answers ``Error: <code>: <reason>`` for every tool."""
+        (``too_many_tool_calls``: a call beyond ``max_tool_calls_per_turn``)
+        answers ``Error: <code>: <reason>`` for every tool."""
         if code != "invalid_argument":
             return ToolResult.error(code, reason)
         tool = self._tools.get(name)
