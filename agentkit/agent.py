@@ -25,16 +25,12 @@ from typing import TYPE_CHECKING, Any
 
 from agentkit import events as ev
 from agentkit import prompts
+from agentkit.chat.assembly import assemble
 from agentkit.chat.session import Session
-from agentkit.chat.setup import (
-    as_tools,
-    build_registry,
-    check_message,
-    check_settings,
-)
+from agentkit.chat.setup import check_message
 from agentkit.conversation import Conversation, usage_total
-from agentkit.engine import Model
-from agentkit.errors import ConfigurationError
+from agentkit.engine import Model, RunStatus
+from agentkit.errors import ConfigurationError, ErrorKind
 from agentkit.settings import Settings
 from agentkit.tools.base import Tool, tool_from_function
 
@@ -51,23 +47,25 @@ class RunResult:
     Attributes:
         final_text: the main agent's last answer (None if it gave none).
         conversation_id: id of the conversation (its file is ``transcript_path``).
-        status: ``done``, ``failed`` or ``cancelled``.
+        status: a :data:`~agentkit.engine.RunStatus`: ``done``, ``failed`` or
+            ``cancelled``.
         stats: the main agent's conversation stats (turns, tool_calls by name,
             token_usage, seed counters, cost_usd: None when unknown) and ``usage_total``,
             ``{"tokens", "cost_usd"}`` of the main agent and every sub-agent summed.
         error: one line saying why, when status is not ``done``.
-        error_kind: the LLMError kind when a model error ended the run (``connection``,
-            ``authentication``, ``quota_exhausted``...), else None.
+        error_kind: an :data:`~agentkit.errors.ErrorKind`: the LLMError kind when a
+            model error ended the run (``connection``, ``authentication``,
+            ``quota_exhausted``...), ``budget_exhausted`` for a spent budget, else None.
         transcript_path: the conversation JSON file.
     """
 
     final_text: str | None
     conversation_id: str
-    status: str
+    status: RunStatus
     stats: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
     transcript_path: Path | None = None
-    error_kind: str | None = None
+    error_kind: ErrorKind | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-able dict (the CLI's ``--json`` output)."""
@@ -125,53 +123,46 @@ class Agent:
         prewarm: bool = False,
         tracer_provider: Any = None,
     ) -> None:
-        from agentkit.tools.imported import worker_settings
-
-        if tracer_provider is not None:
-            from agentkit import tracing
-
-            tracing.configure(tracer_provider)
-
-        # Tools for sub-agents travel to workers by import reference, in Settings.tools;
-        # one that cannot is refused here (ToolNotImportable), not at its first call.
-        given = as_tools(tools or [])
-        self.settings = worker_settings(settings or Settings(), given)
-        self._owns_model = model is None
-        if model is None:
-            check_settings(self.settings)
-            from agentkit.llm import LLMClient
-
-            model = LLMClient(self.settings)
-        # One client and one tool registry for the Agent's life, whichever
-        # conversation it is on (the sub-agent tools follow the current session).
-        self._model: Model = model
-        root = Path(workspace).expanduser()
-        self.registry = build_registry(
-            subagents,
-            given,
-            lambda: self.manager,
-            root.resolve() if root.is_dir() else None,
-            self.settings,
+        # Every check and part in one place (agentkit.chat.assembly); one model client
+        # and one tool registry for the Agent's life, whichever conversation it is on
+        # (the sub-agent tools follow the current session).
+        self.assembly = assemble(
+            workspace,
+            settings,
+            tools=tools,
+            model=model,
+            subagents=subagents,
+            hooks=hooks,
+            tracer_provider=tracer_provider,
+            eager_model=True,
         )
-        self._subagents = subagents
-        self._hooks: dict[str, list[Any]] = {e: list(f) if isinstance(f, (list, tuple)) else [f]
-                                             for e, f in (hooks or {}).items()}  # fmt: skip
+        self.assembly.bind_manager(lambda: self.manager)
+        self.registry = self.assembly.registry
         self._answerers = [on_approval] if on_approval is not None else []
         self._closed = False
         self._run_lock = threading.Lock()
-        self.session = self._open(workspace, conversation_id, prewarm=prewarm)
+        try:
+            self.session = self._open(conversation_id, prewarm=prewarm)
+        except BaseException:
+            self.assembly.close()  # its model client and MCP sessions end with it
+            raise
         self.workspace = self.session.workspace
 
-    def _open(self, workspace: str | Path, conversation_id: str | None, prewarm: bool) -> Session:
+    @property
+    def settings(self) -> Settings:
+        """The Settings of this Agent's conversations (tools added since included)."""
+        return self.assembly.settings
+
+    @settings.setter
+    def settings(self, value: Settings) -> None:
+        self.assembly.settings = value
+
+    def _open(self, conversation_id: str | None, prewarm: bool) -> Session:
         session = Session(
-            workspace,
-            self.settings,
+            self.assembly.workspace,
             conversation_id=conversation_id,
-            model=self._model,
-            registry=self.registry,
-            subagents=self._subagents,
             prewarm=prewarm,
-            hooks=self._hooks,
+            assembly=self.assembly,
         )
         for answerer in self._answerers:
             session.on_approval(answerer)
@@ -191,7 +182,7 @@ class Agent:
     @property
     def model(self) -> Model:
         """The LLM client."""
-        return self._model
+        return self.assembly.model
 
     @property
     def transcript_path(self) -> Path:
@@ -225,7 +216,7 @@ class Agent:
         by reference). Raises ToolNotImportable, registering nothing, when it is for
         sub-agents and defined in ``__main__``, in a closure or as a lambda."""
         self.session.add_tool(tool)  # the session shares this Agent's registry
-        self.settings = self.session.settings
+        self.assembly.settings = self.session.settings  # and the next conversation
 
     def add_hook(
         self, event: str, func: Callable[[dict[str, Any]], Any], matcher: str = ""
@@ -238,7 +229,7 @@ class Agent:
         self.session.add_hook(event, func, matcher)
         from agentkit.policy.hooks import PythonHook
 
-        self._hooks.setdefault(event, []).append(PythonHook(func, matcher))
+        self.assembly.hooks.setdefault(event, []).append(PythonHook(func, matcher))
 
     def on_approval(self, answerer: Callable[[dict[str, Any]], Any]) -> None:
         """Answer approval requests with ``answerer(request)`` from now on, in this and
@@ -251,7 +242,7 @@ class Agent:
 
     def _replace_session(self, conversation_id: str | None) -> None:
         self.session.close()  # its sub-agents end first (§8.5)
-        self.session = self._open(self.workspace, conversation_id, prewarm=False)
+        self.session = self._open(conversation_id, prewarm=False)
 
     def new_conversation(self) -> str:
         """Terminate running sub-agents and start an empty conversation; returns its id."""
@@ -362,10 +353,7 @@ class Agent:
         closed Agent refuses new runs (ConfigurationError)."""
         self._closed = True
         self.session.close()
-        self.registry.close()
-        close = getattr(self._model, "close", None)
-        if self._owns_model and callable(close):
-            close()
+        self.assembly.close()
 
     def __enter__(self) -> Agent:
         return self

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Final, Literal, get_args
 
 from agentkit.jsonfile import read_json, write_json_atomic
 from agentkit.llm.turns import Usage
@@ -25,12 +25,21 @@ STATE_DIR = ".agentkit"
 """agentkit's own folder at the workspace root (conversations, records, logs): the one
 spelling; commands never write it (docs/architecture.md §6)."""
 
-PROCESS_GONE = "ended (process gone)"
+PROCESS_GONE: Final = "ended (process gone)"
 """What a view shows (``agentkit show``, the conversation list, the web list) for a
 conversation or sub-agent its file says is running whose owning process is gone
 (killed before it could write how it ended)."""
 
-LIVE_STATES = ("running", "waiting_for_subagents")
+ConversationState = Literal["idle", "running", "waiting_for_subagents", "done", "failed"]
+"""A conversation's state (:attr:`Conversation.state`, the ``StateChanged`` event):
+``running`` (a round runs, or work for one waits), ``waiting_for_subagents`` (no round;
+background sub-agents work), ``idle``; a one-shot run (``Agent.run``) ends ``done`` or
+``failed`` (a cancelled one ``idle``)."""
+
+CONVERSATION_STATES: tuple[ConversationState, ...] = get_args(ConversationState)
+"""Every :data:`ConversationState`, in the order of its definition."""
+
+LIVE_STATES: tuple[ConversationState, ...] = ("running", "waiting_for_subagents")
 """Conversation states that only a live session can be in."""
 
 # The seed's four activity counters (docs/specification.md §1 stats, §3.2 template), in display order;
@@ -210,7 +219,7 @@ class Conversation:
 
     id: str = field(default_factory=new_conversation_id)
     messages: list[dict[str, Any]] = field(default_factory=list)
-    state: str = "idle"
+    state: ConversationState = "idle"
     stats: Stats = field(default_factory=Stats)
     created_at: str = field(default_factory=utc_now)
     updated_at: str = field(default_factory=utc_now)
@@ -305,7 +314,7 @@ class Conversation:
         return cls(
             id=str(data.get("conversation_id") or path.stem),
             messages=data["messages"],
-            state=text("state") or "idle",
+            state=conversation_state(data.get("state"), path),
             stats=loaded,
             created_at=text("created_at") or utc_now(),
             updated_at=text("updated_at") or utc_now(),
@@ -323,6 +332,24 @@ class Conversation:
             rounds=rounds if rounds is not None else max(ended, default=0),
             approvals=approvals if isinstance(approvals, dict) else {},
         )
+
+
+def conversation_state(value: Any, path: Path | str = "") -> ConversationState:
+    """The state a conversation file's ``state`` field names: the one place a state
+    read from outside becomes a :data:`ConversationState`.
+
+    A missing field (an older file) reads as ``idle``; any other value that is not a
+    known state (a typo, a number, a state of a later version) reads as ``idle`` too,
+    logged with ``path``, so the conversation still opens and loses nothing (its
+    messages are what matter; the next save writes a known state).
+    """
+    for state in CONVERSATION_STATES:
+        if value == state:
+            return state
+    if value is not None:
+        shown = value[:40] if isinstance(value, str) else type(value).__name__
+        log.warning("%s: unknown conversation state %r, read as idle", path, shown)
+    return "idle"
 
 
 def state_path(workspace: Path, *parts: str) -> Path:

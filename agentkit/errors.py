@@ -6,6 +6,31 @@ embedding application can catch one type.
 
 from __future__ import annotations
 
+from typing import Literal
+
+LLMErrorKind = Literal[
+    "rate_limit",
+    "quota_exhausted",
+    "request_too_large",
+    "context_length_exceeded",
+    "content_filter",
+    "invalid_request",
+    "authentication",
+    "not_found",
+    "server_error",
+    "overloaded",
+    "connection",
+    "timeout",
+    "incomplete_stream",
+    "truncated_tool_call",
+    "empty_response",
+]
+"""The kind of a failed model request (:attr:`LLMError.kind`; docs/providers.md §4.2)."""
+
+ErrorKind = LLMErrorKind | Literal["budget_exhausted"]
+"""Why a run or round failed, when a known cause ended it: an LLMError kind, or
+``budget_exhausted`` (a spent token or cost budget)."""
+
 
 class AgentkitError(Exception):
     """Base class of every error agentkit raises on purpose."""
@@ -22,11 +47,11 @@ class LLMError(AgentkitError):
     """A model request failed after classification (and retries, when transient).
 
     Attributes:
-        kind: a stable string: ``rate_limit``, ``quota_exhausted``, ``request_too_large``,
-            ``context_length_exceeded``, ``content_filter``, ``invalid_request``,
-            ``authentication``, ``not_found``, ``server_error``, ``overloaded``,
-            ``connection``, ``timeout``, ``incomplete_stream``, ``truncated_tool_call``,
-            ``empty_response``. Kinds follow docs/providers.md §4.2.
+        kind: an :data:`LLMErrorKind`: ``rate_limit``, ``quota_exhausted``,
+            ``request_too_large``, ``context_length_exceeded``, ``content_filter``,
+            ``invalid_request``, ``authentication``, ``not_found``, ``server_error``,
+            ``overloaded``, ``connection``, ``timeout``, ``incomplete_stream``,
+            ``truncated_tool_call``, ``empty_response`` (docs/providers.md §4.2).
         status: the HTTP status, or None for transport and in-stream failures.
         retryable: whether the failure is transient (retried by LLMClient).
         retry_after: a server hint in seconds, or None.
@@ -38,7 +63,7 @@ class LLMError(AgentkitError):
 
     def __init__(
         self,
-        kind: str,
+        kind: LLMErrorKind,
         message: str,
         *,
         status: int | None = None,
@@ -47,7 +72,7 @@ class LLMError(AgentkitError):
         code: str | None = None,
     ) -> None:
         super().__init__(message)
-        self.kind = kind
+        self.kind: LLMErrorKind = kind
         self.message = message
         self.status = status
         self.retryable = retryable

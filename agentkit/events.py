@@ -23,7 +23,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # annotations only: this module stays plain dataclasses, cheap to import
+    from agentkit.conversation import ConversationState
+    from agentkit.engine import RunStatus
+    from agentkit.errors import ErrorKind, LLMErrorKind
 
 __all__ = [
     "AllWorkDone",
@@ -124,9 +129,10 @@ class ToolCallFinished(Event):
 
 @dataclass(frozen=True)
 class RetryScheduled(Event):
-    """A transient model error; the request is retried after ``delay_seconds``."""
+    """A transient model error of ``kind`` (an LLMErrorKind); the request is retried
+    after ``delay_seconds``."""
 
-    kind: str
+    kind: LLMErrorKind
     attempt: int
     delay_seconds: float
     message: str
@@ -143,9 +149,10 @@ class ContextCompacted(Event):
 
 @dataclass(frozen=True)
 class StateChanged(Event):
-    """The conversation state changed (idle, running, waiting_for_subagents, done, failed)."""
+    """The conversation state changed; ``state`` a ConversationState (idle, running,
+    waiting_for_subagents, done, failed)."""
 
-    state: str
+    state: ConversationState
 
 
 @dataclass(frozen=True)
@@ -173,7 +180,7 @@ class SubAgentFinished(Event):
 class RunFinished(Event):
     """A run ended with ``status`` (done, failed, cancelled), the ``final_text`` answer, an ``error`` text when it failed, and ``stats``."""
 
-    status: str
+    status: RunStatus
     final_text: str | None
     error: str | None = None
     stats: dict[str, Any] = field(default_factory=dict)
@@ -232,11 +239,11 @@ class RoundFinished(Event):
     the endpoint when it is at fault) and what to do (agentkit.chat.explain)."""
 
     round: int
-    status: str
+    status: RunStatus
     final_text: str | None
     error: str | None = None
     background: list[int] = field(default_factory=list)
-    error_kind: str | None = None
+    error_kind: ErrorKind | None = None
     explanation: str | None = None
 
 

@@ -30,7 +30,7 @@ from agentkit.tools.base import ToolContext
 
 if TYPE_CHECKING:
     from agentkit.chat.policy import ConversationPolicy
-    from agentkit.conversation import Conversation
+    from agentkit.conversation import Conversation, ConversationState
     from agentkit.engine import Model
     from agentkit.settings import Settings
     from agentkit.subagent.budget import Meter
@@ -124,7 +124,7 @@ class RoundDriver:
             target=self._drive, name=f"agentkit-session-{self.conversation.id}", daemon=True
         )
 
-    def state(self) -> str:
+    def state(self) -> ConversationState:
         """``running`` (a round runs, or work for one is waiting), ``waiting_for_subagents``
         (no round; background sub-agents work) or ``idle`` (also once closed)."""
         if self._host.closed:
@@ -294,7 +294,7 @@ class RoundDriver:
                 self._host.publish(ev.AllWorkDone())
             self.idle.set()
 
-    def _set_state(self, state: str) -> None:
+    def _set_state(self, state: ConversationState) -> None:
         if self.conversation.state != state:
             self.conversation.state = state
             self._host.publish(ev.StateChanged(state=state))

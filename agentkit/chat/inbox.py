@@ -24,9 +24,13 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentkit.errors import Cancelled
+
+if TYPE_CHECKING:
+    from agentkit.engine import RunStatus
+    from agentkit.errors import ErrorKind
 
 __all__ = ["Inbox", "Pending", "RoundResult"]
 
@@ -47,10 +51,12 @@ class RoundResult:
         conversation_id: the conversation.
         round: the round's number in the conversation (from 1; a reopened
             conversation numbers on from its last round).
-        status: ``done``, ``failed`` or ``cancelled``.
+        status: a :data:`~agentkit.engine.RunStatus`: ``done``, ``failed`` or
+            ``cancelled``.
         final_text: the main agent's answer (None if it gave none).
         error: one line saying why, when status is not ``done``.
-        error_kind: the LLMError kind when a model error ended the round.
+        error_kind: an :data:`~agentkit.errors.ErrorKind` when a model error (its
+            LLMError kind) or a spent budget (``budget_exhausted``) ended the round.
         background: ids of sub-agents still running when the round ended (their
             completion will start a round by itself).
         stats: conversation stats (turns, tool calls, token usage, seed counters,
@@ -61,10 +67,10 @@ class RoundResult:
 
     conversation_id: str
     round: int
-    status: str
+    status: RunStatus
     final_text: str | None
     error: str | None = None
-    error_kind: str | None = None
+    error_kind: ErrorKind | None = None
     background: list[int] = field(default_factory=list)
     stats: dict[str, Any] = field(default_factory=dict)
     transcript_path: Path | None = None

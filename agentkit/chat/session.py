@@ -45,7 +45,7 @@ from agentkit.chat.setup import (
     request_overhead,
 )
 from agentkit.chat.store import clean_title, default_title
-from agentkit.conversation import Conversation, conversations_dir
+from agentkit.conversation import Conversation, ConversationState, conversations_dir
 from agentkit.engine import Model
 from agentkit.errors import Cancelled, ConfigurationError
 from agentkit.policy.hooks import PythonHook
@@ -197,7 +197,7 @@ class Session:
         return self.conversation.title or default_title(self.conversation.messages)
 
     @property
-    def state(self) -> str:
+    def state(self) -> ConversationState:
         """``running`` (a round runs, or work for one is waiting), ``waiting_for_subagents``
         (no round; background sub-agents work) or ``idle`` (also once closed)."""
         return self._driver.state()

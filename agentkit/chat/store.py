@@ -14,12 +14,13 @@ import re
 import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from agentkit.conversation import (
     LIVE_STATES,
     PROCESS_GONE,
     Conversation,
+    ConversationState,
     conversations_dir,
     utc_from,
     utc_now,
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ConversationFile",
     "ConversationInfo",
+    "ListedState",
     "conversation_path",
     "default_title",
     "delete_conversation",
@@ -47,6 +49,10 @@ TITLE_MAX = 80
 
 _ID = re.compile(r"^[A-Za-z0-9_\-]{1,80}$")
 
+ListedState = ConversationState | Literal["ended (process gone)", "damaged"]
+"""A conversation's state in a list: its saved :data:`ConversationState`, ``ended
+(process gone)`` (:data:`~agentkit.conversation.PROCESS_GONE`) or ``damaged``."""
+
 
 @dataclass(frozen=True)
 class ConversationInfo:
@@ -55,7 +61,7 @@ class ConversationInfo:
     Attributes:
         id: the conversation id (``conv_...``).
         title: its title (given, or from its first user message).
-        state: ``idle``, ``running`` or ``waiting_for_subagents`` as last saved, or
+        state: a :data:`ListedState`: the :data:`ConversationState` last saved, or
             ``ended (process gone)`` (agentkit.conversation.PROCESS_GONE) for one saved
             as running or waiting whose process is gone (killed).
         created_at, updated_at: ISO UTC times.
@@ -68,7 +74,7 @@ class ConversationInfo:
 
     id: str
     title: str
-    state: str
+    state: ListedState
     created_at: str
     updated_at: str
     subagents: int
@@ -125,7 +131,7 @@ def _info(path: Path, data: Any) -> ConversationInfo:
     caller lists it as damaged)."""
     conversation = Conversation.load_data(data, path)  # checks what opening checks
     workspace = path.parent.parent.parent  # <workspace>/.agentkit/conversations/<id>.json
-    state = _text(data.get("state")) or "idle"
+    state = conversation.state  # read and checked once, by Conversation.load_data
     alive = state not in LIVE_STATES or conversation_held(workspace, path.stem)
     rows = live_rows(workspace, conversation.subagents, owner_alive=alive)
     return ConversationInfo(

@@ -19,7 +19,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from agentkit.errors import ContextLengthExceeded, LLMError
+from agentkit.errors import ContextLengthExceeded, LLMError, LLMErrorKind
 from agentkit.process.redact import scrub_error
 
 _QUOTA_CODES = frozenset(
@@ -148,7 +148,7 @@ def classify(
     return LLMError(kind, message, status=status, retryable=retryable, retry_after=hint, code=code)
 
 
-def _kind(status: int | None, names: set[str], message: str) -> str:
+def _kind(status: int | None, names: set[str], message: str) -> LLMErrorKind:
     """The kind of an error (docs/providers.md §4.2), from its effective HTTP status
     (the body's 3-digit code for in-band errors), its lower-case code/type/status
     names and its message; the order is E1's: code and type, message, status."""
