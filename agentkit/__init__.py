@@ -22,7 +22,10 @@ from agentkit.errors import (
     ConfigFileError,
     ConfigurationError,
     ContextLengthExceeded,
+    ErrorKind,
     LLMError,
+    LLMErrorKind,
+    RunFailed,
     ToolError,
     WorkspaceFull,
 )
@@ -30,6 +33,8 @@ from agentkit.errors import (
 if TYPE_CHECKING:
     from agentkit.agent import Agent, RunResult
     from agentkit.chat import RoundResult, Session, Workspace
+    from agentkit.conversation import ConversationState
+    from agentkit.engine import RunStatus
     from agentkit.events import (
         AllWorkDone,
         ApprovalAnswered,
@@ -59,6 +64,7 @@ if TYPE_CHECKING:
         ToolCallStarted,
         UserMessage,
     )
+    from agentkit.profiles import AgentProfile
     from agentkit.settings import Settings
     from agentkit.tools.base import Tool, ToolContext, ToolResult
     from agentkit.tools.registry import ToolRegistry
@@ -69,6 +75,7 @@ if TYPE_CHECKING:
 _LAZY = {
     "Agent": "agentkit.agent",
     "RunResult": "agentkit.agent",
+    "AgentProfile": "agentkit.profiles",
     "Settings": "agentkit.settings",
     "Tool": "agentkit.tools.base",
     "ToolContext": "agentkit.tools.base",
@@ -77,6 +84,8 @@ _LAZY = {
     "Session": "agentkit.chat",
     "Workspace": "agentkit.chat",
     "RoundResult": "agentkit.chat",
+    "ConversationState": "agentkit.conversation",
+    "RunStatus": "agentkit.engine",
     **{name: "agentkit.events" for name in _events.__all__ if name != "EventHandler"},
 }
 
@@ -84,6 +93,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Agent",
+    "AgentProfile",
     "AgentkitError",
     "AllWorkDone",
     "ApprovalAnswered",
@@ -97,18 +107,23 @@ __all__ = [
     "ConfigurationError",
     "ContextCompacted",
     "ContextLengthExceeded",
+    "ConversationState",
+    "ErrorKind",
     "Event",
     "HookFailed",
     "LLMError",
+    "LLMErrorKind",
     "MessageQueued",
     "Notification",
     "RetryScheduled",
     "RoundFinished",
     "RoundResult",
     "RoundStarted",
+    "RunFailed",
     "RunFinished",
     "RunResult",
     "RunStarted",
+    "RunStatus",
     "Session",
     "Settings",
     "StateChanged",
