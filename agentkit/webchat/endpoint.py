@@ -13,13 +13,16 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from agentkit.chat.explain import shown_url
 from agentkit.conversation import utc_now
 from agentkit.settings import Settings
 
-__all__ = ["CHECK_TIMEOUT", "EndpointCheck", "EndpointWatch", "check_endpoint"]
+__all__ = ["CHECK_TIMEOUT", "EndpointCheck", "EndpointStatus", "EndpointWatch", "check_endpoint"]
+
+EndpointStatus = Literal["checking", "ok", "warning", "failed"]
+"""The outcome of an endpoint check (:attr:`EndpointCheck.status`)."""
 
 CHECK_TIMEOUT = 4.0
 """Seconds the models request may take (connect and read) before it counts as failed."""
@@ -30,7 +33,7 @@ class EndpointCheck:
     """The result of an endpoint check.
 
     Attributes:
-        status: ``checking`` (not done yet), ``ok`` (it answered and lists the model,
+        status: an :data:`EndpointStatus`: ``checking`` (not done yet), ``ok`` (it answered and lists the model,
             or lists none), ``warning`` (it answered, but does not list the model, or
             answered the models request with an error other than 401/403) or
             ``failed`` (unreachable, no answer in time, or the key refused).
@@ -41,7 +44,7 @@ class EndpointCheck:
         checked_at: ISO UTC time of the check ("" while checking).
     """
 
-    status: str
+    status: EndpointStatus
     message: str
     url: str
     model: str | None
