@@ -27,23 +27,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentkit import events as ev
-from agentkit import tracing
 from agentkit.chat import control
+from agentkit.chat.assembly import Assembly, assemble
 from agentkit.chat.driver import RoundDriver
 from agentkit.chat.eventbus import EventBus, Numbered, numbering_start
 from agentkit.chat.inbox import RoundResult
 from agentkit.chat.lock import claim_conversation, claim_saved_conversation
 from agentkit.chat.notices import log_notices, start_notices
 from agentkit.chat.policy import ConversationPolicy, python_hooks
-from agentkit.chat.setup import (
-    as_tools,
-    build_registry,
-    check_message,
-    check_settings,
-    main_system_prompt,
-    offer_tool,
-    request_overhead,
-)
+from agentkit.chat.setup import check_message, main_system_prompt, offer_tool
 from agentkit.chat.store import clean_title, default_title
 from agentkit.conversation import Conversation, ConversationState, conversations_dir
 from agentkit.engine import Model
@@ -86,6 +78,10 @@ class Session:
             sub-agent starts fast (default True).
         hooks: Python hooks ``{event: func or [funcs]}`` (see :meth:`add_hook`).
         on_approval: answers approval requests (see :meth:`on_approval`).
+        assembly: the parts to run with, as agentkit.chat.assembly.assemble made them
+            (an Agent's, shared by its conversations and closed by it); ``workspace``,
+            ``settings``, ``tools``, ``registry``, ``model``, ``subagents`` and
+            ``hooks`` are then not read. Default: the session assembles its own.
 
     Attributes:
         notices: what a person must hear at the start (agentkit.chat.notices: the
@@ -112,33 +108,50 @@ class Session:
         prewarm: bool = True,
         hooks: dict[str, Any] | None = None,
         on_approval: Answerer | None = None,
+        assembly: Assembly | None = None,
     ) -> None:
-        from agentkit.tools.imported import worker_settings
-
-        # Tools for sub-agents travel to workers by import reference, in Settings.tools.
-        given = as_tools(tools or [])
-        self.settings = worker_settings(settings or Settings(), given)
-        tracing.configure_from_environment()  # once per process; off: imports nothing
-        root = Path(workspace).expanduser()
-        if not root.is_dir():
-            raise ConfigurationError(f"workspace {str(root)!r} is not a folder")
-        self.workspace = root.resolve()
-        if model is None:
-            check_settings(self.settings)
+        # An Agent's conversations share its parts (it closes them); alone, a session
+        # assembles its own (agentkit.chat.assembly: every check happens there).
+        self._owns_assembly = assembly is None
+        if assembly is None:
+            assembly = assemble(
+                workspace,
+                settings,
+                tools=tools,
+                model=model,
+                registry=registry,
+                subagents=subagents,
+                hooks=hooks,
+            )
+            assembly.bind_manager(lambda: self.manager)
+        self.assembly = assembly
+        self.settings = assembly.settings
+        self.workspace = assembly.workspace
         self.notices = start_notices(self.settings)  # said once, at the start
         log_notices(self.notices)
-        self._model = model
-        self._owns_model = model is None
-        self._subagents = subagents
+        self._subagents = assembly.subagents
         self._launcher = launcher
-        self._owns_registry = registry is None
-        self.registry = registry or build_registry(
-            subagents, given, lambda: self.manager, self.workspace, self.settings
-        )
-        self._python_hooks = python_hooks(hooks)
+        self.registry = assembly.registry
+        self._python_hooks = {event: list(found) for event, found in assembly.hooks.items()}
         self._closed = False
         self._manager: SubAgentManager | None = None
         self._manager_lock = threading.Lock()
+        try:
+            self._claim(conversation_id)
+        except BaseException:
+            self._close_assembly()  # its MCP sessions must not outlive a failed open
+            raise
+        try:
+            self._start(
+                conversation_id, prewarm and self._subagents and launcher is None, on_approval
+            )
+        except BaseException:
+            self._release()  # the claim must not outlive a session that never started
+            self._close_assembly()
+            raise
+
+    def _claim(self, conversation_id: str | None) -> None:
+        """Load (``conversation_id``) or create the conversation and hold its lock file."""
         if conversation_id:
             self.conversation, self._release = claim_saved_conversation(
                 self.workspace, conversation_id, lambda: not self._closed
@@ -148,11 +161,11 @@ class Session:
             self._release = claim_conversation(
                 self.transcript_path.with_suffix(".lock"), self.id, lambda: not self._closed
             )
-        try:
-            self._start(conversation_id, prewarm and subagents and launcher is None, on_approval)
-        except BaseException:
-            self._release()  # the claim must not outlive a session that never started
-            raise
+
+    def _close_assembly(self) -> None:
+        """Close the parts this session assembled itself (an Agent closes its own)."""
+        if self._owns_assembly:
+            self.assembly.close()
 
     def _start(self, conversation_id: str | None, prewarm: bool, answerer: Answerer | None) -> None:
         """The rest of ``__init__``, once the conversation is claimed."""
@@ -215,11 +228,7 @@ class Session:
     @property
     def model(self) -> Model:
         """The LLM client (created on first use)."""
-        if self._model is None:
-            from agentkit.llm import LLMClient
-
-            self._model = LLMClient(self.settings)
-        return self._model
+        return self.assembly.model
 
     def add_tool(self, tool: Tool) -> None:
         """Offer ``tool`` from now on to the agents its ``agents`` field names: the
@@ -299,7 +308,7 @@ class Session:
 
     def request_overhead(self) -> int:
         """Tokens each request spends before the messages (system prompt, tools)."""
-        return request_overhead(self.workspace, self.settings, self._subagents, self.registry)
+        return self.assembly.request_overhead(self.settings)
 
     def send(self, text: str, timeout: float | None = None) -> RoundResult:
         """Send a user message and wait for the end of the round that answers it
@@ -441,11 +450,7 @@ class Session:
             log.info("conversation %s could not be saved: %s", self.id, exc)
         self._driver.idle.set()
         self._release()
-        if self._owns_registry:
-            self.registry.close()
-        close = getattr(self._model, "close", None)
-        if self._owns_model and callable(close):
-            close()
+        self._close_assembly()
 
     def __enter__(self) -> Session:
         return self

@@ -31,6 +31,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from agentkit.chat.assembly import check_folder
 from agentkit.chat.lock import claim_conversation, claim_saved_conversation
 from agentkit.chat.session import Session
 from agentkit.chat.store import (
@@ -40,7 +41,7 @@ from agentkit.chat.store import (
     list_conversations,
     rename_conversation,
 )
-from agentkit.errors import Cancelled, ConfigurationError, WorkspaceFull
+from agentkit.errors import Cancelled, WorkspaceFull
 from agentkit.settings import Settings
 
 __all__ = ["FDS_PER_CONVERSATION", "FDS_RESERVED", "Workspace", "descriptor_bound"]
@@ -93,10 +94,7 @@ class Workspace:
         max_open: int | None = None,
         **session_options: Any,
     ) -> None:
-        root = Path(path).expanduser()
-        if not root.is_dir():
-            raise ConfigurationError(f"workspace {str(root)!r} is not a folder")
-        self.path = root.resolve()
+        self.path = check_folder(path)  # the message a Session or an Agent gives
         self.settings = settings or Settings()
         wanted = max(1, max_open or self.settings.max_open_conversations)
         self.max_open = min(wanted, descriptor_bound() or wanted)

@@ -95,9 +95,9 @@ def serve(
     require_web_extra()
     import uvicorn
 
-    from agentkit.chat.setup import check_settings
+    from agentkit.chat.assembly import check
 
-    check_settings(settings)
+    check(workspace, settings)  # what each conversation's Session checks, once up front
     token = check_access(host, token, allowed_hosts)
     # Bound before the URL is printed: a busy port is one clear line, not the URL of
     # whatever else listens there followed by uvicorn's own error (a trial saw that).
