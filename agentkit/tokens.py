@@ -236,6 +236,30 @@ def describe() -> str:
     return f"{name} ({_why})" if name == "estimate" and _why else name
 
 
+def offline_state() -> str:
+    """What counting a new process would use, worked out without loading or
+    downloading anything (``agentkit doctor``): one line, starting ``tiktoken`` (its
+    tables are in the cache folder, or a download is still to be tried) or
+    ``estimate`` (why)."""
+    import importlib.util
+
+    if os.environ.get("AGENTKIT_TOKENIZER", "").lower() == "estimate":
+        return "estimate (AGENTKIT_TOKENIZER=estimate)"
+    if importlib.util.find_spec("tiktoken") is None:
+        return "estimate (tiktoken is not installed)"
+    folder = _cache_folder()
+    for url, name in zip(_TABLE_URLS, ENCODINGS, strict=True):
+        if folder and os.path.isfile(os.path.join(folder, _table_name(url))):
+            return f"tiktoken:{name} (its table is cached in {folder}: works offline)"
+    remembered = _remembered_failure()
+    if remembered is not None:
+        return f"estimate (tiktoken's tables did not load on this machine: {remembered})"
+    return (
+        "tiktoken, once its tables download (from openaipublic.blob.core.windows.net, "
+        f"into {folder or 'no cache folder'}); the estimate if they cannot"
+    )
+
+
 def clear_cache() -> None:
     """Forget cached counts (and the messages they keep alive)."""
     global _cache_chars, _message_cache_chars

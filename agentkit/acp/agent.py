@@ -70,6 +70,13 @@ class AcpAgent:
             do not know, such as ``subagents``), or None before it.
         send_raw: ``await send_raw(method, params)`` sends a notification the library
             has no model for (the sub-agent sessions extension: agentkit.acp.children).
+        refusal: why no session can start (no model, no key), in words the editor
+            shows: ``initialize`` is answered, ``session/new`` and ``session/load``
+            are refused with it (``-32603``); None: sessions start.
+        workspace: the workspace of every session, whatever its ``cwd`` (``agentkit
+            acp -w``); None: each session's ``cwd``.
+        ask: False (``--yes``): the editor is not asked about tool calls;
+            ``approvals_default`` settles them.
     """
 
     def __init__(
@@ -77,8 +84,15 @@ class AcpAgent:
         settings: Settings,
         client_capabilities: Callable[[], Any] | None = None,
         send_raw: SendRaw | None = None,
+        *,
+        refusal: str | None = None,
+        workspace: Path | None = None,
+        ask: bool = True,
     ) -> None:
         self.settings = settings
+        self.refusal = refusal
+        self.workspace = workspace
+        self.ask_editor = ask
         self._raw_capabilities = client_capabilities or (lambda: None)
         self._send_raw = send_raw
         self._conn: Any = None
@@ -132,7 +146,9 @@ class AcpAgent:
     def _workspace(self, cwd: str) -> Any:
         from agentkit.chat import Workspace
 
-        path = Path(cwd)
+        if self.refusal is not None:
+            raise RequestError(-32603, self.refusal)
+        path = self.workspace or Path(cwd)
         if not path.is_absolute() or not path.is_dir():
             raise RequestError(-32602, f"cwd must be an absolute path to a folder, got {cwd!r}")
         key = path.resolve()
@@ -188,8 +204,9 @@ class AcpAgent:
     def _track(self, session: Any, workspace: Any, settings: Settings) -> AcpSession:
         send_raw = self._send_raw if self._children_wanted() else None
         tracked = self.sessions[session.id] = AcpSession(
-            session, workspace, settings, self._send, send_raw, ask=self._ask
-        )
+            session, workspace, settings, self._send, send_raw,
+            ask=self._ask if self.ask_editor else None,
+        )  # fmt: skip
         tracked.start()
         return tracked
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+from pathlib import Path
 from typing import Any
 
 from agentkit.settings import Settings
@@ -33,12 +34,23 @@ class AcpServer:
         settings: the agent's Settings.
         input_fd, output_fd: the protocol's input and output (agentkit.acp.stdio.
             claim_stdio gives the standard streams' private copies).
+        refusal, workspace, ask: as :class:`agentkit.acp.agent.AcpAgent` takes them.
 
     :meth:`run` blocks; :meth:`stop` may be called from any thread.
     """
 
-    def __init__(self, settings: Settings, input_fd: int, output_fd: int) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        input_fd: int,
+        output_fd: int,
+        *,
+        refusal: str | None = None,
+        workspace: Path | None = None,
+        ask: bool = True,
+    ) -> None:
         self.settings = settings
+        self.options: dict[str, Any] = {"refusal": refusal, "workspace": workspace, "ask": ask}
         self.input_fd = input_fd
         self.output_fd = output_fd
         self.agent: Any = None
@@ -82,7 +94,9 @@ class AcpServer:
         async def send_raw(method: str, params: dict[str, Any]) -> None:
             await channel.send({"jsonrpc": "2.0", "method": method, "params": params})
 
-        self.agent = AcpAgent(self.settings, lambda: raw.get("capabilities"), send_raw)
+        self.agent = AcpAgent(
+            self.settings, lambda: raw.get("capabilities"), send_raw, **self.options
+        )
         threading.Thread(target=_warm_up, name="acp-warm-up").start()
         conn = AgentSideConnection(self.agent, channel, listening=False)
         self.started.set()

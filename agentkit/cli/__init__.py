@@ -37,13 +37,13 @@ from typing import Any
 from agentkit.cli.common import (
     PROG,
     UsageError,
-    control_arg,
-    endpoint_args,
+    agent_args,
     err,
     print_json,
     workspace,
     workspace_arg,
 )
+from agentkit.cli.guide import Parser, command_listing
 from agentkit.cli.safe_text import terminal_safe
 from agentkit.cli.skills import add_parser as add_skills_parser
 from agentkit.errors import ConfigFileError
@@ -58,28 +58,29 @@ def _version() -> str:
 
 
 class _VersionAction(argparse.Action):
-    """``--version``: the version, and which token counting this machine uses (worked
-    out only when asked: loading tiktoken must not slow every command down)."""
+    """``--version``: one line. Nothing else is worked out here: the token counting
+    (``agentkit doctor`` says it) would load tiktoken, which downloads its tables."""
 
     def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, **_: Any) -> None:
         super().__init__(option_strings, dest, nargs=0, help="show the version and exit")
 
     def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
-        from agentkit.tokens import describe
-
-        print(f"{PROG} {_version()}\ntoken counting: {describe()}")
+        print(f"{PROG} {_version()}")
         parser.exit()
 
 
 def build_parser() -> argparse.ArgumentParser:
     """Return the argparse parser of the ``agentkit`` command."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog=PROG,
+        usage=f"{PROG} [-h] [--version] COMMAND ...",
         description="Agents that delegate work to parallel, isolated, observable sub-agents "
         "over any OpenAI-compatible endpoint.",
     )
     parser.add_argument("--version", action=_VersionAction)
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(
+        dest="command", metavar="COMMAND", help=argparse.SUPPRESS, prog=PROG
+    )
     _add_run_parser(sub)
     _add_show_parsers(sub)
 
@@ -96,6 +97,11 @@ def build_parser() -> argparse.ArgumentParser:
     from agentkit.cli.guide import add_parsers as add_guide_parsers
 
     add_guide_parsers(sub)
+    from agentkit.cli.doctor import add_parser as add_doctor_parser
+
+    add_doctor_parser(sub)
+    parser.listing = command_listing(sub)
+    parser.commands = sub.choices
     return parser
 
 
@@ -108,26 +114,13 @@ def _add_run_parser(sub: Any) -> None:
         "and AGENTKIT_* variables.",
     )
     run.add_argument("task", help='the task, in words ("-" reads it from standard input)')
-    workspace_arg(run)
-    endpoint_args(run)
+    agent_args(run, "run")
     run.add_argument("--json", action="store_true", help="print one JSON object at the end")
     run.add_argument("--max-turns", type=int, metavar="N", help="model requests for this run")
     run.add_argument("--no-stream", action="store_true", help="send plain (non-streaming) requests")
     run.add_argument(
-        "--local",
-        action="store_true",
-        help="use a toy local model (Gemma 3 270M on llama.cpp, prompted tool calls; needs the local extra): no key, poor answers",
-    )
-    run.add_argument(
         "--continue", dest="continue_id", metavar="CONV_ID", help="continue a saved conversation"
     )
-    run.add_argument(
-        "--yes",
-        action="store_true",
-        help="allow the tool calls the approvals rules would ask about (deny rules still "
-        "refuse); without it they are asked on a terminal, and denied elsewhere",
-    )
-    control_arg(run)
 
 
 def _add_show_parsers(sub: Any) -> None:
@@ -254,6 +247,13 @@ def cmd_conversations(args: argparse.Namespace) -> int:
     return conversations(args)
 
 
+def cmd_doctor(args: argparse.Namespace) -> int:
+    """``agentkit doctor``: see agentkit.cli.doctor."""
+    from agentkit.cli.doctor import cmd_doctor as doctor
+
+    return doctor(args)
+
+
 def cmd_help(args: argparse.Namespace) -> int:
     """``agentkit help [COMMAND]``: see agentkit.cli.guide."""
     from agentkit.cli.guide import cmd_help as show_help
@@ -272,6 +272,7 @@ COMMANDS = {
     "serve": cmd_serve,
     "acp": cmd_acp,
     "conversations": cmd_conversations,
+    "doctor": cmd_doctor,
     "help": cmd_help,
 }
 
@@ -315,12 +316,19 @@ def main(argv: list[str] | None = None) -> int:
 
         err(unknown_command(words[0], list(COMMANDS)))
         return 2
-    args = parser.parse_args(argv)
+    args, extras = parser.parse_known_args(argv)
+    if extras:  # the command's own usage and options, not the top level's
+        chosen = (getattr(parser, "commands", None) or {}).get(args.command, parser)
+        chosen.error(f"unrecognized arguments: {' '.join(extras)}")
     if args.command is None:
         parser.print_help(sys.stderr)
         return 2
     _safe_streams()
     _safe_log_lines()
+    if args.command != "acp" and getattr(args, "log_level", None):  # acp sets up its own
+        import logging
+
+        logging.getLogger("agentkit").setLevel(args.log_level.upper())
     try:
         return COMMANDS[args.command](args)
     except UsageError as exc:

@@ -48,9 +48,9 @@ from agentkit.cli.commands import message_text
 from agentkit.cli.common import (
     Signals,
     UsageError,
+    agent_args,
     check_cli_settings,
-    control_arg,
-    endpoint_args,
+    check_endpoint_flags,
     settings_from_args,
     way_back,
     workspace,
@@ -63,7 +63,7 @@ if TYPE_CHECKING:
     from agentkit.events import Event
     from agentkit.settings import Settings
 
-__all__ = ["JsonLinesChat", "add_parser", "cmd_chat"]
+__all__ = ["JsonLinesChat", "add_parser", "check_endpoint_flags", "cmd_chat", "start_local"]
 
 POLL_SECONDS = 0.2
 """How often the JSON-lines main loop looks at signals while it waits (seconds)."""
@@ -79,14 +79,7 @@ def add_parser(sub: Any) -> None:
         "On a terminal: an input line, Markdown answers, /help for commands. Otherwise (or "
         "with --jsonl): one message or /command per input line, one JSON event per output line.",
     )
-    chat.add_argument(
-        "-w",
-        "--workspace",
-        default=None,
-        metavar="DIR",
-        help="workspace folder (default: .; with --demo a copy of the sample project)",
-    )
-    endpoint_args(chat, demo=True)
+    agent_args(chat, "chat")
     chat.add_argument("--max-turns", type=int, metavar="N", help="model requests per round")
     chat.add_argument(
         "--no-stream", action="store_true", help="send plain (non-streaming) requests"
@@ -99,17 +92,6 @@ def add_parser(sub: Any) -> None:
         action="store_true",
         help="JSON lines on standard input/output, even on a terminal",
     )
-    chat.add_argument(
-        "--local",
-        action="store_true",
-        help="use a toy local model (Gemma 3 270M on llama.cpp; needs the local extra)",
-    )
-    chat.add_argument(
-        "--demo",
-        action="store_true",
-        help="no key: a scripted model plays every agent (work requests start a sub-agent)",
-    )
-    control_arg(chat)
 
 
 def cmd_chat(args: argparse.Namespace) -> int:
@@ -131,10 +113,12 @@ def cmd_chat(args: argparse.Namespace) -> int:
             root, base = server.workspace, dict(server.overrides)
         else:
             root = workspace(args.workspace or ".")
-            server, base = _local() if args.local else (None, {})
+            server, base = start_local() if args.local else (None, {})
+        if args.yes:  # an ask is allowed at once: no one is asked
+            base = {**base, "approvals_default": "allow"}
         settings = settings_from_args(args, base)
         notices = claim_notices(settings)  # said here, at the start, not logged later
-        chat_workspace, session = _open(root, settings, args.continue_id)
+        chat_workspace, session = _open(root, settings, args.continue_id, ask=not args.yes)
         hint = _resume_hint(root, args.demo)
         try:
             if args.jsonl or not (sys.stdin.isatty() and sys.stdout.isatty()):
@@ -162,20 +146,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
             server.stop()
 
 
-def check_endpoint_flags(args: argparse.Namespace) -> None:
-    """UsageError when ``--demo`` or ``--local`` is combined with endpoint flags (or
-    with each other): each brings its own model."""
-    own = [name for name in ("demo", "local") if getattr(args, name, False)]
-    flags = [
-        f"--{f.replace('_', '-')}" for f in ("model", "base_url", "api_key") if getattr(args, f)
-    ]
-    if len(own) > 1 or (own and flags):
-        raise UsageError(
-            f"--{own[0]} brings its own model: drop {', '.join(flags or ['--' + own[1]])}"
-        )
-
-
-def _local() -> tuple[Any, dict[str, Any]]:
+def start_local() -> tuple[Any, dict[str, Any]]:
     """The toy local model's server (started) and its settings."""
     from agentkit.errors import ConfigurationError
     from agentkit.local import LocalModelServer
@@ -204,18 +175,19 @@ def _resume_hint(root: Path, demo: bool) -> str:
     return " ".join(words)
 
 
-def _open(path: Any, settings: Settings, continue_id: str | None) -> tuple[Workspace, Session]:
-    """The Workspace and its first session (new, or ``continue_id``)."""
+def _open(
+    path: Any, settings: Settings, continue_id: str | None, *, ask: bool = True
+) -> tuple[Workspace, Session]:
+    """The Workspace and its first session (new, or ``continue_id``); ``ask`` False
+    (``--yes``): no one answers approval requests, ``approvals_default`` settles them."""
     from agentkit.chat import Workspace
     from agentkit.chat.approvals import answer_later
-    from agentkit.chat.setup import check_settings
     from agentkit.errors import ConfigurationError
 
     check_cli_settings(settings)
-    try:
-        check_settings(settings)
+    try:  # each Session checks everything (agentkit.chat.assembly), once
         # The person answers approval requests (the events show them): not "no one".
-        workspace = Workspace(path, settings, on_approval=answer_later)
+        workspace = Workspace(path, settings, on_approval=answer_later if ask else None)
         session = workspace.open(continue_id) if continue_id else workspace.create()
     except (ConfigurationError, FileNotFoundError, ValueError) as exc:
         raise UsageError(str(exc)) from None

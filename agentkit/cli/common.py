@@ -4,8 +4,11 @@ One job: the helpers ``run``, ``chat``, ``serve`` and the rest use, so that no m
 of agentkit.cli imports a private name of another and a flag is declared once:
 
 * :class:`UsageError` (one line on stderr, exit 2), :func:`err`, :func:`print_json`;
-* :func:`workspace_arg`, :func:`endpoint_args` (``--model --base-url --api-key
-  --lang``), :func:`control_arg` (``--subagent-control``), :func:`workspace`;
+* :func:`agent_args`: the one set of options of every command that runs an agent
+  (``run``, ``chat``, ``serve``, ``acp``), built from :func:`workspace_arg`,
+  :func:`endpoint_args` (``--model --base-url --api-key --lang``) and
+  :func:`control_arg` (``--subagent-control``); :func:`check_endpoint_flags`;
+  :func:`workspace`;
 * :func:`settings_from_args` and :func:`make_settings` (flags over the environment);
 * :class:`Signals`: SIGINT, SIGTERM and SIGHUP as flags. Its handler only writes the
   signal's number to a self-pipe; an ordinary watcher thread reads it, calls the
@@ -39,7 +42,9 @@ __all__ = [
     "PROG",
     "Signals",
     "UsageError",
+    "agent_args",
     "check_cli_settings",
+    "check_endpoint_flags",
     "control_arg",
     "endpoint_args",
     "err",
@@ -57,6 +62,10 @@ LEAVE_SECONDS = 5.0
 them the process exits at once (128 + the first signal)."""
 
 HANDLED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+AGENT_COMMANDS = ("run", "chat", "serve", "acp")
+"""The commands that run an agent: each has every option of :func:`agent_args`."""
+LOG_LEVELS = ("debug", "info", "warning", "error")
 
 
 class UsageError(AgentkitError):
@@ -100,7 +109,7 @@ def endpoint_args(parser: argparse.ArgumentParser, *, demo: bool = False) -> Non
 
 def control_arg(parser: argparse.ArgumentParser) -> None:
     """Add ``--subagent-control`` (Settings.subagent_control: the two-way control plane,
-    docs/control-plane.md) to ``parser`` (run, chat, serve)."""
+    docs/control-plane.md) to ``parser`` (part of :func:`agent_args`)."""
     parser.add_argument(
         "--subagent-control",
         action="store_true",
@@ -108,6 +117,66 @@ def control_arg(parser: argparse.ArgumentParser) -> None:
         help="the two-way control plane: message, ask, continue and wait for sub-agents "
         "(env AGENTKIT_SUBAGENT_CONTROL)",
     )
+
+
+def agent_args(parser: argparse.ArgumentParser, command: str) -> None:
+    """Add the options every command that runs an agent shares to ``parser``:
+    ``-w/--workspace``, ``--model --base-url --api-key --lang``, ``--demo``,
+    ``--local``, ``--log-level``, ``--subagent-control`` and, where someone is asked
+    about tool calls (``run``, ``chat``, ``acp``), ``--yes``.
+
+    Args:
+        parser: the subcommand's parser.
+        command: its name, one of :data:`AGENT_COMMANDS` (it words ``-w``'s help).
+    """
+    where = (
+        "the workspace of every session (default: the folder the editor opens each on)"
+        if command == "acp"
+        else "workspace folder (default: .; with --demo a copy of the sample project)"
+    )
+    parser.add_argument("-w", "--workspace", default=None, metavar="DIR", help=where)
+    endpoint_args(parser, demo=True)
+    own = parser.add_mutually_exclusive_group()
+    own.add_argument(
+        "--demo",
+        action="store_true",
+        help="no key: a scripted model plays every agent (work requests start a sub-agent)",
+    )
+    own.add_argument(
+        "--local",
+        action="store_true",
+        help="no key: a toy local model (Gemma 3 270M on llama.cpp; needs the local "
+        "extra), poor answers",
+    )
+    parser.add_argument(
+        "--log-level",
+        choices=LOG_LEVELS,
+        default="warning",
+        help="what agentkit logs on standard error (default warning)",
+    )
+    control_arg(parser)
+    if command in ("run", "chat", "acp"):
+        parser.add_argument(
+            "--yes",
+            action="store_true",
+            help="allow the tool calls the approvals rules would ask about (deny rules "
+            "still refuse); without it they are asked",
+        )
+
+
+def check_endpoint_flags(args: argparse.Namespace) -> None:
+    """UsageError when ``--demo`` or ``--local`` is combined with endpoint flags (or
+    with each other): each brings its own model."""
+    own = [name for name in ("demo", "local") if getattr(args, name, False)]
+    flags = [
+        f"--{f.replace('_', '-')}"
+        for f in ("model", "base_url", "api_key")
+        if getattr(args, f, None)
+    ]
+    if len(own) > 1 or (own and flags):
+        raise UsageError(
+            f"--{own[0]} brings its own model: drop {', '.join(flags or ['--' + own[1]])}"
+        )
 
 
 def workspace(value: str) -> Path:

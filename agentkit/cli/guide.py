@@ -1,6 +1,7 @@
-"""The commands that help a person find their way: ``agentkit help [COMMAND]``, "did
-you mean" for a mistyped command, ``agentkit conversations`` (a workspace's
-conversations, to continue one) and the ``demo`` command's parser.
+"""The commands that help a person find their way: ``agentkit help [COMMAND]``, the
+parser class (:class:`Parser`: the top level's grouped help, "did you mean" for a
+mistyped option), "did you mean" for a mistyped command, ``agentkit conversations``
+(a workspace's conversations, to continue one) and the ``demo`` command's parser.
 
 One job: their parsers and entry points, kept out of agentkit.cli (the dispatch).
 """
@@ -8,11 +9,64 @@ One job: their parsers and entry points, kept out of agentkit.cli (the dispatch)
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, NoReturn
 
 from agentkit.cli.common import PROG, UsageError, print_json, workspace, workspace_arg
 
-__all__ = ["add_parsers", "cmd_conversations", "cmd_help", "unknown_command"]
+__all__ = [
+    "GROUPS",
+    "NEW_HERE",
+    "Parser",
+    "add_parsers",
+    "cmd_conversations",
+    "cmd_help",
+    "command_listing",
+    "option_hint",
+    "unknown_command",
+]
+
+NEW_HERE = f"New here? {PROG} chat --demo"
+"""The first line of ``agentkit --help``."""
+GROUPS = (
+    ("Start", ("chat", "serve", "acp", "run", "demo")),
+    ("Inspect", ("conversations", "show", "transcript")),
+    ("Configure", ("profiles", "skills", "doctor", "help")),
+)
+"""The commands as ``agentkit --help`` lists them, by what a person wants to do."""
+
+
+class Parser(argparse.ArgumentParser):
+    """The parser of ``agentkit`` and its commands: "did you mean" for a mistyped
+    option (argparse itself suggests none before Python 3.14), and the top level's
+    help with :data:`NEW_HERE` first and the commands in :data:`GROUPS`."""
+
+    listing: str = ""
+    commands: Mapping[str, argparse.ArgumentParser] | None = None
+
+    def format_help(self) -> str:
+        """The help text; the top level's starts with :data:`NEW_HERE`."""
+        text = super().format_help()
+        return f"{NEW_HERE}\n\n{text}{self.listing}" if self.listing else text
+
+    def error(self, message: str) -> NoReturn:
+        """Print the usage and ``message`` (with the closest option for an unknown
+        one) on stderr and exit 2."""
+        words = message.partition("unrecognized arguments: ")[2].split()
+        known = [o for action in self._actions for o in action.option_strings]
+        super().error(message + option_hint(words, known))
+
+
+def command_listing(sub: Any) -> str:
+    """The grouped command list of the top level's help."""
+    # argparse keeps each command's help on its pseudo-actions (no public accessor).
+    helps = {a.dest: a.help or "" for a in sub._choices_actions}
+    lines = []
+    for title, names in GROUPS:
+        lines.append(f"\n{title}:")
+        lines += [f"  {name:<14}{helps.get(name, '')}" for name in names if name in helps]
+    lines.append(f"\n`{PROG} COMMAND --help` shows a command's options.")
+    return "\n".join(lines) + "\n"
 
 
 def add_parsers(sub: Any) -> None:
@@ -58,6 +112,22 @@ def unknown_command(word: str, known: list[str]) -> str:
     close = difflib.get_close_matches(word, known, n=1, cutoff=0.6)
     hint = f"; did you mean {close[0]!r}?" if close else ""
     return f"unknown command {word!r}{hint} (`{PROG} help` lists the commands)"
+
+
+def option_hint(words: list[str], known: list[str]) -> str:
+    """``"; did you mean --model?"`` for the mistyped options among ``words`` (the
+    arguments a parser did not recognise; ``--modle=x`` counts as ``--modle``) that
+    are close to one of ``known`` (the parser's option strings), else ``""``."""
+    import difflib
+
+    close = []
+    for word in words:
+        name = word.split("=", 1)[0]
+        if name.startswith("--") or (name.startswith("-") and len(name) > 2):
+            match = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+            if match and match[0] not in close:
+                close.append(match[0])
+    return f"; did you mean {' or '.join(close)}?" if close else ""
 
 
 def cmd_conversations(args: argparse.Namespace) -> int:

@@ -312,21 +312,18 @@ class LiveDisplay:
         from rich.table import Table
         from rich.text import Text
 
+        wide = self.console.width >= WIDE_COLUMNS
         table = Table(title="sub-agents", title_justify="left", expand=False, pad_edge=False)
-        for name, justify in (
-            ("id", "right"),
-            ("summary", "left"),
-            ("status", "left"),
-            ("runtime", "right"),
-            ("files", "right"),
-            ("searches", "right"),
-            ("web", "right"),
-            ("cmds", "right"),
-            ("tokens", "right"),
-            ("cost", "right"),
-            ("last action", "left"),
-        ):
-            table.add_column(name, justify=justify, no_wrap=name != "last action")  # type: ignore[arg-type]
+        # id, status and runtime never shrink (rich narrows only wrappable columns);
+        # the summary and the last action share the rest, each cell one line cut with
+        # "…"; below WIDE_COLUMNS the counters give way (they would become "…").
+        for name, justify, min_width in _columns(wide):
+            table.add_column(
+                name,
+                justify=justify,  # type: ignore[arg-type]
+                no_wrap=name not in ("summary", "last action"),
+                min_width=min_width,
+            )
         now = time.monotonic()
         for agent_id, (info, seen) in rows:
             raw = str(info.get("status", "?"))
@@ -335,18 +332,45 @@ class LiveDisplay:
                 runtime = float(runtime) + (now - seen)
             style = {"running": "yellow", "completed": "green"}.get(raw, "red")
             status = terminal_safe(status_text(raw))
-            # Text, not str: rich reads a str cell as markup ("[link=...]" from a model).
-            table.add_row(
-                str(agent_id),
-                Text(terminal_safe(shorten(str(info.get("summary", "")), 40))),
-                Text(status, style=style),
-                format_runtime(runtime),
+            counters = [
                 *(str(info.get(k, 0)) for k in SEED_COUNTERS),
                 f"{int(info.get('tokens') or 0):,}",
                 _cost_cell(info.get("cost_usd")),
-                Text(terminal_safe(shorten(str(info.get("last_action", "") or ""), 50))),
+            ]
+            # Text, not str: rich reads a str cell as markup ("[link=...]" from a model).
+            table.add_row(
+                str(agent_id),
+                _one_line(shorten(str(info.get("summary", "")), 40)),
+                Text(status, style=style),
+                format_runtime(runtime),
+                *(counters if wide else []),
+                _one_line(shorten(str(info.get("last_action", "") or ""), 50)),
             )
         return table
+
+
+WIDE_COLUMNS = 120
+"""Terminal columns from which the live table shows the counters, tokens and cost."""
+
+
+def _one_line(text: str) -> Text:
+    """A cell that stays one line, cut with "…" when its column is narrowed."""
+    from rich.text import Text
+
+    return Text(terminal_safe(text), no_wrap=True, overflow="ellipsis")
+
+
+def _columns(wide: bool) -> list[tuple[str, str, int | None]]:
+    """The live table's columns: (header, justify, minimum width)."""
+    counters = [(name, "right", None) for name in ("files", "searches", "web", "cmds")]
+    return [
+        ("id", "right", 3),
+        ("summary", "left", 8),
+        ("status", "left", 9),
+        ("runtime", "right", 7),
+        *((*counters, ("tokens", "right", None), ("cost", "right", None)) if wide else ()),
+        ("last action", "left", 12),
+    ]
 
 
 def _cost_cell(cost: Any) -> str:

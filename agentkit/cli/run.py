@@ -22,6 +22,7 @@ from agentkit.cli.common import (
     Signals,
     UsageError,
     check_cli_settings,
+    check_endpoint_flags,
     err,
     print_json,
     settings_from_args,
@@ -110,6 +111,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     task = args.task
     if not task or not task.strip():
         raise UsageError("the task is empty")
+    check_endpoint_flags(args)
+    if getattr(args, "demo", False):
+        return _run_demo(args)
+    args.workspace = args.workspace or "."
     workspace_dir(args.workspace)  # a missing folder is a usage error before anything starts
     if getattr(args, "local", False):
         return _run_local(args)
@@ -190,11 +195,9 @@ def _open_agent(root: Path, settings: Settings, continue_id: str | None, asker: 
     """The run's Agent (``asker``: its approval answerer, or None); UsageError for bad
     settings or an unknown or bad ``continue_id``."""
     from agentkit.agent import Agent
-    from agentkit.chat.setup import check_settings
     from agentkit.errors import ConfigurationError
 
-    try:
-        check_settings(settings)
+    try:  # the Agent checks everything (agentkit.chat.assembly), once
         return Agent(root, settings, conversation_id=continue_id, on_approval=asker)
     except (ConfigurationError, FileNotFoundError, ValueError) as exc:
         raise UsageError(str(exc)) from None
@@ -208,6 +211,32 @@ def _asker() -> Any:
     from agentkit.cli.approve import TerminalApprover
 
     return TerminalApprover()
+
+
+def _run_demo(args: argparse.Namespace) -> int:
+    """``agentkit run --demo``: the scripted model of ``chat --demo`` on the task, in
+    ``-w`` or a fresh copy of the sample project (removed when the run never starts)."""
+    from agentkit.cli.demo_chat import start_demo
+
+    try:
+        demo = start_demo(args.workspace, args.lang)
+    except FileNotFoundError as exc:
+        raise UsageError(str(exc)) from None
+    try:
+        settings = settings_from_args(args, {**demo.overrides, **_yes(args)})
+        return run_task(
+            args.task,
+            str(demo.workspace),
+            settings,
+            json_output=args.json,
+            continue_id=args.continue_id,
+            ask=not args.yes,
+        )
+    except UsageError:
+        demo.discard()  # it never ran: no copy of the sample left behind
+        raise
+    finally:
+        demo.stop()
 
 
 def _run_local(args: argparse.Namespace) -> int:

@@ -14,9 +14,9 @@ from typing import Any
 from agentkit.cli.common import (
     Signals,
     UsageError,
+    agent_args,
     check_cli_settings,
-    control_arg,
-    endpoint_args,
+    check_endpoint_flags,
     settings_from_args,
     workspace,
     workspace_arg,
@@ -43,13 +43,6 @@ def add_parsers(sub: Any) -> None:
         "generated and printed once) and answers only to its own names and --allowed-host. "
         "The model endpoint is checked at start (the page's header shows the result).",
     )
-    serve.add_argument(
-        "-w",
-        "--workspace",
-        default=None,
-        metavar="DIR",
-        help="workspace folder (default: .; with --demo a copy of the sample project)",
-    )
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8765, help="port (default 8765; 0: a free one)")
     serve.add_argument(
@@ -63,15 +56,9 @@ def add_parsers(sub: Any) -> None:
         metavar="NAME",
         help="another name the Host header may carry (repeatable; e.g. the machine's DNS name)",
     )
-    endpoint_args(serve, demo=True)
+    agent_args(serve, "serve")
     serve.add_argument("--max-turns", type=int, metavar="N", help="model requests per round")
     serve.add_argument("--no-stream", action="store_true", help="send plain requests")
-    control_arg(serve)
-    serve.add_argument(
-        "--demo",
-        action="store_true",
-        help="no key: a scripted model plays every agent (work requests start a sub-agent)",
-    )
 
 
 def cmd_profiles(args: argparse.Namespace) -> int:
@@ -92,12 +79,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
     Raises:
         UsageError: a missing workspace, bad settings, the web extra missing, no model.
     """
-    from agentkit.cli.chat import check_endpoint_flags
+    from agentkit.cli.chat import start_local
     from agentkit.errors import ConfigurationError
 
-    args.local = False
     check_endpoint_flags(args)
     demo: Any = None
+    local: Any = None
     listener = None
     try:
         from agentkit.webchat import require_web_extra
@@ -113,10 +100,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
             from agentkit.cli.demo_chat import start_demo
 
             demo = start_demo(args.workspace, args.lang)
-            root = demo.workspace
+            root, base = demo.workspace, dict(demo.overrides)
         else:
             root = workspace(args.workspace or ".")
-        settings = settings_from_args(args, demo.overrides if demo else None)
+            local, base = start_local() if args.local else (None, {})
+        settings = settings_from_args(args, base)
         check_cli_settings(settings)
         # While it serves, uvicorn's own flag-setting handlers take SIGINT and SIGTERM
         # (a clean shutdown) and raise them again once it stopped: they reach these
@@ -142,6 +130,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
             listener.close()  # serving closed it already; a refused start has not
         if demo is not None:
             demo.stop()
+        if local is not None:
+            local.stop()
     return signals.exit_code(code)
 
 
