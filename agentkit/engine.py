@@ -26,19 +26,29 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from agentkit import events as ev
 from agentkit import prompts, tracing
 from agentkit.context import ContextWindow
-from agentkit.conversation import Conversation
-from agentkit.errors import Cancelled, ContextLengthExceeded, LLMError
+from agentkit.conversation import Conversation, ConversationState
+from agentkit.errors import Cancelled, ContextLengthExceeded, ErrorKind, LLMError
 from agentkit.llm.turns import AssistantTurn, ToolCall
 from agentkit.settings import Settings
 from agentkit.tools.base import ToolContext, ToolResult
 from agentkit.tools.lanes import lanes
 from agentkit.tools.registry import ToolRegistry
 from agentkit.tools.repeats import FailureStreak, call_key
+
+RunStatus = Literal["done", "failed", "cancelled"]
+"""How a run or a chat round ended (:attr:`EngineResult.status`,
+``RunResult.status``, ``RoundResult.status``, ``RunFinished``, ``RoundFinished``)."""
+
+_END_STATE: dict[RunStatus, ConversationState] = {
+    "done": "done",
+    "failed": "failed",
+    "cancelled": "idle",  # a cancelled conversation can simply be continued
+}
 
 
 class Model(Protocol):
@@ -64,7 +74,7 @@ class Step:
     messages: list[dict[str, Any]] = field(default_factory=list)
     stop: bool = False
     error: str | None = None
-    error_kind: str | None = None
+    error_kind: ErrorKind | None = None
 
 
 class Hooks:
@@ -81,7 +91,7 @@ class Hooks:
         """Called once when the run ends, ``conversation.error`` set, before the last
         save: the state becomes ``done``, ``failed``, or ``idle`` after a cancel (a
         cancelled conversation can simply be continued)."""
-        engine.set_state({"done": "done", "cancelled": "idle"}.get(result.status, "failed"))
+        engine.set_state(_END_STATE[result.status])
 
     def before_request(self, engine: Engine) -> Step:
         """Called before each model request (the first one too); its messages go in
@@ -114,12 +124,14 @@ class Hooks:
 
 @dataclass
 class EngineResult:
-    """How a run ended: ``status`` is ``done``, ``failed`` or ``cancelled``."""
+    """How a run ended: ``status`` a :data:`RunStatus` (``done``, ``failed`` or
+    ``cancelled``); ``error_kind`` an :data:`agentkit.errors.ErrorKind` when a model
+    error or a spent budget ended it, else None."""
 
-    status: str
+    status: RunStatus
     final_text: str | None
     error: str | None = None
-    error_kind: str | None = None
+    error_kind: ErrorKind | None = None
 
 
 def _noop(_event: ev.Event) -> None:
@@ -185,7 +197,7 @@ class Engine:
         if self._save is not None:
             self._save(self.conversation)
 
-    def set_state(self, state: str) -> None:
+    def set_state(self, state: ConversationState) -> None:
         """Change the conversation state, emit StateChanged and save."""
         if self.conversation.state != state:
             self.conversation.state = state
@@ -262,7 +274,11 @@ class Engine:
         return self._finish("done", final_text, None)
 
     def _finish(
-        self, status: str, final_text: str | None, error: str | None, error_kind: str | None = None
+        self,
+        status: RunStatus,
+        final_text: str | None,
+        error: str | None,
+        error_kind: ErrorKind | None = None,
     ) -> EngineResult:
         self.conversation.error = error
         result = EngineResult(
