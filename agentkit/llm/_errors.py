@@ -1,9 +1,9 @@
 """Classifying provider errors into LLMError kinds, and reading retry hints.
 
-Rules E1-E4 and R9 of docs/providers.md, table §4.2: error bodies
-may be a dict, a list of dicts (Gemini), vLLM's top-level ``{"object": "error"}``,
-plain text or HTML; ``code`` may be a name, a numeric string or an int. They are
-normalised first, then classified by code/type, then message, then status.
+Error bodies (docs/providers.md §4.2) may be a dict, a list of dicts (Gemini),
+vLLM's top-level ``{"object": "error"}``, plain text or HTML; ``code`` may be a
+name, a numeric string or an int. They are normalised first, then classified by
+code/type, then message, then status.
 Also: which exception and response classes the installed openai/httpx use.
 Every message is scrubbed of known secrets (agentkit.process.redact): by LLMError
 itself, and here before a text is cut, so a cut cannot leave half a key.
@@ -37,7 +37,7 @@ _FILTER_CODES = frozenset(
 _AUTH_CODES = frozenset(("invalid_api_key", "authentication_error", "permission_denied"))
 _RATE_CODES = frozenset(("rate_limit_exceeded", "rate_limit_error", "resource_exhausted"))
 _CONTEXT_CODES = frozenset(("context_length_exceeded", "exceed_context_size_error"))
-#: Kinds worth retrying (docs/providers.md §4.2, E2).
+#: Kinds worth retrying (docs/providers.md §4.2).
 _RETRYABLE_KINDS = frozenset(("rate_limit", "timeout", "overloaded", "server_error"))
 _CONTEXT_RE = re.compile(
     r"maximum context length|exceed_context_size_error|exceeds the available context size"
@@ -58,7 +58,7 @@ _TITLE_RE = re.compile(r"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
 
 
 def normalize(body: Any, text: str = "") -> dict[str, Any]:
-    """Return ``{code, type, message, status, error}`` from any error body shape (R9).
+    """Return ``{code, type, message, status, error}`` from any error body shape.
 
     ``code`` and ``type`` are lower-case strings or None; ``error`` is the error object
     (a dict, possibly empty) for extra fields such as llama.cpp's ``n_ctx``.
@@ -151,7 +151,7 @@ def classify(
 def _kind(status: int | None, names: set[str], message: str) -> LLMErrorKind:
     """The kind of an error (docs/providers.md §4.2), from its effective HTTP status
     (the body's 3-digit code for in-band errors), its lower-case code/type/status
-    names and its message; the order is E1's: code and type, message, status."""
+    names and its message, in that order: code and type, message, status."""
     low = message.lower()
     if names & _QUOTA_CODES or status == 402:
         return "quota_exhausted"
@@ -222,7 +222,7 @@ def parse_duration(value: str) -> float | None:
 
 
 def retry_hint(headers: Mapping[str, str] | None, message: str = "") -> float | None:
-    """Return the server's wait hint in seconds, or None (rule E3).
+    """Return the server's wait hint in seconds, or None.
 
     Order: ``retry-after-ms``; ``Retry-After`` (seconds or an HTTP date);
     ``x-ratelimit-reset-requests``/``-tokens`` of an exhausted limit (``644ms``,
@@ -271,7 +271,7 @@ def retry_hint(headers: Mapping[str, str] | None, message: str = "") -> float | 
 def transport_error_types() -> tuple[
     tuple[type[BaseException], ...], tuple[type[BaseException], ...]
 ]:
-    """(transport errors, timeout errors) raised while reading a body (R2)."""
+    """(transport errors, timeout errors) raised while reading a body."""
     try:
         from openai._httpx2 import request_exceptions, timeout_exceptions
 
