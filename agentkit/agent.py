@@ -30,7 +30,7 @@ from agentkit.chat.session import Session
 from agentkit.chat.setup import check_message
 from agentkit.conversation import Conversation, usage_total
 from agentkit.engine import Model, RunStatus
-from agentkit.errors import ConfigurationError, ErrorKind
+from agentkit.errors import ConfigurationError, ErrorKind, RunFailed, RunFailedKind
 from agentkit.settings import Settings
 from agentkit.tools.base import Tool, tool_from_function
 
@@ -78,6 +78,18 @@ class RunResult:
             "error_kind": self.error_kind,
             "transcript_path": str(self.transcript_path) if self.transcript_path else None,
         }
+
+    def raise_for_status(self) -> RunResult:
+        """Return this result when the run succeeded (status ``done``), so that
+        ``agent.run(task).raise_for_status()`` chains; otherwise raise
+        :class:`~agentkit.errors.RunFailed` carrying ``kind`` (the ``error_kind`` when
+        known, else the status: ``cancelled`` or ``failed``), the ``error`` line as its
+        message, the status and this result."""
+        if self.status == "done":
+            return self
+        kind: RunFailedKind = self.error_kind or self.status
+        message = self.error or f"the run ended {self.status}"
+        raise RunFailed(kind, message, status=self.status, result=self)
 
 
 class Agent:

@@ -6,7 +6,11 @@ embedding application can catch one type.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:  # annotations only: errors.py imports nothing of agentkit at run time
+    from agentkit.agent import RunResult
+    from agentkit.engine import RunStatus
 
 LLMErrorKind = Literal[
     "rate_limit",
@@ -201,3 +205,35 @@ class ConfigFileError(AgentkitError, ValueError):
     def at(self, path: str) -> ConfigFileError:
         """The same error (same class) naming ``path`` as its file."""
         return type(self)(path, self.field, self.message)
+
+
+RunFailedKind = ErrorKind | Literal["cancelled", "failed"]
+"""What :attr:`RunFailed.kind` says: the run's ``error_kind`` when a known cause ended
+it, else its status (``cancelled``, or ``failed`` for a failure of no known kind)."""
+
+
+class RunFailed(AgentkitError):
+    """A run did not succeed (:meth:`agentkit.RunResult.raise_for_status`).
+
+    Attributes:
+        kind: a :data:`RunFailedKind`: the result's ``error_kind`` when one is known
+            (``connection``, ``authentication``, ``budget_exhausted``...), else its
+            status: ``cancelled`` or ``failed``.
+        message: the result's ``error`` line (or one saying how the run ended).
+        status: the result's status, ``failed`` or ``cancelled``.
+        result: the :class:`agentkit.RunResult` itself (its stats, transcript path...).
+    """
+
+    def __init__(
+        self,
+        kind: RunFailedKind,
+        message: str,
+        *,
+        status: RunStatus,
+        result: RunResult | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.kind: RunFailedKind = kind
+        self.message = message
+        self.status: RunStatus = status
+        self.result = result

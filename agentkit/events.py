@@ -29,6 +29,7 @@ if TYPE_CHECKING:  # annotations only: this module stays plain dataclasses, chea
     from agentkit.conversation import ConversationState
     from agentkit.engine import RunStatus
     from agentkit.errors import ErrorKind, LLMErrorKind
+    from agentkit.subagent.contract import Status as SubAgentStatus
 
 __all__ = [
     "AllWorkDone",
@@ -50,6 +51,7 @@ __all__ = [
     "RunStarted",
     "StateChanged",
     "SubAgentAnswered",
+    "SubAgentEvent",
     "SubAgentFinished",
     "SubAgentMessage",
     "SubAgentProgress",
@@ -155,25 +157,75 @@ class StateChanged(Event):
     state: ConversationState
 
 
-@dataclass(frozen=True)
-class SubAgentStarted(Event):
-    """A sub-agent's worker started; ``info`` is its get_sub_agent_status row (agent_id, summary, status, counters, last_action, deliverables_dir)."""
-
-    info: dict[str, Any]
+# The seed's stats object (docs/specification.md §1): runtime and the four counters.
+_STATS_KEYS = ("runtime_seconds", "files_read", "searches", "web_pages", "commands")
 
 
 @dataclass(frozen=True)
-class SubAgentProgress(Event):
-    """A sub-agent's counters or last_action changed; ``info`` is a get_sub_agent_status row."""
+class SubAgentEvent(Event):
+    """Base of the three sub-agent events: ``info`` is the sub-agent's status row (a
+    dict, kept for compatibility); the typed fields say the same, read from it.
+
+    Attributes:
+        info: the get_sub_agent_status row (agent_id, summary, status, the counters,
+            last_action, deliverables_dir) plus ``token_usage``, ``tokens``,
+            ``cost_usd`` and, on :class:`SubAgentFinished`, ``result_summary``.
+        agent_id: the sub-agent's id in its conversation (1-99).
+        status: ``running``, or how it ended: ``completed``, ``failed``, ``timeout``,
+            ``terminated`` or ``budget_exhausted``.
+        summary: the short description it was created with.
+        deliverables_dir: its deliverables folder, relative to the workspace.
+        result_summary: its result summary once it ended (:class:`SubAgentFinished`),
+            else None.
+        stats: the seed's stats object: ``runtime_seconds``, ``files_read``,
+            ``searches``, ``web_pages``, ``commands``.
+        output: on :class:`SubAgentFinished`, the typed result its profile's
+            ``output_schema`` asked for (the JSON value ``finish_task`` gave, checked),
+            else None.
+    """
 
     info: dict[str, Any]
+    agent_id: int = field(default=0, init=False)
+    status: SubAgentStatus = field(default="running", init=False)
+    summary: str = field(default="", init=False)
+    deliverables_dir: str = field(default="", init=False)
+    result_summary: str | None = field(default=None, init=False)
+    stats: dict[str, int] = field(default_factory=dict, init=False)
+    output: Any = field(default=None, kw_only=True)
+
+    def __post_init__(self) -> None:
+        # The typed fields are views of ``info`` (one truth); a value of the wrong
+        # type there leaves the field at its default rather than lying about it.
+        info = self.info
+        agent_id = info.get("agent_id")
+        if isinstance(agent_id, int) and not isinstance(agent_id, bool):
+            object.__setattr__(self, "agent_id", agent_id)
+        for name in ("status", "summary", "deliverables_dir"):
+            if isinstance(info.get(name), str):
+                object.__setattr__(self, name, info[name])
+        if isinstance(info.get("result_summary"), str):
+            object.__setattr__(self, "result_summary", info["result_summary"])
+        stats = {
+            key: value
+            for key in _STATS_KEYS
+            if isinstance(value := info.get(key), int) and not isinstance(value, bool)
+        }
+        object.__setattr__(self, "stats", stats)
 
 
 @dataclass(frozen=True)
-class SubAgentFinished(Event):
-    """A sub-agent ended (completed, failed, timeout or terminated); ``info`` is its final status row."""
+class SubAgentStarted(SubAgentEvent):
+    """A sub-agent's worker started; ``info`` is its get_sub_agent_status row (agent_id, summary, status, counters, last_action, deliverables_dir), also in the typed fields (:class:`SubAgentEvent`)."""
 
-    info: dict[str, Any]
+
+@dataclass(frozen=True)
+class SubAgentProgress(SubAgentEvent):
+    """A sub-agent's counters or last_action changed; ``info`` is a get_sub_agent_status row (typed fields: :class:`SubAgentEvent`)."""
+
+
+@dataclass(frozen=True)
+class SubAgentFinished(SubAgentEvent):
+    """A sub-agent ended (completed, failed, timeout or terminated); ``info`` is its final status row with ``result_summary``; ``output`` its typed result, if any (:class:`SubAgentEvent`)."""
 
 
 @dataclass(frozen=True)

@@ -5,11 +5,21 @@ descriptions are the README's settings table)."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from pydantic import BaseModel, Field
 
 from agentkit.settings._types import CommaList, Seconds
+
+if TYPE_CHECKING:
+    from agentkit.profiles import AgentProfile
+
+    # What Settings(agent_profiles=[...]) accepts: AgentProfile objects or their dicts.
+    # At run time the field holds dicts only (Settings turns each profile into
+    # AgentProfile.to_dict() before validating), and pydantic sees that type.
+    ProfileEntry: TypeAlias = dict[str, Any] | AgentProfile
+else:
+    ProfileEntry = dict[str, Any]
 
 __all__ = ["ExtensionFields"]
 
@@ -39,7 +49,7 @@ class ExtensionFields(BaseModel):
     mcp_max_output_chars: int = Field(
         default=30_000, ge=1000, description="MCP: cap on one tool result, characters."
     )
-    agent_profiles: list[dict[str, Any]] = Field(
+    agent_profiles: list[ProfileEntry] = Field(
         default_factory=list,
         description="Agent profiles given in Python (AgentProfile.to_dict()), beside the files in .agentkit/agents/ and ~/.config/agentkit/agents/.",
     )

@@ -41,6 +41,28 @@ def test_all_is_sorted_unique_and_complete() -> None:
     # The names a user meets in the README's tour are all public.
     for name in ["Agent", "Settings", "RunResult", "Tool", "ToolContext", "SubAgentFinished"]:
         assert name in names
+    # And those of the embedding API (issue 33): profiles, typed sub-agent events, and
+    # the error a failed run raises.
+    for name in ["AgentProfile", "AgentkitError", "RunFailed", "SubAgentEvent", "Workspace"]:
+        assert name in names
+
+
+def test_the_embedding_imports_work() -> None:
+    from agentkit import Agent, AgentkitError, AgentProfile, RunFailed, RunResult, Settings
+    from agentkit.profiles import AgentProfile as Profile
+
+    assert AgentProfile is Profile
+    assert issubclass(RunFailed, AgentkitError)
+    assert callable(RunResult.raise_for_status)
+    assert Agent.__name__ == "Agent" and Settings.__name__ == "Settings"
+
+
+def test_the_package_ships_its_types() -> None:
+    """py.typed marks the package as typed (PEP 561): without it a user's mypy sees
+    every agentkit name as Any."""
+    from pathlib import Path
+
+    assert (Path(agentkit.__file__).parent / "py.typed").is_file()
 
 
 def test_unknown_attribute_is_an_attribute_error() -> None:
@@ -62,6 +84,7 @@ def test_exceptions_form_one_tree() -> None:
         "ConfigurationError",
         "ContextLengthExceeded",
         "LLMError",
+        "RunFailed",
         "ToolError",
     ]:
         assert issubclass(getattr(agentkit, name), agentkit.AgentkitError), name
