@@ -350,7 +350,10 @@ class Supervisor:
         with self.changed:
             self.changed.notify_all()
         self.emit(
-            ev.SubAgentFinished(info={**agent.view_row(), "result_summary": agent.result_summary})
+            ev.SubAgentFinished(
+                info={**agent.view_row(), "result_summary": agent.result_summary},
+                output=agent.result,  # finish_task's typed result (a profile's output_schema)
+            )
         )
         if self.on_finished is not None:
             self.on_finished(agent)
