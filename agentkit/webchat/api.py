@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
@@ -20,13 +22,22 @@ from starlette.routing import BaseRoute, Route
 
 from agentkit.chat import Session, Workspace
 from agentkit.chat.store import clean_title, default_title, load_conversation
-from agentkit.conversation import Conversation
-from agentkit.errors import AgentkitError, Cancelled, ConfigurationError, WorkspaceFull
+from agentkit.configfile import StrictModel
+from agentkit.conversation import Conversation, ConversationState
+from agentkit.errors import Cancelled, ConfigurationError, WorkspaceFull
 from agentkit.jsonfile import has_lone_surrogate, loads_strict
 from agentkit.settings import Settings
 from agentkit.subagent.sweep import conversation_held, live_rows
 from agentkit.tools.registry import ToolRegistry
 from agentkit.webchat import approvals, files
+from agentkit.webchat.bodies import (
+    ApiError,
+    MessageBody,
+    NewConversation,
+    RenameBody,
+    SwitchBody,
+    parse_body,
+)
 from agentkit.webchat.stream import event_stream
 from agentkit.webchat.text import JSONResponse
 from agentkit.webchat.views import messages_view, round_ends_view, usage_view
@@ -38,12 +49,19 @@ MAX_BODY = 1_000_000
 anything is read, and a body without one is refused as soon as it grows past it."""
 
 
-class ApiError(AgentkitError):
-    """An error answered as ``{"error": message}`` with ``status``."""
+BodyT = TypeVar("BodyT", bound=StrictModel)
 
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
+
+@contextmanager
+def _conversation_errors(cid: str | None) -> Iterator[None]:
+    """Answer a missing conversation ``cid`` with 404, a bad id or file (a
+    ConfigurationError) with 400 and its message."""
+    try:
+        yield
+    except FileNotFoundError:
+        raise ApiError(404, f"no conversation {cid}") from None
+    except ConfigurationError as exc:
+        raise ApiError(400, str(exc)) from None
 
 
 def _ws(request: Request) -> Workspace:
@@ -79,6 +97,11 @@ async def _json(request: Request) -> dict[str, Any]:
     return _body(request, await _read_body(request))
 
 
+async def _parsed(request: Request, model: type[BodyT]) -> BodyT:
+    """The request's body as a ``model`` (ApiError 400 naming the field at fault)."""
+    return parse_body(model, await _json(request))
+
+
 async def _read_body(request: Request) -> bytes:
     """The body, at most MAX_BODY bytes (ApiError 413 past it: by ``Content-Length``
     before reading, else as soon as the bytes read pass it)."""
@@ -102,12 +125,8 @@ async def _read_body(request: Request) -> bytes:
 def _session(request: Request, cid: str | None = None) -> Session:
     """The live session of the path's conversation, opened if needed."""
     cid = cid or request.path_params["cid"]
-    try:
+    with _conversation_errors(cid):
         return _ws(request).open(cid)
-    except FileNotFoundError:
-        raise ApiError(404, f"no conversation {cid}") from None
-    except ConfigurationError as exc:
-        raise ApiError(400, str(exc)) from None
 
 
 @dataclasses.dataclass
@@ -119,7 +138,7 @@ class _View:
     last_seq: int
     id: str
     title: str
-    state: str
+    state: ConversationState
     conversation: Conversation
     rows: list[dict[str, Any]]
     workspace: Path
@@ -135,12 +154,8 @@ def _view(request: Request) -> _View:
     session = workspace.get(cid)
     if session is not None:
         return _live(session)
-    try:
+    with _conversation_errors(cid):
         conv = load_conversation(workspace.path, cid)
-    except FileNotFoundError:
-        raise ApiError(404, f"no conversation {cid}") from None
-    except ConfigurationError as exc:
-        raise ApiError(400, str(exc)) from None
     title = conv.title or default_title(conv.messages) or conv.id
     # As their records say now (a killed process's sub-agents: "ended (process gone)").
     held = conversation_held(workspace.path, conv.id)
@@ -203,10 +218,7 @@ def list_conversations(request: Request) -> Response:
 
 
 async def create_conversation(request: Request) -> Response:
-    data = await _json(request)
-    title = data.get("title")
-    if title is not None and not isinstance(title, str):
-        raise ApiError(400, "title must be a string")
+    title = (await _parsed(request, NewConversation)).title
     session = await _threaded(lambda: _ws(request).create(title or None))
     return JSONResponse(_detail(_live(session)), status_code=201)
 
@@ -221,53 +233,31 @@ def conversation_summary(request: Request) -> Response:
 
 
 async def rename_conversation(request: Request) -> Response:
-    data = await _json(request)
-    title = data.get("title")
-    if not isinstance(title, str):
-        raise ApiError(400, "give a title (a string)")
+    title = (await _parsed(request, RenameBody)).title
     cid = request.path_params["cid"]
-    try:
+    with _conversation_errors(cid):
         await _threaded(lambda: _ws(request).rename(cid, title))
-    except FileNotFoundError:
-        raise ApiError(404, f"no conversation {cid}") from None
-    except ConfigurationError as exc:
-        raise ApiError(400, str(exc)) from None
     return JSONResponse({"id": cid, "title": clean_title(title)})
 
 
 def delete_conversation(request: Request) -> Response:
     cid = request.path_params["cid"]
-    try:
+    with _conversation_errors(cid):
         _ws(request).delete(cid)
-    except FileNotFoundError:
-        raise ApiError(404, f"no conversation {cid}") from None
-    except ConfigurationError as exc:
-        raise ApiError(400, str(exc)) from None
     return JSONResponse({"deleted": cid})
 
 
 async def switch(request: Request) -> Response:
     """Leave ``leaving`` (its sub-agents end: spec §8.5) and open ``to`` (None: new)."""
-    data = await _json(request)
-    leaving, to = data.get("leaving"), data.get("to")
-    if not all(v is None or isinstance(v, str) for v in (leaving, to)):
-        raise ApiError(400, "leaving and to are conversation ids or null")
-    try:
+    body = await _parsed(request, SwitchBody)
+    leaving, to = body.leaving, body.to
+    with _conversation_errors(to):
         session = await _threaded(lambda: _ws(request).switch(leaving, to))
-    except FileNotFoundError:
-        raise ApiError(404, f"no conversation {to}") from None
-    except ConfigurationError as exc:
-        raise ApiError(400, str(exc)) from None
     return JSONResponse(_detail(_live(session)))
 
 
 async def post_message(request: Request) -> Response:
-    data = await _json(request)
-    text = data.get("text")
-    if text is not None and not isinstance(text, str):
-        raise ApiError(400, f'"text" must be a string, not {type(text).__name__}')
-    if not isinstance(text, str) or not text.strip():
-        raise ApiError(400, "the message is empty")
+    text = (await _parsed(request, MessageBody)).text
     session = await _threaded(lambda: _session(request))
     try:
         # In the thread pool: post returns once the message is saved (a disk write).

@@ -21,6 +21,7 @@ from starlette.responses import Response
 
 from agentkit.chat.approvals import answer_later
 from agentkit.errors import ApprovalError
+from agentkit.webchat.bodies import ApiError, ApprovalAnswer, parse_body
 from agentkit.webchat.text import JSONResponse
 
 if TYPE_CHECKING:
@@ -46,13 +47,14 @@ def pending(session: Session | None, conversation: Conversation) -> list[dict[st
 
 
 def answer(request: Request, session: Session, body: dict[str, Any]) -> Response:
-    """Answer the path's request with the body's decision (400: a bad body or decision;
-    404: no such request; 409: answered already, or withdrawn)."""
-    decision, note = body.get("decision"), body.get("note")
-    if not isinstance(decision, str):
-        return _refused('give "decision": "allow", "allow_always" or "deny"', "invalid")
-    if note is not None and not isinstance(note, str):
-        return _refused('"note" must be a string', "invalid")
+    """Answer the path's request with the body's decision (400: a bad body, an
+    ApprovalAnswer naming the field at fault, or decision; 404: no such request; 409:
+    answered already, or withdrawn)."""
+    try:
+        parsed = parse_body(ApprovalAnswer, body)
+    except ApiError as exc:
+        return _refused(str(exc), "invalid")
+    decision, note = parsed.decision, parsed.note
     request_id = request.path_params["rid"]
     try:
         row = session.approve(request_id, decision, note)

@@ -15,19 +15,21 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from agentkit.conversation import known_cost, usage_total
-from agentkit.webchat.api import ApiError, _find_row, _json, _session, _threaded, _view
+from agentkit.webchat.api import _find_row, _parsed, _session, _threaded, _view
+from agentkit.webchat.bodies import ContinueBody, ControlText
 from agentkit.webchat.text import JSONResponse
 
 __all__ = ["control_routes"]
 
 
 async def _control(request: Request, key: str, act: Any) -> Response:
-    """A control-plane POST (docs/control-plane.md): ``{key: text}`` for the path's
-    sub-agent; 200 with the tool's JSON when it worked, 409 with it when refused."""
-    data = await _json(request)
-    text = data.get(key)
-    if not isinstance(text, str) or not text.strip():
-        raise ApiError(400, f'give "{key}" (a non-empty string)')
+    """A control-plane POST (docs/control-plane.md): ``{key: text}`` (a ControlText or
+    a ContinueBody) for the path's sub-agent; 200 with the tool's JSON when it worked,
+    409 with it when refused; 400 naming the field for a bad body."""
+    if key == "task":
+        text = (await _parsed(request, ContinueBody)).task
+    else:
+        text = (await _parsed(request, ControlText)).text
     session = await _threaded(lambda: _session(request))
     row = _find_row(session.subagents(), request.path_params["aid"])
     result = await _threaded(lambda: act(session, int(row["agent_id"]), text))
