@@ -7,8 +7,9 @@ a source checkout); without it, importing this package's app raises
 :class:`agentkit.errors.ConfigurationError` with that one line.
 
 Map: ``app.py`` (create_app), ``api.py`` and ``views.py`` (conversations and how they
-are shown), ``control.py`` and ``approvals.py`` (the control plane's and the approvals'
-routes), ``info.py`` and ``endpoint.py`` (the server's facts, the endpoint check),
+are shown), ``bodies.py`` (the request bodies' models and the API's error),
+``control.py`` and ``approvals.py`` (the control plane's and the approvals' routes),
+``info.py`` and ``endpoint.py`` (the server's facts, the endpoint check),
 ``stream.py`` and ``fanout.py`` (the event stream), ``security.py`` (token, Origin,
 Host), ``files.py`` (the read-only viewer), ``text.py``, ``serve.py``; ``static/``
 is the page.
