@@ -7,8 +7,9 @@ See docs/architecture.md §9.
 
 Map: ``session.py`` (Session), ``workspace.py`` (Workspace), ``driver.py`` (the rounds'
 thread) and ``rounds.py`` (one round), ``inbox.py`` (queued messages), ``eventbus.py``,
-``store.py`` and ``lock.py`` (conversation files and who holds them), ``setup.py``
-(settings checks, the registry, the prompt), ``control.py`` (message, answer,
+``store.py`` and ``lock.py`` (conversation files and who holds them), ``assembly.py``
+(one place checks and builds an agent's parts), ``setup.py`` (settings checks, the
+registry, the prompt), ``control.py`` (message, answer,
 continue), ``approvals.py`` and ``policy.py`` (approval requests and a session's
 rules and hooks), ``explain.py`` (states and failures in words), ``notices.py``
 (what a person must hear at the start: the sandbox is off, a cost cap that cannot
