@@ -200,7 +200,12 @@ class SubAgentEvent(Event):
         agent_id = info.get("agent_id")
         if isinstance(agent_id, int) and not isinstance(agent_id, bool):
             object.__setattr__(self, "agent_id", agent_id)
-        for name in ("status", "summary", "deliverables_dir"):
+        from agentkit.subagent.contract import sub_agent_status
+
+        status = sub_agent_status(info.get("status"))  # an unknown one leaves "running"
+        if status is not None:
+            object.__setattr__(self, "status", status)
+        for name in ("summary", "deliverables_dir"):
             if isinstance(info.get(name), str):
                 object.__setattr__(self, name, info[name])
         if isinstance(info.get("result_summary"), str):

@@ -27,7 +27,7 @@ parent → worker: :class:`Steer` (a message for its next request), :class:`Answ
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, get_args
 
 # The transport, kept in its own module; named here for the launchers and the worker.
 from agentkit.subagent.channel import SEND_TIMEOUT as SEND_TIMEOUT
@@ -41,6 +41,17 @@ EndStatus = Literal["completed", "failed", "timeout", "terminated", "budget_exha
 Status = Literal["running", "completed", "failed", "timeout", "terminated", "budget_exhausted"]
 # The endings the parent forces (timeout, terminate_sub_agent, shutdown).
 KillStatus = Literal["timeout", "terminated"]
+
+STATUSES: tuple[Status, ...] = get_args(Status)
+
+
+def sub_agent_status(value: Any) -> Status | None:
+    """``value`` (a status row's or a record's ``status``, read from outside) as a
+    :data:`Status`, or None when it is not one (the caller keeps what it had)."""
+    for status in STATUSES:
+        if value == status:
+            return status
+    return None
 
 
 @dataclass(frozen=True)
