@@ -21,7 +21,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from agentkit import events as ev
 from agentkit import prompts
@@ -32,12 +32,15 @@ from agentkit.conversation import Conversation, usage_total
 from agentkit.engine import Model, RunStatus
 from agentkit.errors import ConfigurationError, ErrorKind, RunFailed, RunFailedKind
 from agentkit.settings import Settings
-from agentkit.tools.base import Tool, tool_from_function
+from agentkit.tools.base import Agents, Tool, tool_from_function
 
 if TYPE_CHECKING:
     from agentkit.subagent.manager import SubAgentManager
 
 __all__ = ["Agent", "RunResult"]
+
+# A user tool function: @agent.tool gives it back unchanged, its type kept.
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 
 @dataclass
@@ -201,6 +204,31 @@ class Agent:
         """``<workspace>/.agentkit/conversations/<conversation id>.json``."""
         return self.session.transcript_path
 
+    @overload
+    def tool(
+        self,
+        func: _F,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        counter: str | None = None,
+        agents: Agents = "main",
+    ) -> _F: ...
+
+    @overload
+    def tool(self, func: Tool) -> Tool: ...
+
+    @overload
+    def tool(
+        self,
+        func: None = None,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        counter: str | None = None,
+        agents: Agents = "main",
+    ) -> Callable[[_F], _F]: ...
+
     def tool(self, func: Any = None, **kwargs: Any) -> Any:
         """Decorator registering a user tool ``func(params: Model[, ctx])``.
 
@@ -208,7 +236,8 @@ class Agent:
         (``name``, ``description``, ``counter``, ``agents``: "main", "subagents" or
         "both"). Raises TypeError for a function without a pydantic parameter model,
         ToolNotImportable for a tool meant for sub-agents that a worker could not
-        import (see :meth:`add_tool`).
+        import (see :meth:`add_tool`). Returns ``func`` itself (its type kept), or,
+        called with options only, the decorator.
         """
 
         def wrap(fn: Any) -> Any:

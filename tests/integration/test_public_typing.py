@@ -21,8 +21,10 @@ pytestmark = [
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 
-# A user program with four mistakes mypy can only see when agentkit is typed.
+# A user program with five mistakes mypy can only see when agentkit is typed.
 MISUSE = """
+from pydantic import BaseModel
+
 from agentkit import Agent, RunFailed, Settings, SubAgentFinished
 
 
@@ -39,6 +41,18 @@ def seconds(event: SubAgentFinished) -> str:
 
 
 Settings(model="m", agent_profiles=["not a profile"])
+
+
+class City(BaseModel):
+    name: str
+
+
+def tools(agent: Agent) -> None:
+    @agent.tool
+    def weather(params: City) -> str:
+        return "sunny"
+
+    degrees: int = weather(City(name="Oslo"))
 """
 
 
@@ -67,7 +81,18 @@ def test_the_examples_pass_mypy_strict_and_misuse_is_caught(tmp_path: Path) -> N
     assert "got \"Literal['cancelled', 'failed'] | Literal['rate_limit'" in output, output
     assert 'got "int", expected "str"' in output, output
     assert 'List item 0 has incompatible type "str"' in output, output
-    assert len(errors) == 4, output
+    assert 'expression has type "str", variable has type "int"' in output, output
+    assert len(errors) == 5, output
+
+
+def test_the_offline_example_runs(tmp_path: Path) -> None:
+    """examples/tools.py needs no key: FakeOpenAIServer plays the model."""
+    done = subprocess.run(
+        [sys.executable, str(EXAMPLES / "tools.py")],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "Sunny in Paris. | the model was sent: Sunny in Paris"
 
 
 def test_the_wheel_ships_py_typed(tmp_path: Path) -> None:
