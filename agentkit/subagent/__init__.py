@@ -3,11 +3,13 @@
 Three places (docs/architecture.md §4):
 
 - **the parent side, here**: ``manager`` (the facade: create, terminate, status,
-  announce; ``on_started``/``on_finished`` callbacks), ``admission`` (may a request
-  start), ``supervisor`` (a monitor thread per worker: progress, claims, wrap-up,
-  timeout, finishing once), ``state`` (``SubAgent``, the parent's view), ``claims``
-  (write claims), ``record``, ``finalise`` and ``sweep`` (the record file; the
-  parent's final word on it; records a killed process group left running),
+  announce; ``on_started``/``on_finished`` callbacks), ``table`` (the one owner of
+  the sub-agents' records, their lock and the condition waiters wait on),
+  ``admission`` (may a request start), ``supervisor`` (a monitor thread per worker:
+  progress, claims, wrap-up, timeout, finishing once), ``state`` (``SubAgent``, the
+  parent's view), ``claims`` (write claims), ``record``, ``finalise`` and ``sweep``
+  (the record file; the parent's final word on it; records a killed process group
+  left running),
   ``reuse`` (another conversation's files in a folder, set aside before a start),
   ``notify`` (everything the main model is told about sub-agents), ``seed_tools``
   and ``inputs`` (the main agent's three tools and their argument rules),

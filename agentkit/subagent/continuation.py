@@ -53,7 +53,8 @@ def continue_subagent(
 
     if not manager.control.enabled:
         return refuse("control_off")
-    with manager.changed:
+    manager.control.check_session_budget()  # its first wrap-up and warning go out unlocked
+    with manager.table.locked():  # the limits, then the reservation, in one step
         why = manager.closed_or_spent()
         if why is not None:
             return {"success": False, "agent_id": agent_id, "error": why}
@@ -69,7 +70,7 @@ def continue_subagent(
             resolved,
             settings=settings,
             running=manager.running(),
-            agents=manager.agents,
+            agents=manager.table.agents,
             claims=manager.claims,
         )
         if why is not None:
@@ -89,8 +90,9 @@ def continue_subagent(
 
 def _before(manager: SubAgentManager, agent_id: int) -> tuple[str, str, str, Any] | str:
     """``(summary, deliverables_dir, sub_conversation_id, profile)`` of the ended
-    sub-agent, or the refusal's phrase key (``unknown_agent``, ``continue_running``)."""
-    agent = manager.agents.get(agent_id)
+    sub-agent, or the refusal's phrase key (``unknown_agent``, ``continue_running``).
+    The caller holds ``manager.table.locked()``."""
+    agent = manager.table.get(agent_id)
     if agent is not None:
         if agent.status == "running":
             return "continue_running"

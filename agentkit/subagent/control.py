@@ -18,15 +18,15 @@ besides create, status and terminate. One :class:`ControlPlane` per manager:
   unread queue (``STEER_QUEUE_MAX`` messages, ``STEER_QUEUE_CHARS`` characters), is
   refused with the reason, whoever sends it.
 
-Lock order: the manager's condition (``changed``) guards every SubAgent field used
-here; nothing is sent or emitted under it.
+Lock order: the manager's table (agentkit.subagent.table) guards every SubAgent
+field used here, read and changed through its methods; nothing is sent or emitted
+under its lock.
 """
 
 from __future__ import annotations
 
 import itertools
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -53,6 +53,7 @@ if TYPE_CHECKING:
     from agentkit.settings import Settings
     from agentkit.subagent.contract import ParentMessage
     from agentkit.subagent.state import SubAgent
+    from agentkit.subagent.table import SubAgentTable
 
 __all__ = ["RECEIPT_SECONDS", "ControlPlane", "PendingQuestion", "session_meter"]
 
@@ -96,10 +97,7 @@ class Manager(Protocol):
     def language(self) -> str: ...
 
     @property
-    def agents(self) -> dict[int, SubAgent]: ...
-
-    @property
-    def changed(self) -> threading.Condition: ...
+    def table(self) -> SubAgentTable: ...
 
     @property
     def supervisor(self) -> Sender: ...
@@ -109,26 +107,24 @@ class Manager(Protocol):
 
     def running(self) -> list[SubAgent]: ...
 
-    def status(self, agent_ids: list[int]) -> dict[str, Any]: ...
-
-    def earlier_status(self, agent_id: int) -> str | None: ...
-
 
 class ControlPlane:
     """The control plane of one manager (see the module docstring).
 
     Args:
-        manager: the SubAgentManager (its agents, condition, supervisor, emit).
+        manager: the SubAgentManager (its table, supervisor, emit).
         budget: the conversation's budget meter, or None.
     """
 
     def __init__(self, manager: Manager, budget: Meter | None = None) -> None:
         self.manager = manager
+        self.table = manager.table
         self.budget = budget
         self.on_question: Any = None  # called with the agent when a question arrives
         self._refs = itertools.count(1)
         self._refs_lock = threading.Lock()
         self._session_spent = False
+        self._spent_lock = threading.Lock()
 
     @property
     def enabled(self) -> bool:
@@ -145,7 +141,6 @@ class ControlPlane:
     # ------------------------------------------------------------ from workers
     def on_message(self, agent: SubAgent, message: ControlMessage) -> None:
         """Act on one control message from ``agent``'s worker (its monitor thread)."""
-        changed = self.manager.changed
         if isinstance(message, UsageReport):
             self._usage(agent, message)
         elif isinstance(message, BudgetWarning):
@@ -155,37 +150,24 @@ class ControlPlane:
         elif isinstance(message, QuestionClosed):
             self._close_question(agent, message.request, "timed_out")
         elif isinstance(message, Receipt):
-            with changed:
-                agent.receipts[message.ref] = message
-                changed.notify_all()
+            receipt = message
+            self.table.update(agent, lambda a: _keep_receipt(a, receipt), notify=True)
         elif isinstance(message, SteerRead):
-            with changed:
-                for ref in message.refs:
-                    agent.steers.pop(ref, None)
+            refs = message.refs
+            self.table.update(agent, lambda a: _forget_steers(a, refs))
 
     def on_result(self, agent: SubAgent, result: Result) -> None:
         """Keep the Result's typed result and its unread messages (before the end)."""
-        with self.manager.changed:
-            agent.result = result.result
-            for ref in result.unread:
-                text = agent.steers.pop(ref, None)
-                if text is not None:
-                    agent.unread.append(text)
+        self.table.update(agent, lambda a: _keep_result(a, result))
 
     def on_finished(self, agent: SubAgent) -> None:
         """The agent ended: its question is withdrawn, messages it never read kept."""
-        with self.manager.changed:
-            agent.unread.extend(agent.steers.values())
-            agent.steers.clear()
-            question = agent.question
+        question = self.table.update(agent, _keep_unread)
         if question is not None:
             self._close_question(agent, question.request, "agent_ended")
 
     def _usage(self, agent: SubAgent, report: UsageReport) -> None:
-        with self.manager.changed:
-            agent.tokens += report.prompt + report.completion
-            agent.cost_usd = report.cost_usd_total
-            agent.usage_estimated = agent.usage_estimated or report.estimated
+        self.table.update(agent, lambda a: _count_usage(a, report))
         self.count_session(report.prompt + report.completion, report.cost_usd)
 
     def count_session(self, tokens: int, cost_usd: float | None) -> None:
@@ -200,12 +182,16 @@ class ControlPlane:
             self.manager.emit(ev.BudgetWarning(scope="session", exhausted=False, **budget.used()))
         self.check_session_budget()
 
+    def session_spent(self) -> bool:
+        """True once the conversation's budget is spent (only looks: sends nothing)."""
+        return self.budget is not None and self.budget.state() == "exhausted"
+
     def check_session_budget(self) -> bool:
         """True once the conversation's budget is spent; the first time, every running
         sub-agent is told to wrap up and BudgetWarning (exhausted) is emitted."""
         if self.budget is None or self.budget.state() != "exhausted":
             return False
-        with self.manager.changed:
+        with self._spent_lock:
             first, self._session_spent = not self._session_spent, True
         if first:
             for agent in self.manager.running():
@@ -215,13 +201,18 @@ class ControlPlane:
         return True
 
     def _question(self, agent: SubAgent, message: Question) -> None:
-        with self.manager.changed:
+
+        def ask(agent: SubAgent) -> bool:  # False: it ended already
             if agent.status != "running":
-                return
+                return False
             if agent.question is None:
                 agent.pause_clock()
             agent.question = PendingQuestion(message.request, message.text)
-            self.manager.changed.notify_all()  # wait_for_sub_agents returns for it
+            return True
+
+        # notify: wait_for_sub_agents returns for it
+        if not self.table.update(agent, ask, notify=True):
+            return
         spec = agent.spec
         self.manager.emit(
             ev.SubAgentQuestion(agent_id=spec.agent_id, summary=spec.summary, question=message.text)
@@ -234,12 +225,17 @@ class ControlPlane:
     ) -> None:
         """End the pending question ``request`` (once): the clock runs again, and
         SubAgentAnswered says how (``answered``, ``timed_out``, ``agent_ended``)."""
-        with self.manager.changed:
+
+        def close(agent: SubAgent) -> bool:  # False: not (or no longer) pending
             question = agent.question
             if question is None or question.request != request:
-                return
+                return False
             agent.question = None
             agent.resume_clock()
+            return True
+
+        if not self.table.update(agent, close):
+            return
         self.manager.emit(
             ev.SubAgentAnswered(agent_id=agent.spec.agent_id, answer=answer, outcome=outcome, by=by)
         )
@@ -248,23 +244,11 @@ class ControlPlane:
     def take_questions(self) -> list[SubAgent]:
         """Running agents whose question the main agent was not told yet, marking them
         told (each question is announced exactly once)."""
-        with self.manager.changed:
-            asking = [
-                a
-                for a in self.manager.agents.values()
-                if a.status == "running" and a.question is not None and not a.question.announced
-            ]
-            for agent in asking:
-                agent.question.announced = True
-            return sorted(asking, key=lambda a: a.spec.agent_id)
+        return self.table.take(_unannounced_question, _announce_question)
 
     def has_questions(self) -> bool:
         """True when a question waits to be announced."""
-        with self.manager.changed:
-            return any(
-                a.status == "running" and a.question is not None and not a.question.announced
-                for a in self.manager.agents.values()
-            )
+        return self.table.any(_unannounced_question)
 
     # ---------------------------------------------------------- to workers
     def message(self, agent_id: int, text: str, *, by: str = "main") -> dict[str, Any]:
@@ -275,25 +259,29 @@ class ControlPlane:
         if agent is None:
             return refusal
         ref = self._next_ref()
-        refused: dict[str, Any] | None
-        with self.manager.changed:
+
+        def queue(agent: SubAgent) -> dict[str, Any] | None:  # the refusal, or None
             if agent.status != "running" or agent.finishing:
-                refused = self._not_delivered(agent, "finishing")
-            else:
-                refused = self._over_limit(agent, text)
-                if refused is None:
-                    agent.steers[ref] = text
-                    agent.receipts[ref] = None
+                return self._not_delivered(agent, "finishing")
+            refused = self._over_limit(agent, text)
+            if refused is None:
+                agent.steers[ref] = text
+                agent.receipts[ref] = None
+            return refused
+
+        refused = self.table.update(agent, queue)
         if refused is not None:
             return self._said(agent, text, by, refused)
         self.manager.supervisor.send(agent, Steer(ref, text))
         receipt = self._receipt(agent, ref)
         if receipt is None or not receipt.accepted:
-            with self.manager.changed:
-                agent.steers.pop(ref, None)
+            self.table.update(agent, lambda a: a.steers.pop(ref, None))
             why = receipt.reason if receipt is not None else agent.status
-            with self.manager.changed:
-                limited = self._over_limit(agent, text, why) if why in _LIMITS else None
+            limited = (
+                self.table.update(agent, lambda a: self._over_limit(a, text, why))
+                if why in _LIMITS
+                else None
+            )
             refusal = limited if limited is not None else self._not_delivered(agent, why)
             return self._said(agent, text, by, refusal)
         done = {
@@ -313,8 +301,8 @@ class ControlPlane:
 
     def _over_limit(self, agent: SubAgent, text: str, why: str = "") -> dict[str, Any] | None:
         """The refusal when ``text`` is too long or ``agent``'s unread queue is full
-        (``why``: the worker's reason, when it refused), else None. The caller holds
-        the manager's condition."""
+        (``why``: the worker's reason, when it refused), else None. Runs under the
+        table's lock (SubAgentTable.update)."""
         limit = inputs.steer_limit(list(agent.steers.values()), text, why)
         if limit is None:
             return None
@@ -342,10 +330,15 @@ class ControlPlane:
         if agent is None:
             return refusal
         ref = self._next_ref()
-        with self.manager.changed:
-            question = agent.question if agent.status == "running" else None
-            if question is not None:
-                agent.receipts[ref] = None
+
+        def pending(agent: SubAgent) -> PendingQuestion | None:
+            question: PendingQuestion | None = agent.question
+            if agent.status != "running" or question is None:
+                return None
+            agent.receipts[ref] = None  # awaited
+            return question
+
+        question = self.table.update(agent, pending)
         if question is None:
             return self._no_question(agent)
         self.manager.supervisor.send(agent, Answer(ref, question.request, text))
@@ -375,10 +368,7 @@ class ControlPlane:
         if not self.enabled:
             error = self._phrase("control_off")
             return None, {"success": False, "agent_id": agent_id, "error": error}
-        manager = self.manager
-        with manager.changed:
-            agent = manager.agents.get(agent_id)
-            earlier = manager.earlier_status(agent_id)
+        agent, earlier = self.table.find(agent_id)
         if agent is not None:
             return agent, {}
         if earlier is not None:
@@ -389,16 +379,58 @@ class ControlPlane:
 
     def _receipt(self, agent: SubAgent, ref: int) -> Receipt | None:
         """Wait for the Receipt ``ref``; None when the agent ended first or none came."""
-        changed = self.manager.changed
-        deadline = time.monotonic() + RECEIPT_SECONDS
-        with changed:
-            while True:
-                receipt = agent.receipts.get(ref)
-                left = deadline - time.monotonic()
-                if receipt is not None or agent.status != "running" or left <= 0:
-                    agent.receipts.pop(ref, None)
-                    return receipt if isinstance(receipt, Receipt) else None
-                changed.wait(min(left, 0.5))
+
+        def came() -> bool:
+            return agent.receipts.get(ref) is not None or agent.status != "running"
+
+        def take(_: bool) -> Receipt | None:
+            receipt = agent.receipts.pop(ref, None)
+            return receipt if isinstance(receipt, Receipt) else None
+
+        return self.table.wait_then(came, RECEIPT_SECONDS, take)
+
+
+# What the control plane does to one sub-agent under the table's lock
+# (SubAgentTable.update, .take, .any).
+def _keep_receipt(agent: SubAgent, receipt: Receipt) -> None:
+    agent.receipts[receipt.ref] = receipt
+
+
+def _forget_steers(agent: SubAgent, refs: tuple[int, ...]) -> None:
+    """Messages the worker read: no longer unread."""
+    for ref in refs:
+        agent.steers.pop(ref, None)
+
+
+def _keep_result(agent: SubAgent, result: Result) -> None:
+    """The Result's typed result, and the messages it says were never read."""
+    agent.result = result.result
+    for ref in result.unread:
+        text = agent.steers.pop(ref, None)
+        if text is not None:
+            agent.unread.append(text)
+
+
+def _keep_unread(agent: SubAgent) -> PendingQuestion | None:
+    """At its end: every message still queued kept as unread; its pending question."""
+    agent.unread.extend(agent.steers.values())
+    agent.steers.clear()
+    question: PendingQuestion | None = agent.question
+    return question
+
+
+def _count_usage(agent: SubAgent, report: UsageReport) -> None:
+    agent.tokens += report.prompt + report.completion
+    agent.cost_usd = report.cost_usd_total
+    agent.usage_estimated = agent.usage_estimated or report.estimated
+
+
+def _unannounced_question(agent: SubAgent) -> bool:
+    return agent.status == "running" and agent.question is not None and not agent.question.announced
+
+
+def _announce_question(agent: SubAgent) -> None:
+    agent.question.announced = True
 
 
 def _budget_event(agent_id: int, warning: BudgetWarning) -> ev.BudgetWarning:

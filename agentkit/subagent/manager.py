@@ -1,7 +1,8 @@
 """The sub-agents of one main conversation, and the seed tools' answers.
 
-One job: SubAgentManager is the facade the rest of the package uses. It keeps
-the collection of sub-agents (this run's and earlier runs' of the conversation),
+One job: SubAgentManager is the facade the rest of the package uses. Its
+``table`` (agentkit.subagent.table.SubAgentTable) holds the sub-agents (this run's
+and earlier runs' of the conversation), their lock and condition; the manager
 checks create_sub_agent requests against the limits of docs/specification.md
 §1 and §8 (agent_id 1-99 and unique in the conversation, timeout 60-3600 s
 from Settings, at most 5 running, no overlapping deliverables), starts
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -33,11 +34,12 @@ from agentkit.subagent.contract import Launcher
 from agentkit.subagent.control import ControlPlane
 from agentkit.subagent.launchers import make_launcher
 from agentkit.subagent.record import Ending, archive_record, list_deliverables
-from agentkit.subagent.results import asked_result, blocking_result, capped_summary, status_result
+from agentkit.subagent.results import asked_result, blocking_result, capped_summary
 from agentkit.subagent.reuse import set_aside_earlier
 from agentkit.subagent.state import SubAgent, earlier_rows, worker_spec
 from agentkit.subagent.supervisor import ApprovalHandler, Supervisor
 from agentkit.subagent.sweep import sweep_record
+from agentkit.subagent.table import SubAgentTable
 
 
 class SubAgentManager:
@@ -88,17 +90,14 @@ class SubAgentManager:
         self.emit = emit or (lambda e: None)
         self.launcher: Launcher = launcher or make_launcher(settings)
         self.claims = Claims()
-        self.agents: dict[int, SubAgent] = {}
-        self._used_ids: dict[int, str] = {}
-        self._lock = threading.RLock()
-        self.changed = self._changed = threading.Condition(self._lock)
-        self._closed = False
+        # Sub-agents of earlier runs of this conversation (loaded from its file): their
+        # ids stay taken, and status and records still show them.
+        self.table = SubAgentTable(earlier_rows(conversation.subagents if conversation else []))
         self.supervisor = Supervisor(
             workspace=workspace,
             settings=settings,
             claims=self.claims,
-            agents=self.agents,
-            changed=self._changed,
+            table=self.table,
             emit=self.emit,
             on_finished=on_finished,
             on_approval=on_approval,
@@ -107,13 +106,14 @@ class SubAgentManager:
         self.control = self.supervisor.control = ControlPlane(self, budget)
         self.control.on_question = on_question
         self._on_started = on_started
-        # Sub-agents of earlier runs of this conversation (loaded from its file): their
-        # ids stay taken, and status and records still show them.
-        self._previous = earlier_rows(conversation.subagents if conversation else [])
         self._conversation_id = conversation.id if conversation else None
         self._mcp_listing: dict[str, Any] | None = None
         self._mcp_lock = threading.Lock()
-        self._used_ids.update({i: str(r.get("summary", "")) for i, r in self._previous.items()})
+
+    @property
+    def agents(self) -> Mapping[int, SubAgent]:
+        """This run's sub-agents by id (a read-only view of :attr:`table`'s)."""
+        return self.table.agents
 
     def _mcp_tools(self) -> dict[str, Any]:
         """The tools of the MCP servers for sub-agents, listed once per conversation
@@ -131,9 +131,8 @@ class SubAgentManager:
         return prompts.phrase(self.language, key, **values)
 
     def running(self) -> list[SubAgent]:
-        """Return the sub-agents still running."""
-        with self._lock:
-            return [a for a in self.agents.values() if a.status == "running"]
+        """Return the sub-agents still running, by id."""
+        return self.table.running()
 
     # ---------------------------------------------------------------- create
     def create(
@@ -154,14 +153,15 @@ class SubAgentManager:
         run's) ends a blocking wait and terminates the agent. ``profile``: an
         AgentProfile's dict, given to the worker (WorkerSpec.extra)."""
         extra = self.spec_extra(profile, run_in_background)
-        with self._lock:
+        self.control.check_session_budget()  # its first wrap-up and warning go out unlocked
+        with self.table.locked():  # the limits, then the reservation, in one step
             admitted = self.closed_or_spent() or admit(
                 Request(agent_id, timeout_seconds, deliverables_dir),
                 workspace=self.workspace,
                 settings=self.settings,
-                used_ids=self._used_ids,
+                used_ids=self.table.used_ids(),
                 running=self.running(),
-                agents=self.agents,
+                agents=self.table.agents,
                 claims=self.claims,
             )
             if isinstance(admitted, str):
@@ -209,10 +209,12 @@ class SubAgentManager:
         return limits.to_dict() if limits else None
 
     def closed_or_spent(self) -> str | None:
-        """Why no sub-agent may start now (closing, the conversation's budget spent), or None."""
-        if self._closed:
+        """Why no sub-agent may start now (closing, the conversation's budget spent), or
+        None. Sends and emits nothing (it runs under ``table.locked()``): callers run
+        ``control.check_session_budget()`` first."""
+        if self.table.closed:
             return "the agent is closing; no new sub-agents"
-        if self.control.check_session_budget():
+        if self.control.session_spent():
             return self._phrase(
                 "session_budget_spent",
                 **self.control.budget.shown(self.settings.language),  # type: ignore[union-attr]
@@ -246,15 +248,14 @@ class SubAgentManager:
         """Claim the agent's folder (its OS lock too, held until its record is final:
         admission.take_folder), take its id, count it as running (under the lock).
         Returns the refusal text when a sub-agent of another process holds the folder
-        (nothing then taken), else None."""
+        (nothing then taken), else None. The caller holds ``table.locked()``."""
         refused = take_folder(
             self.workspace, agent.spec, self._conversation_id, self.claims, self.language
         )
         if refused is not None:
             return refused
         self.claims.claim_folder(agent.spec.agent_id, agent.deliverables_path)
-        self._used_ids[agent.spec.agent_id] = agent.spec.summary
-        self.agents[agent.spec.agent_id] = agent
+        self.table.add(agent)
         return None
 
     def start_worker(self, agent: SubAgent, *, archive: bool = True) -> bool:
@@ -269,7 +270,7 @@ class SubAgentManager:
                 pass
             sweep_record(path, self.workspace)  # one a killed process group left "running"
             if archive:  # another conversation's files and record, set aside
-                set_aside_earlier(path, self.workspace, self._own_sub_conversations())
+                set_aside_earlier(path, self.workspace, self.table.sub_conversation_ids())
                 archive_record(path, self.workspace)
             handle = self.launcher.start(spec)
         except Exception as exc:  # cannot start: the agent fails, the main loop goes on
@@ -278,30 +279,19 @@ class SubAgentManager:
             return False
         return self.supervisor.adopt(agent, handle)
 
-    def _own_sub_conversations(self) -> set[str]:
-        with self._lock:
-            rows = [r.get("sub_conversation_id") for r in self._previous.values()]
-            return {a.spec.sub_conversation_id for a in self.agents.values()} | {
-                str(r) for r in rows if r
-            }
-
     def _wait(self, agent: SubAgent, cancel: threading.Event | None) -> str | None:
         """Wait for a blocking agent's end; ``cancel`` set terminates it. Returns the
         question it asked instead (the main agent must answer it: the agent goes on in
         the background), else None."""
         while not agent.done.wait(0.2):
-            with self._lock:
-                question = agent.question if agent.status == "running" else None
-                if question is not None:
-                    question.announced = True  # the tool result says it
-                    agent.background = True  # its end is announced
-                    return str(question.text)
+            question = self.table.update(agent, _take_question)
+            if question is not None:
+                return question
             if cancel is not None and cancel.is_set():
                 self.supervisor.kill(agent, "terminated")
                 agent.done.wait(10)
                 break
-        with self._lock:
-            agent.announced = True
+        self.table.update(agent, _mark_announced)
         return None
 
     def _result(self, agent: SubAgent) -> dict[str, Any]:
@@ -322,22 +312,19 @@ class SubAgentManager:
     def terminate(self, agent_id: int, *, by_user: bool = False) -> dict[str, Any]:
         """terminate_sub_agent (docs/specification.md §1): kill the agent and its processes; files stay.
         ``by_user``: the user stopped it (a UI), not the main agent (its summary says so)."""
-        with self._lock:
-            agent = self.agents.get(agent_id)
-            if agent is None and agent_id in self._previous:
-                status = self._previous[agent_id].get("status", "completed")
-                return self._not_running(agent_id, status)
-            if agent is None:
-                error = self._phrase("unknown_agent", agent_id=agent_id)
-                return {"success": False, "agent_id": agent_id, "error": error}
-            if agent.status != "running":
-                return self._not_running(agent_id, agent.status)
-            agent.announced = True  # the main agent asked: no notification
+        agent, earlier = self.table.find(agent_id)
+        if earlier is not None:
+            return self._not_running(agent_id, earlier)
+        if agent is None:
+            error = self._phrase("unknown_agent", agent_id=agent_id)
+            return {"success": False, "agent_id": agent_id, "error": error}
+        status = self.table.update(agent, _claim_end)
+        if status != "running":
+            return self._not_running(agent_id, status)
         self.supervisor.kill(agent, "terminated", summary_key="user_summary" if by_user else None)
-        with self._lock:
-            if agent.status != "terminated":  # its own end (finish_task) came first: it
-                agent.announced = False  # stands everywhere, announced as any end
-                return self._not_running(agent_id, agent.status)
+        status = self.table.update(agent, _unclaim_end)
+        if status != "terminated":
+            return self._not_running(agent_id, status)
         _, total = list_deliverables(agent.deliverables_path, 1, self.workspace)
         return {
             "success": True,
@@ -351,14 +338,11 @@ class SubAgentManager:
     def earlier_status(self, agent_id: int) -> str | None:
         """The status of sub-agent ``agent_id`` of an earlier run of the conversation
         (not of this one), or None."""
-        with self._lock:
-            row = None if agent_id in self.agents else self._previous.get(agent_id)
-            return None if row is None else str(row.get("status", "completed"))
+        return self.table.find(agent_id)[1]
 
     def earlier_row(self, agent_id: int) -> dict[str, Any] | None:
         """The saved row of sub-agent ``agent_id`` of an earlier run, or None."""
-        with self._lock:
-            return self._previous.get(agent_id)
+        return self.table.earlier_row(agent_id)
 
     def _not_running(self, agent_id: int, status: str) -> dict[str, Any]:
         error = self._phrase("not_running", agent_id=agent_id, status=status)
@@ -366,53 +350,34 @@ class SubAgentManager:
 
     def status(self, agent_ids: list[int]) -> dict[str, Any]:
         """get_sub_agent_status (docs/specification.md §1): agentkit.subagent.results.status_result."""
-        with self._lock:
-            return status_result(agent_ids, self.agents, self._previous, self.settings)
+        return self.table.status(agent_ids, self.settings)
 
     # ----------------------------------------------------- notifications
     def take_finished(self) -> list[SubAgent]:
         """Return background agents that ended and were not announced yet, marking
         them announced (each completion is announced exactly once)."""
-        with self._lock:
-            done = [
-                a
-                for a in self.agents.values()
-                if a.background and not a.announced and a.status != "running"
-            ]
-            for agent in done:
-                agent.announced = True
-            return sorted(done, key=lambda a: a.spec.agent_id)
+        return self.table.take(_unannounced_end, _mark_announced)
 
     def has_unannounced(self) -> bool:
         """True when a background agent ended and was not announced yet."""
-        with self._lock:
-            return any(
-                a.background and not a.announced and a.status != "running"
-                for a in self.agents.values()
-            )
+        return self.table.any(_unannounced_end)
 
     def any_finishing(self) -> bool:
         """True while a running agent has called finish_task and its end is on the way."""
-        with self._lock:
-            return any(a.finishing and a.status == "running" for a in self.agents.values())
+        return self.table.any(lambda a: a.finishing and a.status == "running")
 
     def wake(self) -> None:
         """Wake threads waiting on the manager's changes (after a cancel)."""
-        with self._changed:
-            self._changed.notify_all()
+        self.table.notify()
 
     def records(self) -> list[dict[str, Any]]:
         """Return one summary row per sub-agent, for the main conversation file. A
         final record that did not fit on disk when its agent ended is written first,
         when there is room now (Supervisor.write_kept_records)."""
-        with self._lock:
-            kept = [a for a in self.agents.values() if a.record is not None]
+        kept = self.table.select(lambda a: a.record is not None)
         if kept:
             self.supervisor.write_kept_records(kept)
-        with self._lock:
-            earlier = [r for i, r in sorted(self._previous.items()) if i not in self.agents]
-            ordered = sorted(self.agents.values(), key=lambda a: a.spec.agent_id)
-            return earlier + [a.conversation_row() for a in ordered]
+        return self.table.conversation_rows()
 
     def terminate_all(self, *, interrupted: bool = False, summary_key: str | None = None) -> None:
         """Terminate every running sub-agent and its processes. ``interrupted``: the
@@ -426,7 +391,43 @@ class SubAgentManager:
     def shutdown(self) -> None:
         """Terminate every running sub-agent and refuse new ones (docs/specification.md §8.5: switching
         or closing the conversation ends them all). Idempotent."""
-        with self._lock:
-            self._closed = True
+        # Waits for a create inside its admission: terminate_all then sees that agent.
+        self.table.close()
         self.terminate_all(summary_key="left_summary")
         getattr(self.launcher, "close", lambda: None)()  # one holding resources (Ray's pool)
+
+
+# What the manager does to one sub-agent under the table's lock (SubAgentTable.update).
+def _mark_announced(agent: SubAgent) -> None:
+    agent.announced = True
+
+
+def _unannounced_end(agent: SubAgent) -> bool:
+    return agent.background and not agent.announced and agent.status != "running"
+
+
+def _take_question(agent: SubAgent) -> str | None:
+    """The question a blocking agent asked, now announced by the tool result (its end
+    will be announced too: it goes on in the background), or None."""
+    question = agent.question if agent.status == "running" else None
+    if question is None:
+        return None
+    question.announced = True
+    agent.background = True
+    return str(question.text)
+
+
+def _claim_end(agent: SubAgent) -> str:
+    """The agent's status; a running one is marked announced (the main agent asked to
+    end it: no notification)."""
+    if agent.status == "running":
+        agent.announced = True
+    return agent.status
+
+
+def _unclaim_end(agent: SubAgent) -> str:
+    """The agent's status after a terminate; when its own end (finish_task) came
+    first, that end stands everywhere and is announced as any end."""
+    if agent.status != "terminated":
+        agent.announced = False
+    return agent.status

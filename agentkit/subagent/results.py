@@ -116,7 +116,7 @@ def status_result(
     run's saved row in ``previous`` (keys as STATUS_KEYS). Unknown ids get a row with
     status ``not_found``; if every id is unknown the result is a refusal (with
     ``error``). An id named twice gets one row (first-seen order). The caller holds
-    the manager's lock."""
+    the sub-agent table's lock (SubAgentTable.status)."""
     rows: list[dict[str, Any]] = []
     for agent_id in dict.fromkeys(agent_ids):
         agent = agents.get(agent_id)

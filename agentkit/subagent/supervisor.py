@@ -49,6 +49,7 @@ from agentkit.subagent.record import (
     record_path,
 )
 from agentkit.subagent.state import SubAgent
+from agentkit.subagent.table import SubAgentTable
 
 if TYPE_CHECKING:
     from agentkit.tools.gate import AskAnswer
@@ -93,9 +94,9 @@ class Supervisor:
         workspace: absolute workspace root (paths in messages are shown relative to it).
         settings: the main agent's Settings (wrap-up fraction, kill grace, list limit).
         claims: the manager's write-claims table.
-        agents: the manager's agents by id (read for the owner of a conflicting claim).
-        changed: the manager's condition; its lock guards every SubAgent, and it is
-            notified when one finishes.
+        table: the manager's sub-agents (agentkit.subagent.table): every SubAgent
+            field is read and changed through it, and its waiters are woken when one
+            finishes.
         emit: event callback (SubAgentProgress, SubAgentFinished).
         on_finished: called with each agent once it finished (after SubAgentFinished).
         on_approval: takes the workers' approval requests (see :data:`ApprovalHandler`);
@@ -108,8 +109,7 @@ class Supervisor:
         workspace: Path,
         settings: Settings,
         claims: Claims,
-        agents: dict[int, SubAgent],
-        changed: threading.Condition,
+        table: SubAgentTable,
         emit: Callable[[ev.Event], None],
         on_finished: Callable[[SubAgent], None] | None = None,
         on_approval: ApprovalHandler | None = None,
@@ -117,8 +117,7 @@ class Supervisor:
         self.workspace = workspace
         self.settings = settings
         self.claims = claims
-        self.agents = agents
-        self.changed = changed
+        self.table = table
         self.emit = emit
         self.on_finished = on_finished
         self.on_approval = on_approval
@@ -129,13 +128,15 @@ class Supervisor:
         return prompts.phrase(self.settings.language, key, **values)
 
     def adopt(self, agent: SubAgent, handle: WorkerHandle) -> bool:
-        """The worker of ``agent`` started (outside the manager's lock): watch it and
+        """The worker of ``agent`` started (outside the table's lock): watch it and
         return True, or, when the agent was ended meanwhile (a terminate, a shutdown:
         their kill did not see this worker), kill it at once and return False."""
-        with self.changed:
+
+        def take(agent: SubAgent) -> bool:  # True: it was ended meanwhile
             agent.handle = handle
-            ended = agent.status != "running" or agent.kill_reason is not None
-        if not ended:
+            return agent.status != "running" or agent.kill_reason is not None
+
+        if not self.table.update(agent, take):
             self.watch(agent)
             return True
         handle.kill(self.settings.command_kill_grace)
@@ -222,13 +223,7 @@ class Supervisor:
 
     def progress(self, agent: SubAgent, progress: Progress, emit: bool = True) -> None:
         """Take the worker's counters and last action; emit SubAgentProgress."""
-        with self.changed:
-            agent.counters.update(progress.counters)
-            if progress.token_usage:
-                agent.token_usage = dict(progress.token_usage)
-            agent.finishing = progress.finishing
-            if progress.last_action:
-                agent.last_action = progress.last_action
+        self.table.update(agent, lambda a: _take_progress(a, progress))
         if emit:
             row = agent.view_row()
             if row != agent.last_progress:  # a retry loop must not flood the stream
@@ -251,8 +246,7 @@ class Supervisor:
                 return False
             answered.set()
             agent.resume_clock()
-            with self.changed:
-                alive = agent.status == "running"
+            alive = self.table.update(agent, _running)
             message = ApprovalAnswer(request.request, answer.decision, answer.note, answer.by)
             return alive and agent.handle is not None and agent.handle.channel.send(message)
 
@@ -269,7 +263,7 @@ class Supervisor:
 
     def conflict_message(self, path: Path, owner: int) -> str:
         """Return the write_conflict refusal for ``path``, held by agent ``owner``."""
-        other = self.agents.get(owner)
+        other = self.table.get(owner)
         return self.phrase(
             "write_conflict",
             path=self._shown(path),
@@ -290,10 +284,15 @@ class Supervisor:
         lists the files it left. ``interrupted``: the main run was cancelled;
         ``summary_key``: the phrase that says who stopped it (default: by timeout, or
         by the main agent)."""
-        with self.changed:
+
+        def claim(agent: SubAgent) -> bool:  # False: it ended already
             if agent.status != "running":
-                return
+                return False
             agent.kill_reason = status
+            return True
+
+        if not self.table.update(agent, claim):
+            return
         if agent.handle is not None:
             self.send(agent, Terminate(reason=status))
             agent.handle.kill(KILL_GRACE)
@@ -327,17 +326,22 @@ class Supervisor:
         record's status, summary and error; and its counters are always the ones
         saved with the record's transcript. So the record, the event, the session
         and the tool result say the same."""
-        result_summary, error = ending.result_summary, ending.error
-        with self.changed:
+        error = ending.error
+
+        def end(agent: SubAgent) -> str | None:  # its summary; None: it ended already
             if agent.status != "running":
-                return
+                return None
             agent.status = status
             # The parent's clock: it includes the worker's start-up.
             agent.runtime_seconds = int(time.monotonic() - agent.started)
-            result_summary = self._summary(status, result_summary, error)
-            agent.result_summary = result_summary
+            agent.result_summary = self._summary(status, ending.result_summary, error)
             agent.error = error
             self.claims.release(agent.spec.agent_id)
+            return agent.result_summary
+
+        result_summary = self.table.update(agent, end)
+        if result_summary is None:
+            return
         try:
             self._finalise(
                 agent, status, Ending(result_summary, error, result=agent.result), worker_record
@@ -347,8 +351,7 @@ class Supervisor:
         if self.control is not None:
             self.control.on_finished(agent)  # its question withdrawn, unread messages kept
         agent.done.set()
-        with self.changed:
-            self.changed.notify_all()
+        self.table.notify()
         self.emit(
             ev.SubAgentFinished(
                 info={**agent.view_row(), "result_summary": agent.result_summary},
@@ -370,12 +373,17 @@ class Supervisor:
         record, where = finalise_record(
             agent.spec, status, agent.stats(), agent.token_usage, ending, worker_record
         )
-        with self.changed:
+        final = record_path(agent.deliverables_path)
+        elsewhere = self._shown(where) if where is not None and where != final else None
+
+        def take(agent: SubAgent) -> None:
             _adopt(agent, record)
-            if where != record_path(agent.deliverables_path):
+            if where != final:
                 agent.record = record  # not whole in its folder: kept for write_kept_records
-            if where is not None and where != record_path(agent.deliverables_path):
-                agent.record_elsewhere = self._shown(where)
+            if elsewhere is not None:
+                agent.record_elsewhere = elsewhere
+
+        self.table.update(agent, take)
 
     def write_kept_records(self, agents: list[SubAgent]) -> None:
         """Write whole, in their deliverables folders, the final records of ``agents``
@@ -387,9 +395,7 @@ class Supervisor:
             if record is None:
                 continue
             if retry_final(agent.deliverables_path, record, Path(agent.spec.workspace)):
-                with self.changed:
-                    agent.record = None
-                    agent.record_elsewhere = None
+                self.table.update(agent, _written)
 
     def _summary(self, status: EndStatus, result_summary: str | None, error: str | None) -> str:
         """The summary an agent ending with ``status`` reports: for ends other than
@@ -414,7 +420,7 @@ def _scrubbed(text: Any) -> Any:
 
 
 def _adopt(agent: SubAgent, record: dict[str, Any]) -> None:
-    """Take the final record's word (under the manager's lock): its status, summary and
+    """Take the final record's word (under the table's lock): its status, summary and
     error when it is this agent's and ended otherwise (the worker's end was first),
     and the counters and token usage saved with its transcript."""
     if record.get("sub_conversation_id") != agent.spec.sub_conversation_id:
@@ -433,6 +439,26 @@ def _adopt(agent: SubAgent, record: dict[str, Any]) -> None:
         usage = stats.get("token_usage")
         if isinstance(usage, dict):
             agent.token_usage = dict(usage)
+
+
+def _take_progress(agent: SubAgent, progress: Progress) -> None:
+    """Take a worker's counters, token usage and last action (under the table's lock)."""
+    agent.counters.update(progress.counters)
+    if progress.token_usage:
+        agent.token_usage = dict(progress.token_usage)
+    agent.finishing = progress.finishing
+    if progress.last_action:
+        agent.last_action = progress.last_action
+
+
+def _running(agent: SubAgent) -> bool:
+    return agent.status == "running"
+
+
+def _written(agent: SubAgent) -> None:
+    """Its kept final record is now whole in its folder."""
+    agent.record = None
+    agent.record_elsewhere = None
 
 
 def _no_one_to_ask(default: str) -> AskAnswer:

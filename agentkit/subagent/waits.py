@@ -10,13 +10,13 @@ no notification repeats them.
 from __future__ import annotations
 
 import threading
-import time
 from typing import TYPE_CHECKING, Any
 
 from agentkit import prompts
 
 if TYPE_CHECKING:
     from agentkit.subagent.manager import SubAgentManager
+    from agentkit.subagent.state import SubAgent
 
 __all__ = ["wait_for"]
 
@@ -38,21 +38,25 @@ def wait_for(
     found = manager.status(agent_ids)
     if not found.get("success"):
         return {**found, "timed_out": False}
-    deadline = time.monotonic() + timeout_seconds
-    with manager.changed:
-        agents = [manager.agents[i] for i in agent_ids if i in manager.agents]
-        while True:
-            ended = [a for a in agents if a.status != "running"]
-            asking = [a for a in agents if a.status == "running" and a.question is not None]
-            held = len(ended) == len(agents) if mode == "all" else bool(ended) or not agents
-            left = deadline - time.monotonic()
-            stop = cancel is not None and cancel.is_set()
-            if held or asking or left <= 0 or stop:
-                break
-            manager.changed.wait(min(left, 0.5))
-        for agent in ended:
+    table = manager.table
+    agents = [a for a in map(table.get, agent_ids) if a is not None]
+    seen: dict[str, list[SubAgent]] = {"ended": [], "asking": []}
+
+    def ready() -> bool:
+        ended = seen["ended"] = [a for a in agents if a.status != "running"]
+        asking = seen["asking"] = [
+            a for a in agents if a.status == "running" and a.question is not None
+        ]
+        held = len(ended) == len(agents) if mode == "all" else bool(ended) or not agents
+        return held or bool(asking)
+
+    def report(held: bool) -> bool:  # under the same lock as ready's last look
+        for agent in seen["ended"]:
             agent.announced = True  # reported here: no notification later
-        for agent in asking:
+        for agent in seen["asking"]:
             agent.question.announced = True
+        return held
+
+    held = table.wait_then(ready, timeout_seconds, report, cancel=cancel)
     rows = manager.status(agent_ids)["agents"]
-    return {"success": True, "agents": rows, "timed_out": not (held or asking)}
+    return {"success": True, "agents": rows, "timed_out": not held}

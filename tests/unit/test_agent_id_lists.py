@@ -5,7 +5,6 @@ ids as a conversation can have (issue 31, item 11): ``[1]*1000`` was 1,000 rows
 from __future__ import annotations
 
 import json
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,9 +14,9 @@ import pytest
 from agentkit.settings import Settings
 from agentkit.subagent.control_tools import make_control_tools
 from agentkit.subagent.inputs import AGENT_ID_MAX
-from agentkit.subagent.results import status_result
 from agentkit.subagent.seed_tools import make_main_tools
 from agentkit.subagent.state import STATUS_KEYS
+from agentkit.subagent.table import SubAgentTable
 from agentkit.subagent.waits import wait_for
 from agentkit.tools.base import ToolContext
 from agentkit.tools.registry import ToolRegistry
@@ -37,20 +36,18 @@ class EarlierRun:
 
     settings: Settings
     language: str = "en"
-    agents: dict[int, Any] = field(default_factory=dict)
-    previous: dict[int, dict[str, Any]] = field(default_factory=dict)
-    changed: threading.Condition = field(default_factory=threading.Condition)
+    table: SubAgentTable = field(default_factory=SubAgentTable)
     asked: list[list[int]] = field(default_factory=list)
 
     def status(self, agent_ids: list[int]) -> dict[str, Any]:
         self.asked.append(list(agent_ids))
-        return status_result(agent_ids, self.agents, self.previous, self.settings)
+        return self.table.status(agent_ids, self.settings)
 
 
 @pytest.fixture
 def manager() -> EarlierRun:
     settings = Settings(model="m", api_key="k", subagent_control=True, language="en")
-    return EarlierRun(settings, previous={1: _row(1), 2: _row(2), 3: _row(3)})
+    return EarlierRun(settings, table=SubAgentTable({1: _row(1), 2: _row(2), 3: _row(3)}))
 
 
 def _registry(manager: EarlierRun) -> tuple[ToolRegistry, ToolContext]:

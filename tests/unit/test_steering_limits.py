@@ -8,7 +8,6 @@ parent's Steer goes to the worker's queue, its Receipt back to the parent)."""
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +18,7 @@ from agentkit.subagent.contract import ParentMessage, Receipt, Steer, WorkerSpec
 from agentkit.subagent.control import ControlPlane
 from agentkit.subagent.inputs import CONTROL_TEXT_MAX, STEER_QUEUE_CHARS, STEER_QUEUE_MAX
 from agentkit.subagent.state import SubAgent
+from agentkit.subagent.table import SubAgentTable
 from agentkit.subagent.worker.steering import Steering
 
 
@@ -28,8 +28,7 @@ class OneAgent:
 
     settings: Settings
     language: str = "en"
-    agents: dict[int, SubAgent] = field(default_factory=dict)
-    changed: threading.Condition = field(default_factory=threading.Condition)
+    table: SubAgentTable = field(default_factory=SubAgentTable)
     events: list[Any] = field(default_factory=list)
     worker: Steering | None = None
     control: ControlPlane | None = None
@@ -47,13 +46,7 @@ class OneAgent:
         self.worker.offer(message)
 
     def running(self) -> list[SubAgent]:
-        return list(self.agents.values())
-
-    def status(self, agent_ids: list[int]) -> dict[str, Any]:
-        return {}
-
-    def earlier_status(self, agent_id: int) -> str | None:
-        return None
+        return self.table.running()
 
 
 @pytest.fixture
@@ -61,8 +54,9 @@ def plane() -> tuple[ControlPlane, OneAgent]:
     settings = Settings(model="m", api_key="k", subagent_control=True, language="en")
     manager = OneAgent(settings)
     spec = WorkerSpec(1, "steered agent", "task", 600, "out", "/w/out", "/w", "c1", {}, "m", "t")
-    manager.agents[1] = agent = SubAgent(spec=spec, background=True, started=0.0)
-    control = ControlPlane(manager)  # type: ignore[arg-type]
+    agent = SubAgent(spec=spec, background=True, started=0.0)
+    manager.table.add(agent)
+    control = ControlPlane(manager)
     manager.worker = Steering(lambda message: control.on_message(agent, message))  # type: ignore[arg-type]
     return control, manager
 
