@@ -300,6 +300,19 @@ def _safe_log_lines() -> None:
         logger.addHandler(SafeStderrHandler())  # once, if main() runs again in-process
 
 
+def _log_level(level: str) -> None:
+    """``--log-level``: what agentkit's loggers write on stderr (the safe handler too)."""
+    import logging
+
+    from agentkit.cli.safe_text import SafeStderrHandler
+
+    logger = logging.getLogger("agentkit")
+    logger.setLevel(level.upper())
+    for handler in logger.handlers:
+        if isinstance(handler, SafeStderrHandler):
+            handler.setLevel(level.upper())
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``agentkit`` console script.
 
@@ -326,9 +339,7 @@ def main(argv: list[str] | None = None) -> int:
     _safe_streams()
     _safe_log_lines()
     if args.command != "acp" and getattr(args, "log_level", None):  # acp sets up its own
-        import logging
-
-        logging.getLogger("agentkit").setLevel(args.log_level.upper())
+        _log_level(args.log_level)
     try:
         return COMMANDS[args.command](args)
     except UsageError as exc:

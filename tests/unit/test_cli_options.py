@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import io
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -169,3 +170,24 @@ def test_the_wide_live_table_shows_the_counters_too() -> None:
     header = next(line for line in table_text(140).splitlines() if " id " in line)
     for name in ("files", "searches", "web", "cmds", "tokens", "cost", "last action"):
         assert f" {name} " in header, header
+
+
+def test_acp_w_makes_one_folder_every_session_s_workspace(tmp_path: Path) -> None:
+    pytest.importorskip("acp")
+    from agentkit.acp.agent import AcpAgent
+
+    chosen, other = tmp_path / "chosen", tmp_path / "other"
+    chosen.mkdir()
+    other.mkdir()
+    settings = make_settings({"model": "m", "api_key": "k"})
+    agent = AcpAgent(settings, workspace=chosen.resolve())
+    opened = agent._workspace(str(other))
+    try:
+        assert opened.path == chosen.resolve()
+    finally:
+        opened.close()
+    plain = AcpAgent(settings)._workspace(str(other))
+    try:
+        assert plain.path == other.resolve()
+    finally:
+        plain.close()
