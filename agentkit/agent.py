@@ -16,7 +16,7 @@ specification.md §8.5).
 
 from __future__ import annotations
 
-import asyncio
+import dataclasses
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from agentkit import events as ev
 from agentkit import prompts
+from agentkit.agent_run import AgentRun, in_thread, run_to_end
 from agentkit.chat.assembly import assemble
 from agentkit.chat.session import Session
 from agentkit.chat.setup import check_message
@@ -156,6 +157,8 @@ class Agent:
         self._answerers = [on_approval] if on_approval is not None else []
         self._closed = False
         self._run_lock = threading.Lock()
+        self._cancel_asked = threading.Event()  # cancel() during the current run
+        self.last_result: RunResult | None = None  # kept by a cancelled arun too
         try:
             self.session = self._open(conversation_id, prewarm=prewarm)
         except BaseException:
@@ -321,11 +324,13 @@ class Agent:
         if self._closed:
             raise ConfigurationError(prompts.phrase(self.settings.language, "closed"))
         with self._run_lock:
+            self._cancel_asked.clear()  # a cancel() before this run is not for it
             session = self.session
             unsubscribe = session.subscribe(on_event) if on_event is not None else None
             try:
                 session.publish(ev.RunStarted(task=task))
                 result = self._wait_for_everything(session, task)
+                self.last_result = result
                 session.publish(
                     ev.RunFinished(
                         status=result.status,
@@ -352,6 +357,10 @@ class Agent:
             else:
                 session.wait_idle()
                 last = session.last_result or first
+                if self._cancel_asked.is_set() and last.status == "done":
+                    # Cancelled while its sub-agents worked: they were ended, so the
+                    # run did not finish its work.
+                    last = dataclasses.replace(last, status="cancelled", error="cancelled")
         except BaseException:
             # KeyboardInterrupt (or another exception raised into this thread): stop
             # the round, its tools and every sub-agent; the record is kept.
@@ -372,13 +381,30 @@ class Agent:
         )
 
     async def arun(self, task: str, on_event: ev.EventHandler | None = None) -> RunResult:
-        """Asyncio form of :meth:`run`: runs it in a worker thread; cancelling the
-        awaiting task cancels the run."""
-        try:
-            return await asyncio.to_thread(self.run, task, on_event)
-        except asyncio.CancelledError:
-            self.cancel()
-            raise
+        """Asyncio form of :meth:`run`, in a thread of the run's own (never the event
+        loop's default executor). Cancelling the awaiting task stops the run as
+        :meth:`cancel` does and waits for its end: :attr:`last_result` then holds its
+        ``cancelled`` RunResult, and the CancelledError goes on."""
+        return await run_to_end(self, task, on_event)
+
+    def stream(self, task: str) -> AgentRun:
+        """``async with agent.stream(task) as run:`` run ``task`` in a thread of its
+        own; ``async for event in run`` yields every event of the run (sub-agents'
+        included) and ends with it; ``await run.result()`` gives the RunResult;
+        ``await run.cancel()`` stops it (agentkit.agent_run.AgentRun). Raises
+        ConfigurationError at once for an empty task."""
+        return AgentRun(self, task)
+
+    @classmethod
+    async def open(cls, *args: Any, **kwargs: Any) -> Agent:
+        """``agent = await Agent.open(workspace, settings, ...)``: construct an Agent
+        (the same arguments and errors as ``Agent(...)``) in a thread of its own, so the
+        event loop never waits for its files, imports and model client."""
+        return await in_thread(lambda: cls(*args, **kwargs))
+
+    async def aclose(self) -> None:
+        """:meth:`close` in a thread of its own (ending sub-agents takes a while)."""
+        await in_thread(self.close, name="agentkit-close")
 
     def cancel(self) -> None:
         """Ask the current run to stop (safe from any thread or a signal handler).
@@ -387,6 +413,7 @@ class Agent:
         run() then returns with status ``cancelled``, and the next run is told which
         sub-agents were stopped.
         """
+        self._cancel_asked.set()
         self.session.stop_all()
 
     def close(self) -> None:
@@ -401,3 +428,9 @@ class Agent:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    async def __aenter__(self) -> Agent:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
