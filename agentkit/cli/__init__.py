@@ -1,19 +1,20 @@
 """The ``agentkit`` command (docs/architecture.md §3 CLI): run, chat, serve, acp, show,
-conversations, transcript, demo, profiles, skills, help.
+conversations, transcript, demo, profiles, skills, doctor, help.
 
 One job: the argument parser and the dispatch. The package is a client of the
 library; its map:
 
-* ``common``: what the subcommands share (flags, settings from arguments, errors,
-  JSON output, the one signal-handling class);
+* ``common``: what the subcommands share (the agent options of run, chat, serve and
+  acp, settings from arguments, errors, JSON output, the one signal-handling class);
 * ``run``: ``agentkit run``; ``chat`` (set-up and JSON lines) and ``terminal``:
   ``agentkit chat``; ``commands``: the chat's slash commands; ``paste``: the
   terminal input that reads a paste as one;
 * ``serve``: ``agentkit serve`` and ``profiles``; ``acp``: ``agentkit acp`` (an editor's
   agent over the Agent Client Protocol); ``skills``: ``agentkit skills``;
   ``show``: ``show`` and ``transcript``; ``demo``: the scripted demo; ``demo_chat``:
-  the scripted model of ``chat --demo`` and ``serve --demo``; ``guide``: ``help``,
-  "did you mean" for a mistyped command, ``conversations``;
+  the scripted model of ``--demo``; ``guide``: ``help``, the parser class (grouped
+  help, "did you mean" for a mistyped option or command), ``conversations``;
+  ``doctor``: what this machine gives agentkit;
 * ``progress`` (live view, plain lines) and ``safe_text`` (terminal-safe text).
 
 Exit codes: 0 done; 1 the run failed or was cancelled, or an internal error;

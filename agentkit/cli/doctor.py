@@ -129,15 +129,24 @@ def checks(root: Path, settings: Settings | None, problem: str = "") -> list[Che
     return found
 
 
-def render(found: list[Check]) -> str:
-    """The report: a title, one line per check (its fix on the next line), a verdict."""
+def render(found: list[Check], width: int | None = None) -> str:
+    """The report: a title, one entry per check (its fix after ``→``), a verdict;
+    long entries wrapped to ``width`` columns (default: the terminal's, else 100)."""
+    import textwrap
+
     from agentkit import __version__
 
+    columns = max(60, width or shutil.get_terminal_size((100, 24)).columns)
+    indent = " " * 26
     lines = [f"{PROG} {__version__} on this machine", ""]
     for check in found:
-        lines.append(f"  {check.state:<8} {check.name:<14} {check.text}")
-        if check.fix:
-            lines.append(f"  {'':<8} {'':<14} → {check.fix}")
+        for text, head in ((check.text, f"  {check.state:<8} {check.name:<14} "),
+                           (check.fix and f"→ {check.fix}", indent)):  # fmt: skip
+            if text:
+                lines += textwrap.wrap(
+                    text, columns, initial_indent=head, subsequent_indent=indent,
+                    break_long_words=False, break_on_hyphens=False,
+                )  # fmt: skip
     bad = [c.name for c in found if c.essential and c.state == "failed"]
     lines.append("")
     lines.append(f"missing essentials: {', '.join(bad)}" if bad else "the essentials are there")
@@ -291,7 +300,7 @@ def _tokens() -> Check:
         if "not installed" in state
         else "with network, AGENTKIT_TOKENIZER=tiktoken makes the next run download the tables"
     )
-    return Check("Tokens", "info", f"{state}: counts are estimated", fix)
+    return Check("Tokens", "info", state, fix)
 
 
 def _conversations(root: Path) -> Check:

@@ -27,13 +27,21 @@ def doctor(env: dict[str, str], workspace: Path) -> subprocess.CompletedProcess[
     return agentkit("doctor", "-w", str(workspace), env=env)
 
 
+STATES = ("ok", "warning", "missing", "failed", "info")
+
+
 def line_of(text: str, name: str) -> str:
-    """The report's line for the check ``name`` and its fix line, if any."""
+    """The report's entry for the check ``name`` (its state first, then its text and
+    fix, wrapped lines joined by single spaces)."""
     lines = text.splitlines()
     words = name.split()
     at = next(i for i, line in enumerate(lines) if line.split()[1 : 1 + len(words)] == words)
-    fix = lines[at + 1] if at + 1 < len(lines) and "→" in lines[at + 1] else ""
-    return lines[at] + "\n" + fix
+    block = [lines[at]]
+    for line in lines[at + 1 :]:
+        if not line.strip() or line.split()[0] in STATES:
+            break
+        block.append(line)
+    return " ".join(" ".join(block).split())
 
 
 def test_doctor_with_a_reachable_endpoint_says_so_and_exits_0(tmp_path: Path) -> None:
