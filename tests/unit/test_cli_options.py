@@ -191,3 +191,22 @@ def test_acp_w_makes_one_folder_every_session_s_workspace(tmp_path: Path) -> Non
         assert plain.path == other.resolve()
     finally:
         plain.close()
+
+
+# ------------------------------------------------------------------ doctor
+@pytest.mark.parametrize(
+    ("platform", "words"),
+    [("darwin", "macOS: no bubblewrap sandbox"), ("win32", "Windows: no bubblewrap sandbox")],
+)
+def test_doctor_says_what_is_missing_off_linux(
+    monkeypatch: pytest.MonkeyPatch, platform: str, words: str
+) -> None:
+    from agentkit.cli.doctor import Check, _system, render
+
+    monkeypatch.setattr("sys.platform", platform)
+    found = _system()
+    assert found.state == "warning" and found.text.startswith(words)
+    assert "no pid namespaces" in found.text and "environment mark" in found.text
+    report = render([found, Check("Endpoint", "ok", "m at x: reachable", essential=True)], 80)
+    assert max(len(line) for line in report.splitlines()) <= 80
+    assert report.endswith("the essentials are there")
