@@ -105,7 +105,7 @@ def pydantic_ai_round_maker(base_url: str) -> Callable[[int], Awaitable[tuple[fl
 
     model = OpenAIChatModel("fake", provider=OpenAIProvider(base_url=base_url, api_key="x"))
 
-    def word_count(text: str) -> str:  # the same tool, in pydantic-ai's form
+    async def word_count(text: str) -> str:  # the same tool, pydantic-ai's fastest form
         """Count the words of a text."""
         return str(len(text.split()))
 
