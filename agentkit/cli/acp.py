@@ -44,7 +44,8 @@ def add_parser(sub: Any) -> None:
         help="serve an editor over the Agent Client Protocol (stdio; needs the acp extra)",
         description="Run agentkit as an ACP agent for editors such as Zed: JSON-RPC on "
         "standard input and output, logs on standard error. Each session's folder is its "
-        "workspace. Endpoint settings fall back to OPENAI_API_KEY, OPENAI_BASE_URL, "
+        "workspace (or -w's). With no model it still answers, and refuses sessions saying "
+        "why. Endpoint settings fall back to OPENAI_API_KEY, OPENAI_BASE_URL, "
         "AGENTKIT_MODEL and the other AGENTKIT_* variables.",
     )
     agent_args(acp, "acp")

@@ -159,8 +159,9 @@ def agent_args(parser: argparse.ArgumentParser, command: str) -> None:
         parser.add_argument(
             "--yes",
             action="store_true",
-            help="allow the tool calls the approvals rules would ask about (deny rules "
-            "still refuse); without it they are asked",
+            help="allow the tool calls the approval rules would ask about (deny rules "
+            "still refuse); without it they are asked where someone can answer, and "
+            "denied elsewhere",
         )
 
 
