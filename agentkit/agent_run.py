@@ -57,13 +57,16 @@ def in_thread(func: Callable[[], T], name: str = "agentkit-open") -> asyncio.Fut
     """Call ``func()`` in a new thread of its own; returns the loop's future of its
     value (or of its exception). Must be called inside a running event loop.
 
-    Cancelling the returned future does not stop ``func``; its value is then dropped.
+    Cancelling the returned future (or the task awaiting it) does not stop ``func``;
+    its value, nobody's then, is closed in a thread if it has a ``close()`` (an Agent
+    being opened: its conversation's claim and threads must not outlive the open).
     """
     loop = asyncio.get_running_loop()
     future: asyncio.Future[T] = loop.create_future()
 
     def settle(value: T | None, error: BaseException | None) -> None:
         if future.cancelled():
+            threading.Thread(target=_close, args=(value,), name="agentkit-close").start()
             return
         if error is not None:
             future.set_exception(error)
@@ -76,19 +79,28 @@ def in_thread(func: Callable[[], T], name: str = "agentkit-open") -> asyncio.Fut
         except BaseException as exc:  # handed to the awaiting task, not lost in a thread
             _call_in(loop, settle, None, exc)
         else:
-            _call_in(loop, settle, value, None)
+            if not _call_in(loop, settle, value, None):
+                _close(value)  # the loop is gone: nobody will take it
 
     threading.Thread(target=work, name=name).start()
     return future
 
 
-def _call_in(loop: asyncio.AbstractEventLoop, func: Callable[..., object], *args: object) -> None:
-    """``loop.call_soon_threadsafe(func, *args)``, doing nothing once the loop is
-    closed (nobody is left to hear it)."""
+def _close(value: object) -> None:
+    """Close ``value`` if it has a ``close()`` (a value nobody will take)."""
+    close = getattr(value, "close", None)
+    if callable(close):
+        close()
+
+
+def _call_in(loop: asyncio.AbstractEventLoop, func: Callable[..., object], *args: object) -> bool:
+    """``loop.call_soon_threadsafe(func, *args)``; returns False, doing nothing, once
+    the loop is closed (nobody is left to hear it)."""
     try:
         loop.call_soon_threadsafe(func, *args)
     except RuntimeError:
-        pass
+        return False
+    return True
 
 
 class AgentRun:

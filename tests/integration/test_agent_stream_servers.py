@@ -241,3 +241,21 @@ def test_cancel_while_background_sub_agents_work_says_cancelled(workspace: Path)
         rows = agent.session.subagents()
     assert result.status == "cancelled"
     assert [r["status"] for r in rows] != ["running"]
+
+
+def test_a_cancelled_open_closes_the_agent_it_was_building(workspace: Path) -> None:
+    async def main(settings: Settings) -> None:
+        opening = asyncio.create_task(Agent.open(workspace, settings))
+        await asyncio.sleep(0)  # its thread has started building
+        opening.cancel()
+        try:
+            await opening
+        except asyncio.CancelledError:
+            pass
+        folder = workspace / ".agentkit" / "conversations"
+        # Built by its thread all the same, then closed: no conversation stays claimed.
+        await until(lambda: folder.is_dir() and not list(folder.glob("*.lock")))
+        await until(lambda: not any(t.name == "agentkit-close" for t in threading.enumerate()))
+
+    with FakeOpenAIServer(["unused"]) as server:
+        asyncio.run(main(settings_for(server)))
