@@ -32,6 +32,7 @@ from agentkit.errors import (
 
 if TYPE_CHECKING:
     from agentkit.agent import Agent, RunResult
+    from agentkit.agent_run import AgentRun
     from agentkit.chat import RoundResult, Session, Workspace
     from agentkit.conversation import ConversationState
     from agentkit.engine import RunStatus
@@ -76,6 +77,7 @@ if TYPE_CHECKING:
 _LAZY = {
     "Agent": "agentkit.agent",
     "RunResult": "agentkit.agent",
+    "AgentRun": "agentkit.agent_run",
     "AgentProfile": "agentkit.profiles",
     "Settings": "agentkit.settings",
     "Tool": "agentkit.tools.base",
@@ -95,6 +97,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Agent",
     "AgentProfile",
+    "AgentRun",
     "AgentkitError",
     "AllWorkDone",
     "ApprovalAnswered",
