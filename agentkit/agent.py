@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, overload
@@ -120,9 +120,15 @@ class Agent:
         tracer_provider: an OpenTelemetry ``TracerProvider`` that this process's
             agentkit spans go through (agentkit.tracing.configure; docs/tracing.md);
             default: the ``OTEL_*`` variables decide.
+        instructions: the application's text added to the main agent's system
+            prompt, after agentkit's own and before AGENTS.md (None: nothing).
+        builtin_tools: the names of the built-in tools the main agent is offered
+            (None: all of them; ``create_sub_agent``, ``terminate_sub_agent``,
+            ``get_sub_agent_status`` and the control plane's are names like the others).
 
     Raises ConfigurationError for a missing workspace, model or key, a malformed hooks
-    file or ``approvals`` value, and FileNotFoundError for an unknown conversation_id.
+    file or ``approvals`` value, an unknown ``builtin_tools`` name, and FileNotFoundError
+    for an unknown conversation_id.
     """
 
     def __init__(
@@ -138,6 +144,8 @@ class Agent:
         on_approval: Callable[[dict[str, Any]], Any] | None = None,
         prewarm: bool = False,
         tracer_provider: Any = None,
+        instructions: str | None = None,
+        builtin_tools: Iterable[str] | None = None,
     ) -> None:
         # Every check and part in one place (agentkit.chat.assembly); one model client
         # and one tool registry for the Agent's life, whichever conversation it is on
@@ -151,6 +159,8 @@ class Agent:
             hooks=hooks,
             tracer_provider=tracer_provider,
             eager_model=True,
+            instructions=instructions,
+            builtin_tools=builtin_tools,
         )
         self.assembly.bind_manager(lambda: self.manager)
         self.registry = self.assembly.registry
@@ -260,7 +270,9 @@ class Agent:
         by reference). Raises ToolNotImportable, registering nothing, when it is for
         sub-agents and defined in ``__main__``, in a closure or as a lambda."""
         self.session.add_tool(tool)  # the session shares this Agent's registry
-        self.assembly.settings = self.session.settings  # and the next conversation
+        # and the next conversation, whose language is settled again by its own text
+        language = self.assembly.settings.language
+        self.assembly.settings = self.session.settings.model_copy(update={"language": language})
 
     def add_hook(
         self, event: str, func: Callable[[dict[str, Any]], Any], matcher: str = ""

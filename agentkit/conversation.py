@@ -240,10 +240,12 @@ class Conversation:
     # Approval requests waiting for an answer and the allow_always rules of this
     # conversation (agentkit.chat.approvals); saved only when there are some.
     approvals: dict[str, Any] = field(default_factory=dict)
+    # zh or en once settled (agentkit.language); saved only then.
+    language: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """Return the JSON document saved on disk (``conventions`` and ``approvals``
-        only when set)."""
+        """Return the JSON document saved on disk (``conventions``, ``approvals`` and
+        ``language`` only when set)."""
         data = {
             "conversation_id": self.id,
             "title": self.title,
@@ -268,6 +270,8 @@ class Conversation:
             data["conventions"] = self.conventions
         if self.approvals:
             data["approvals"] = self.approvals
+        if self.language:
+            data["language"] = self.language
         return data
 
     def save(self, path: Path, root: Path | None = None) -> None:
@@ -308,6 +312,7 @@ class Conversation:
         loaded = Stats.from_dict(stats) if isinstance(stats, dict) else Stats()
         conventions = data.get("conventions")
         approvals = data.get("approvals")
+        language = data.get("language")
         round_ends = items("round_ends", dict)
         ended = [n for n in (_count(e.get("round")) for e in round_ends) if n is not None]
         rounds = _count(data.get("rounds"))
@@ -331,6 +336,7 @@ class Conversation:
             round_ends=round_ends,
             rounds=rounds if rounds is not None else max(ended, default=0),
             approvals=approvals if isinstance(approvals, dict) else {},
+            language=language if language in ("zh", "en") else None,
         )
 
 

@@ -257,8 +257,11 @@ def parse_profile(text: str, source: str, default_name: str) -> AgentProfile:
     return AgentProfile.from_dict({**header, "prompt": body}, source=source)
 
 
-def profile_dirs(workspace: Path) -> list[Path]:
-    """The profile folders, lowest priority first: the user's, then the workspace's."""
+def profile_dirs(workspace: Path, *, user: bool = True) -> list[Path]:
+    """The profile folders, lowest priority first: the user's (unless ``user`` is off:
+    ``Settings.user_files``), then the workspace's."""
+    if not user:
+        return [state_path(workspace, "agents")]
     base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
     return [Path(base) / "agentkit" / "agents", state_path(workspace, "agents")]
 
@@ -273,7 +276,7 @@ def load_profiles(
     found: dict[str, AgentProfile] = {}
     refused: dict[str, str] = {}
     entries: list[tuple[str, Any]] = []
-    for folder in profile_dirs(workspace):
+    for folder in profile_dirs(workspace, user=settings.user_files):
         if folder.is_dir():
             entries.extend((str(p), p) for p in sorted(folder.glob("*.md")))
     entries.extend(("Settings.agent_profiles", d) for d in settings.agent_profiles)
@@ -361,7 +364,7 @@ def _skill_names(workspace: Path, settings: Settings) -> list[str]:
         return []
     from agentkit.conventions.skills import discover_skills
 
-    return [s.name for s in discover_skills(workspace, warn=False).skills]
+    return [s.name for s in discover_skills(workspace, warn=False, user=settings.user_files).skills]
 
 
 def _allowed_skills(profile: AgentProfile, names: list[str]) -> str:

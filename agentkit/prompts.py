@@ -29,9 +29,12 @@ class _Missing(dict):
 def load(language: str, name: str) -> str:
     """Return the text of ``prompts/<language>/<name>`` (UTF-8).
 
-    Raises FileNotFoundError when the template does not exist; ValueError for an
-    unknown language.
+    ``auto`` (a conversation not given any text yet) reads ``en``. Raises
+    FileNotFoundError when the template does not exist; ValueError for an unknown
+    language.
     """
+    if language == "auto":  # before a conversation's first text settles it (agentkit.language)
+        language = "en"
     if language not in LANGUAGES:
         raise ValueError(f"unknown language {language!r}; use one of {LANGUAGES}")
     path = resources.files("agentkit") / "prompts" / language

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from agentkit.chat.setup import (
     as_tools,
     build_registry,
+    check_builtin_tools,
     check_settings,
     main_system_prompt,
     offer_tool,
@@ -86,6 +87,8 @@ class Assembly:
             starts with a copy of them).
         owns_model: the model client was made here (:meth:`close` closes it).
         owns_registry: the registry was built here (:meth:`close` closes it).
+        instructions: the application's text added to the system prompt (after
+            agentkit's own, before AGENTS.md), or None.
         built: how many times each part was made: ``check``, ``hooks``,
             ``registry``, ``model``; each is at most 1 for the assembly's life.
     """
@@ -97,6 +100,7 @@ class Assembly:
     hooks: dict[str, list[PythonHook]]
     owns_model: bool
     owns_registry: bool
+    instructions: str | None = None
     built: Counter[str] = field(default_factory=Counter)
     _model: Model | None = None
     _manager: Callable[[], SubAgentManager] | None = None
@@ -134,15 +138,19 @@ class Assembly:
         ToolNotImportable, changing nothing, for one a worker could not import."""
         self.settings = offer_tool(tool, self.registry, self.settings)
 
-    def system_prompt(self) -> str:
-        """The main agent's system prompt (agentkit.chat.setup.main_system_prompt)."""
-        return main_system_prompt(self.workspace, self.settings, self.subagents)
+    def system_prompt(self, settings: Settings | None = None) -> str:
+        """The main agent's system prompt (agentkit.chat.setup.main_system_prompt), with
+        ``settings`` (a conversation's own: its language settled) or the assembly's."""
+        chosen = settings or self.settings
+        return main_system_prompt(self.workspace, chosen, self.subagents, self.instructions)
 
     def request_overhead(self, settings: Settings | None = None) -> int:
         """Tokens each request spends before its messages (system prompt, tool schemas),
         with ``settings`` (a conversation's own) or the assembly's."""
         chosen = settings or self.settings
-        return request_overhead(self.workspace, chosen, self.subagents, self.registry)
+        return request_overhead(
+            self.workspace, chosen, self.subagents, self.registry, self.instructions
+        )
 
     def close(self) -> None:
         """Close what was made here: the registry (its MCP sessions) and the model
@@ -167,6 +175,8 @@ def assemble(
     hooks: Mapping[str, Any] | None = None,
     tracer_provider: Any = None,
     eager_model: bool = False,
+    instructions: str | None = None,
+    builtin_tools: Iterable[str] | None = None,
 ) -> Assembly:
     """Check and build a main agent's parts, each once.
 
@@ -186,9 +196,15 @@ def assemble(
         eager_model: make the model client now, before the tools, rather than at
             its first use (its API key is then known to the redaction of errors
             from the start: an Agent asks for this).
+        instructions: text added to the main agent's system prompt, after
+            agentkit's own and before AGENTS.md (None: nothing).
+        builtin_tools: the names of the built-in tools offered to the main agent
+            (agentkit.chat.setup.builtin_tool_names; the sub-agent and control-plane
+            tools among them); None: all of them. Not applied to a given ``registry``.
 
     Returns the Assembly; call :meth:`Assembly.bind_manager` before the sub-agent
-    tools run. Raises ConfigurationError (:func:`check`, an unknown hook event),
+    tools run. Raises ConfigurationError (:func:`check`, an unknown hook event, an
+    unknown built-in tool name, instructions that are not text),
     ToolNotImportable (a tool for sub-agents that a worker could not import),
     TypeError (something that is not a tool).
     """
@@ -208,6 +224,9 @@ def assemble(
     assert root is not None  # a workspace was given
     checked_hooks = python_hooks(hooks)
     built["hooks"] += 1
+    builtin = check_builtin_tools(builtin_tools)
+    if instructions is not None and not isinstance(instructions, str):
+        raise ConfigurationError(f"instructions must be text, not {type(instructions).__name__}")
     owns_model = model is None
     if model is None and eager_model:
         from agentkit.llm import LLMClient
@@ -222,7 +241,7 @@ def assemble(
 
     owns_registry = registry is None
     if registry is None:
-        registry = build_registry(subagents, given, manager, root, chosen)
+        registry = build_registry(subagents, given, manager, root, chosen, builtin)
         built["registry"] += 1
     parts = Assembly(
         workspace=root,
@@ -232,6 +251,7 @@ def assemble(
         hooks=checked_hooks,
         owns_model=owns_model,
         owns_registry=owns_registry,
+        instructions=instructions,
         built=built,
         _model=model,
     )

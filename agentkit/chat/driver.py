@@ -108,7 +108,9 @@ class RoundDriver:
     def __init__(self, host: DriverHost, *, notes: list[str]) -> None:
         self._host = host
         self.conversation = host.conversation
-        self.file = ConversationFile(host.workspace)
+        self.file = ConversationFile(
+            host.workspace, memory=host.settings.conversation_store == "memory"
+        )
         self.notes = notes
         self.inbox = Inbox(self.poke)
         self.running = False

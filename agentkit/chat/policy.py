@@ -94,7 +94,8 @@ class ConversationPolicy:
         current = settings()
         check_policy(current)  # also for a session given its own model (no check_settings)
         try:
-            config = load_hooks(state_path(workspace), current.hooks, user_config_dir())
+            user_dir = user_config_dir() if current.user_files else None
+            config = load_hooks(state_path(workspace), current.hooks, user_dir)
         except HookConfigError as exc:
             raise ConfigurationError(f"hooks: {exc}") from None
         self.broker = ApprovalBroker(conversation, settings=settings, emit=emit, save=save)

@@ -21,7 +21,7 @@ import asyncio
 import dataclasses
 import logging
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterable
 from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -35,11 +35,12 @@ from agentkit.chat.inbox import RoundResult
 from agentkit.chat.lock import claim_conversation, claim_saved_conversation
 from agentkit.chat.notices import log_notices, start_notices
 from agentkit.chat.policy import ConversationPolicy, python_hooks
-from agentkit.chat.setup import check_message, main_system_prompt, offer_tool
+from agentkit.chat.setup import check_message, offer_tool
 from agentkit.chat.store import clean_title, default_title
 from agentkit.conversation import Conversation, ConversationState, conversations_dir
 from agentkit.engine import Model
 from agentkit.errors import Cancelled, ConfigurationError
+from agentkit.language import settle_language
 from agentkit.policy.hooks import PythonHook
 from agentkit.settings import Settings
 from agentkit.subagent.notify import closing_notes, recovery_notes
@@ -80,8 +81,13 @@ class Session:
         on_approval: answers approval requests (see :meth:`on_approval`).
         assembly: the parts to run with, as agentkit.chat.assembly.assemble made them
             (an Agent's, shared by its conversations and closed by it); ``workspace``,
-            ``settings``, ``tools``, ``registry``, ``model``, ``subagents`` and
-            ``hooks`` are then not read. Default: the session assembles its own.
+            ``settings``, ``tools``, ``registry``, ``model``, ``subagents``,
+            ``hooks``, ``instructions`` and ``builtin_tools`` are then not read.
+            Default: the session assembles its own.
+        instructions: text added to the main agent's system prompt, after
+            agentkit's own and before AGENTS.md.
+        builtin_tools: the names of the built-in tools the main agent is offered
+            (None: all; agentkit.chat.setup.builtin_tool_names).
 
     Attributes:
         notices: what a person must hear at the start (agentkit.chat.notices: the
@@ -109,6 +115,8 @@ class Session:
         hooks: dict[str, Any] | None = None,
         on_approval: Answerer | None = None,
         assembly: Assembly | None = None,
+        instructions: str | None = None,
+        builtin_tools: Iterable[str] | None = None,
     ) -> None:
         # An Agent's conversations share its parts (it closes them); alone, a session
         # assembles its own (agentkit.chat.assembly: every check happens there).
@@ -122,6 +130,8 @@ class Session:
                 registry=registry,
                 subagents=subagents,
                 hooks=hooks,
+                instructions=instructions,
+                builtin_tools=builtin_tools,
             )
             assembly.bind_manager(lambda: self.manager)
         self.assembly = assembly
@@ -158,9 +168,49 @@ class Session:
             )
         else:
             self.conversation = Conversation(model=self.settings.model)
-            self._release = claim_conversation(
-                self.transcript_path.with_suffix(".lock"), self.id, lambda: not self._closed
+            if self.settings.conversation_store == "memory":
+                self._release = lambda: None  # nobody else can know an unsaved id
+            else:
+                self._release = claim_conversation(
+                    self.transcript_path.with_suffix(".lock"), self.id, lambda: not self._closed
+                )
+        self._keep_language()
+
+    def _keep_language(self) -> None:
+        """Settle the language from what the conversation already has: its file's
+        (an ``auto`` setting follows it), its first user message (a file from before
+        the language was kept); an explicit setting is kept in the file."""
+        conv = self.conversation
+        if self.settings.language != "auto":
+            conv.language = self.settings.language
+            return
+        if conv.language is None:
+            first = next(
+                (
+                    m["content"]
+                    for m in conv.messages
+                    if m.get("role") == "user" and isinstance(m.get("content"), str)
+                ),
+                None,
             )
+            if first is None:
+                return  # settled by the first text it is given (:meth:`settle_language`)
+            conv.language = settle_language("auto", first)
+        self.settings = self.settings.model_copy(update={"language": conv.language})
+
+    def settle_language(self, text: str) -> Settings:
+        """Settle an ``auto`` language by ``text``, the conversation's first (a user
+        message, a sub-agent's task started from code): agentkit.language. Kept in the
+        conversation, used by its sub-agents; a settled one stays. Returns the
+        Settings to use from now on."""
+        with self._manager_lock:
+            if self.settings.language == "auto":
+                language = settle_language("auto", text)
+                self.conversation.language = language
+                self.settings = self.settings.model_copy(update={"language": language})
+                if self._manager is not None:
+                    self._manager.adopt(self.settings)
+            return self.settings
 
     def _close_assembly(self) -> None:
         """Close the parts this session assembled itself (an Agent closes its own)."""
@@ -235,8 +285,8 @@ class Session:
         main agent's next request, and sub-agents created from now on (running ones
         keep their tools). Raises ToolNotImportable, registering nothing, for a tool
         meant for sub-agents that a worker could not import (agentkit.chat.setup.offer_tool)."""
-        self.settings = offer_tool(tool, self.registry, self.settings)
         with self._manager_lock:
+            self.settings = offer_tool(tool, self.registry, self.settings)
             if self._manager is not None:
                 self._manager.settings = self.settings
 
@@ -259,6 +309,7 @@ class Session:
                     worker_extra=self.policy.worker_extra,
                     on_question=lambda agent: self._driver.poke(),
                     budget=self.budget,
+                    settle_language=self.settle_language,
                 )
             return self._manager
 
@@ -269,8 +320,9 @@ class Session:
 
     def system_prompt(self) -> str:
         """The main agent's system prompt for this workspace and settings: the first
-        message of a new conversation (agentkit.chat.setup.main_system_prompt)."""
-        return main_system_prompt(self.workspace, self.settings, self._subagents)
+        message of a new conversation (agentkit.chat.setup.main_system_prompt; the
+        application's instructions included)."""
+        return self.assembly.system_prompt(self.settings)
 
     @property
     def transcript_path(self) -> Path:
@@ -297,6 +349,8 @@ class Session:
                 UserPromptSubmit hook refused.
             Cancelled: the session is closed.
         """
+        if isinstance(text, str) and text.strip():
+            self.settle_language(text)  # before the first request (its system prompt) is built
         check_message(text, self.settings, self.request_overhead)
         context = self.policy.prompt(text)  # UserPromptSubmit hooks may refuse it
         self._driver.idle.clear()
@@ -375,6 +429,16 @@ class Session:
             return control.continue_subagent(self, agent_id, task, timeout_seconds)
         finally:
             self._driver.poke()  # the state said again: waiting, or idle when refused
+
+    def outside_round(self, start: Callable[[], T]) -> T:
+        """Return ``start()``, work begun outside a round (a sub-agent started from
+        code: agentkit.spawn), so that :meth:`wait_idle` waits for what it starts: idle
+        is cleared first, the driver woken after to say the state again."""
+        self._driver.idle.clear()
+        try:
+            return start()
+        finally:
+            self._driver.poke()
 
     def note(self, text: str) -> None:
         """Tell the main agent ``text`` (a system note) at the start of its next round."""

@@ -31,6 +31,8 @@ __all__ = [
     "add_main_extensions",
     "as_tools",
     "build_registry",
+    "builtin_tool_names",
+    "check_builtin_tools",
     "check_message",
     "check_settings",
     "main_system_prompt",
@@ -91,33 +93,67 @@ def check_policy(settings: Settings) -> None:
             raise ConfigurationError(str(exc)) from None
 
 
+def builtin_tool_names() -> list[str]:
+    """The names ``builtin_tools`` may give, in the order they are offered: the
+    built-in tools, the seed's three sub-agent tools, the control plane's four."""
+    from agentkit.subagent.control_tools import make_control_tools
+    from agentkit.subagent.seed_tools import make_main_tools
+    from agentkit.tools import base_tools
+
+    def nobody() -> SubAgentManager:  # pragma: no cover - never called: names only
+        raise ConfigurationError("names only")
+
+    tools = [*base_tools(), *make_main_tools(nobody), *make_control_tools(nobody)]
+    return [tool.name for tool in tools]
+
+
+def check_builtin_tools(builtin: Iterable[str] | None) -> frozenset[str] | None:
+    """Return the names of ``builtin`` (None: every built-in tool). Raises
+    ConfigurationError naming an unknown one and listing the known names, or for a
+    bare string (a list of names is meant)."""
+    if builtin is None:
+        return None
+    if isinstance(builtin, str):
+        raise ConfigurationError(f"builtin_tools takes a list of names, not the string {builtin!r}")
+    chosen = frozenset(builtin)
+    known = builtin_tool_names()
+    unknown = sorted(name for name in chosen if name not in known)
+    if unknown:
+        raise ConfigurationError(
+            f"builtin_tools: unknown tool {', '.join(map(repr, unknown))}; "
+            f"the built-in tools are {', '.join(known)}"
+        )
+    return chosen
+
+
 def build_registry(
     subagents: bool,
     extra: list[Tool],
     manager: Callable[[], SubAgentManager],
     workspace: Path | None = None,
     settings: Settings | None = None,
+    builtin: frozenset[str] | None = None,
 ) -> ToolRegistry:
     """Return the main agent's tools: the built-in ones, the three sub-agent tools
     bound to ``manager()`` (called at each use) when ``subagents`` (and the four of
     the control plane with ``subagent_control``), then ``extra`` (except tools for
-    sub-agents only). With ``workspace`` and ``settings``: also the tools of
-    ``Settings.tools`` and of the MCP servers (add_main_extensions), and
+    sub-agents only). ``builtin``: only the built-in tools of these names
+    (:func:`check_builtin_tools`; None: all). With ``workspace`` and ``settings``: also
+    the tools of ``Settings.tools`` and of the MCP servers (add_main_extensions), and
     create_sub_agent's ``profile`` parameter when agent profiles exist."""
     from agentkit.tools import base_tools
 
-    registry = ToolRegistry(base_tools())
+    offered = list(base_tools())
     if subagents:
         from agentkit.subagent.seed_tools import make_main_tools
 
         known = (workspace, settings) if workspace is not None and settings is not None else None
-        for tool in make_main_tools(manager, known):
-            registry.register(tool)
+        offered += make_main_tools(manager, known)
         if settings is not None and settings.subagent_control:
             from agentkit.subagent.control_tools import make_control_tools
 
-            for tool in make_control_tools(manager):
-                registry.register(tool)
+            offered += make_control_tools(manager)
+    registry = ToolRegistry([t for t in offered if builtin is None or t.name in builtin])
     for tool in extra:
         if tool.agents != "subagents":
             registry.register(tool)
@@ -144,12 +180,14 @@ def offer_tool(tool: Tool, registry: ToolRegistry, settings: Settings) -> Settin
     return updated
 
 
-def main_system_prompt(workspace: Path, settings: Settings, subagents: bool) -> str:
+def main_system_prompt(
+    workspace: Path, settings: Settings, subagents: bool, instructions: str | None = None
+) -> str:
     """Return the main agent's system prompt: ``main_system.txt`` in the settings'
     language, the control plane's tools (``control_main.txt``) with
     ``subagent_control``, then the workspace's agent profiles when ``subagents`` are
-    offered. AGENTS.md and the skill list are added after it at each round's start
-    (:func:`refresh_conventions`)."""
+    offered, then the application's ``instructions`` (when given). AGENTS.md and the
+    skill list are added after it at each round's start (:func:`refresh_conventions`)."""
     from agentkit import prompts
     from agentkit.profiles import load_profiles, profiles_section
     from agentkit.prompts import prompt_values
@@ -163,7 +201,10 @@ def main_system_prompt(workspace: Path, settings: Settings, subagents: bool) -> 
     )
     if subagents and settings.subagent_control:
         text += "\n\n" + prompts.render(settings.language, "control_main.txt")
-    return text + profiles_section(profiles, settings.language)
+    text += profiles_section(profiles, settings.language)
+    if instructions and instructions.strip():
+        text += "\n\n" + instructions.strip()
+    return text
 
 
 def as_tools(items: Iterable[Any]) -> list[Tool]:
@@ -216,15 +257,20 @@ def check_message(
 
 
 def request_overhead(
-    workspace: Path, settings: Settings, subagents: bool, registry: ToolRegistry
+    workspace: Path,
+    settings: Settings,
+    subagents: bool,
+    registry: ToolRegistry,
+    instructions: str | None = None,
 ) -> int:
     """Tokens each of the main agent's requests spends before its messages: the system
-    prompt and the tool schemas (counted as sent)."""
+    prompt (``instructions`` included) and the tool schemas (counted as sent)."""
     from agentkit.context import schema_tokens
     from agentkit.conventions import gather
     from agentkit.tokens import count_text
 
-    prompt = main_system_prompt(workspace, settings, subagents) + gather(workspace, settings).text
+    prompt = main_system_prompt(workspace, settings, subagents, instructions)
+    prompt += gather(workspace, settings).text
     return count_text(prompt) + schema_tokens(registry.schemas(settings.language))
 
 

@@ -236,10 +236,13 @@ class ConversationFile:
 
     Args:
         workspace: the workspace root.
+        memory: write nothing (``Settings.conversation_store="memory"``: the
+            conversation lives in its session only).
     """
 
-    def __init__(self, workspace: Path) -> None:
+    def __init__(self, workspace: Path, *, memory: bool = False) -> None:
         self.workspace = workspace
+        self.memory = memory
         self._writer: JsonFileWriter | None = None
         self._inbox: Inbox | None = None
         self._closed = False
@@ -292,6 +295,8 @@ class ConversationFile:
     ) -> None:
         if subagents is not None:
             conversation.subagents = subagents
+        if self.memory:
+            return
         path = conversations_dir(self.workspace) / f"{conversation.id}.json"
         if self._writer is None or self._writer.path != path:
             if self._writer is not None:

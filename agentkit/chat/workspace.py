@@ -34,6 +34,7 @@ from typing import Any
 from agentkit.chat.assembly import check_folder
 from agentkit.chat.lock import claim_conversation, claim_saved_conversation
 from agentkit.chat.session import Session
+from agentkit.chat.setup import check_builtin_tools
 from agentkit.chat.store import (
     ConversationInfo,
     conversation_path,
@@ -81,7 +82,8 @@ class Workspace:
             ``settings.max_open_conversations``), and never more than the file
             descriptor limit allows (:func:`descriptor_bound`); see the module docstring.
         **session_options: passed to each :class:`Session` (``tools``, ``model``,
-            ``subagents``, ``launcher``, ``prewarm``).
+            ``subagents``, ``launcher``, ``prewarm``, ``instructions``,
+            ``builtin_tools``: an unknown tool name is refused here).
 
     Thread-safe. Raises ConfigurationError for a missing folder.
     """
@@ -95,6 +97,9 @@ class Workspace:
         **session_options: Any,
     ) -> None:
         self.path = check_folder(path)  # the message a Session or an Agent gives
+        chosen = check_builtin_tools(session_options.get("builtin_tools"))  # now, not later
+        if chosen is not None:  # a generator would serve the first session only
+            session_options["builtin_tools"] = sorted(chosen)
         self.settings = settings or Settings()
         wanted = max(1, max_open or self.settings.max_open_conversations)
         self.max_open = min(wanted, descriptor_bound() or wanted)

@@ -68,11 +68,15 @@ class AgentsMd:
     limit: int = 0
 
 
-def agents_md_paths(workspace: Path, deliverables: Path | None = None) -> list[tuple[Path, bool]]:
+def agents_md_paths(
+    workspace: Path, deliverables: Path | None = None, *, user: bool = True
+) -> list[tuple[Path, bool]]:
     """Return ``(path, is_project_file)`` of every AGENTS.md an agent may read, farthest
     first (module docstring). ``deliverables``: a sub-agent's folder, absolute, inside
-    ``workspace`` (else only the first two are returned)."""
-    paths = [(user_config_dir() / AGENTS_MD, False), (workspace / AGENTS_MD, True)]
+    ``workspace`` (else only the first two are returned). ``user``: the user's own file
+    (``Settings.user_files``); without it nothing in the home folder is read."""
+    paths = [(user_config_dir() / AGENTS_MD, False)] if user else []
+    paths.append((workspace / AGENTS_MD, True))
     if deliverables is not None and deliverables.is_relative_to(workspace):
         here = workspace
         for part in deliverables.relative_to(workspace).parts:
@@ -90,7 +94,7 @@ def read_agents_md(
     if not settings.agents_md:
         return AgentsMd()
     found: list[InstructionFile] = []
-    for path, project in agents_md_paths(workspace, deliverables):
+    for path, project in agents_md_paths(workspace, deliverables, user=settings.user_files):
         if not os.path.lexists(path):  # the usual case: no file there
             continue
         label = display(path, workspace)

@@ -108,7 +108,9 @@ def gather(
     agents = read_agents_md(workspace, settings, deliverables)
     skills: tuple[Skill, ...] = ()
     if settings.skills:
-        found = discover_skills(workspace, hidden=[settings.api_key]).skills
+        found = discover_skills(
+            workspace, hidden=[settings.api_key], user=settings.user_files
+        ).skills
         skills = allowed_skills(found, allowed)
     text = render_section(agents, skills, settings.language, settings.skills_list_max_chars)
     return Conventions(text, agents.labels, skills)

@@ -151,13 +151,14 @@ def user_skills_dir() -> Path:
     return user_config_dir() / "skills"
 
 
-def skill_folders(workspace: Path) -> list[tuple[Path, Scope]]:
-    """The skills folders, highest precedence first (module docstring)."""
-    return [
+def skill_folders(workspace: Path, *, user: bool = True) -> list[tuple[Path, Scope]]:
+    """The skills folders, highest precedence first (module docstring); ``user``: the
+    user's own (``Settings.user_files``)."""
+    folders: list[tuple[Path, Scope]] = [
         (workspace / ".agents" / "skills", "project"),
         (state_path(workspace, "skills"), "project"),
-        (user_skills_dir(), "user"),
     ]
+    return folders + [(user_skills_dir(), "user")] if user else folders
 
 
 def _header(text: str) -> tuple[dict[str, Any], str]:
@@ -267,7 +268,7 @@ def _candidates(folder: Path) -> tuple[list[Path], int]:
 
 
 def discover_skills(
-    workspace: Path, *, warn: bool = True, hidden: Iterable[str | None] = ()
+    workspace: Path, *, warn: bool = True, hidden: Iterable[str | None] = (), user: bool = True
 ) -> SkillScan:
     """Return the skills of ``workspace`` and of the user (module docstring).
 
@@ -276,6 +277,7 @@ def discover_skills(
         warn: log a warning (once per process and problem) for each skipped file,
             shadowed skill, lenient header, and file holding what looks like a secret.
         hidden: values that must not be in a skill (the endpoint's key), for that warning.
+        user: look in the user's skills folder too (``Settings.user_files``).
 
     Never raises: a file that cannot be used is in :attr:`SkillScan.skipped`.
     """
@@ -283,7 +285,7 @@ def discover_skills(
     winners: dict[str, Skill] = {}
     skipped: list[Skipped] = []
     shadowed: list[tuple[Skill, Skill]] = []
-    for folder, scope in skill_folders(workspace):
+    for folder, scope in skill_folders(workspace, user=user):
         paths, over = _candidates(folder)
         if over and warn:
             warn_once(

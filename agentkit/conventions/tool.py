@@ -129,7 +129,7 @@ def load_skill_tool(catalog: Callable[[ToolContext], Mapping[str, Skill]]) -> To
 def _main_catalog(ctx: ToolContext) -> Mapping[str, Skill]:
     if not ctx.settings.skills:
         return {}
-    return discover_skills(ctx.workspace, warn=False).by_name()
+    return discover_skills(ctx.workspace, warn=False, user=ctx.settings.user_files).by_name()
 
 
 LOAD_SKILL = load_skill_tool(_main_catalog)

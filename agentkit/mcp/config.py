@@ -183,8 +183,11 @@ def parse_servers(data: Any, origin: str) -> tuple[dict[str, MCPServer], list[st
     return servers, problems
 
 
-def config_files(workspace: Path) -> list[Path]:
-    """The mcp.json files read, lowest priority first: the user's, then the workspace's."""
+def config_files(workspace: Path, *, user: bool = True) -> list[Path]:
+    """The mcp.json files read, lowest priority first: the user's (unless ``user`` is
+    off: ``Settings.user_files``), then the workspace's."""
+    if not user:
+        return [state_path(workspace, "mcp.json")]
     base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
     return [Path(base) / "agentkit" / "mcp.json", state_path(workspace, "mcp.json")]
 
@@ -199,7 +202,7 @@ def load_servers(workspace: Path, settings: Settings) -> tuple[dict[str, MCPServ
     problems: list[str] = []
     sources: list[tuple[Any, str]] = []
     if settings.mcp_config_files:
-        for path in config_files(workspace):
+        for path in config_files(workspace, user=settings.user_files):
             if not path.is_file():
                 continue
             try:

@@ -271,14 +271,17 @@ def _handler(data: Any, where: str, source: str, keep_source: bool) -> CommandHo
     return CommandHook(spec.command, spec.timeout, spec.source or source)
 
 
-def hook_files(state_dir: Path, user_dir: Path) -> list[Path]:
+def hook_files(state_dir: Path, user_dir: Path | None) -> list[Path]:
     """The hooks files, in the order their hooks run: the user's (``user_dir``:
-    agentkit.settings.user_config_dir()), then the workspace's (``state_dir``: its
-    ``.agentkit``, agentkit.conversation.state_path)."""
-    return [user_dir / "hooks.json", state_dir / "hooks.json"]
+    agentkit.settings.user_config_dir(); None: not read), then the workspace's
+    (``state_dir``: its ``.agentkit``, agentkit.conversation.state_path)."""
+    user = [user_dir / "hooks.json"] if user_dir is not None else []
+    return [*user, state_dir / "hooks.json"]
 
 
-def load_hooks(state_dir: Path, setting: dict[str, Any] | None, user_dir: Path) -> HookConfig:
+def load_hooks(
+    state_dir: Path, setting: dict[str, Any] | None, user_dir: Path | None
+) -> HookConfig:
     """Read every source (see the module docstring) and return the merged hooks.
 
     ``state_dir``: the workspace's ``.agentkit`` folder; ``setting``: ``Settings.hooks``

@@ -145,6 +145,6 @@ class Settings(ExtensionFields, SubAgentFields, ToolFields, ModelFields, BaseSet
         that read_file and sandboxed commands reach a user-level skill's files."""
         paths = [Path(p).expanduser().resolve() for p in self.read_only_roots]
         skills = user_config_dir() / "skills"  # agentkit.conventions.skills.user_skills_dir
-        if self.skills and skills.is_dir():
+        if self.skills and self.user_files and skills.is_dir():
             paths.append(skills.resolve())
         return paths

@@ -54,6 +54,11 @@ class ExtensionFields(BaseModel):
         description="Agent profiles given in Python (AgentProfile.to_dict()), beside the files in .agentkit/agents/ and ~/.config/agentkit/agents/.",
     )
 
+    user_files: bool = Field(
+        default=True,
+        description="Read the user's own files in ~/.config/agentkit ($XDG_CONFIG_HOME/agentkit): AGENTS.md, skills, agent profiles, mcp.json and hooks.json; false reads nothing from the home folder (a server).",
+    )
+
     # --- project conventions: AGENTS.md and Agent Skills (agentkit/conventions/) --------
     agents_md: bool = Field(
         default=True,

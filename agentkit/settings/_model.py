@@ -35,8 +35,13 @@ class ModelFields(BaseModel):
         validation_alias=AliasChoices("api_key", "AGENTKIT_API_KEY", "OPENAI_API_KEY"),
         description="API key; local servers accept any non-empty string.",
     )
-    language: Literal["zh", "en"] = Field(
-        default="zh", description="Language of prompts, templates and last_action texts."
+    language: Literal["auto", "zh", "en"] = Field(
+        default="auto",
+        description="Language of prompts, templates and last_action texts: auto settles each conversation's by its first text (Chinese: zh, otherwise en), kept in its file and inherited by its sub-agents.",
+    )
+    conversation_store: Literal["file", "memory"] = Field(
+        default="file",
+        description="Where the main conversation is kept: file (.agentkit/conversations/<id>.json) or memory (no file; sub-agents still leave their deliverables and records).",
     )
     stream: bool = Field(
         default=True, description="Stream replies (SSE); false sends plain requests."

@@ -64,6 +64,9 @@ class SubAgentManager:
             agentkit.subagent.supervisor); None: approvals_default answers them (no one to ask).
         worker_extra: returns what each new worker's spec carries besides (its tool
             hooks: agentkit.chat.policy), or None.
+        settle_language: while the language is ``auto`` (no text given yet), called
+            with the first sub-agent's task; returns the Settings with the
+            conversation's language settled (a chat session keeps it in its file).
 
     All public methods are thread-safe and return the seed's JSON shapes; refusals
     are ``{"success": false, "error": ...}``, never exceptions.
@@ -83,6 +86,7 @@ class SubAgentManager:
         worker_extra: Callable[[], dict[str, Any]] | None = None,
         on_question: Callable[[SubAgent], None] | None = None,
         budget: Meter | None = None,
+        settle_language: Callable[[str], Settings] | None = None,
     ) -> None:
         self.workspace = workspace
         self.settings = settings
@@ -109,6 +113,7 @@ class SubAgentManager:
         self._conversation_id = conversation.id if conversation else None
         self._mcp_listing: dict[str, Any] | None = None
         self._mcp_lock = threading.Lock()
+        self._settle_language = settle_language
 
     @property
     def agents(self) -> Mapping[int, SubAgent]:
@@ -152,6 +157,8 @@ class SubAgentManager:
         Background: returns at once with ``status: running``. ``cancel`` (the main
         run's) ends a blocking wait and terminates the agent. ``profile``: an
         AgentProfile's dict, given to the worker (WorkerSpec.extra)."""
+        if self.language == "auto":  # started from code before any message: its task settles it
+            self.adopt(self._settled(task))
         extra = self.spec_extra(profile, run_in_background)
         self.control.check_session_budget()  # its first wrap-up and warning go out unlocked
         with self.table.locked():  # the limits, then the reservation, in one step
@@ -185,6 +192,22 @@ class SubAgentManager:
         if not self.start_worker(agent):  # unlocked: one turn's creates start in parallel
             return self._result(agent)
         return self.launched(agent, cancel)
+
+    def _settled(self, text: str) -> Settings:
+        if self._settle_language is not None:
+            return self._settle_language(text)
+        from agentkit.language import settle_language
+
+        return self.settings.model_copy(
+            update={"language": settle_language(self.settings.language, text)}
+        )
+
+    def adopt(self, settings: Settings) -> None:
+        """Use ``settings`` from now on (the conversation's language settled, a tool
+        added): for new sub-agents, phrases and the supervisor's rules."""
+        self.settings = settings
+        self.language = settings.language
+        self.supervisor.settings = settings
 
     def spec_extra(self, profile: dict[str, Any] | None, background: bool) -> dict[str, Any]:
         """What a new run's WorkerSpec.extra carries before admission, created or

@@ -58,6 +58,7 @@ def test_the_chat_application_example_runs_as_written(tmp_path: Path) -> None:
         "AGENTKIT_MODEL": "fake-model",
         "OPENAI_API_KEY": "k",
         "AGENTKIT_SUBAGENT_TIMEOUT_MIN": "1",
+        "AGENTKIT_LANGUAGE": "zh",  # the seed's templates, which the script above reads
     }
     with FakeOpenAIServer(router) as server:
         env["OPENAI_BASE_URL"] = server.base_url
