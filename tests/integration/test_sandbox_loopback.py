@@ -101,7 +101,8 @@ def test_bridge_is_no_leftover_and_ends_with_the_command(workspace: Path, servic
     server = Digest("127.0.0.1")  # its port is in this test's bridge argv only
     try:
         ctx = make_ctx(workspace, command_network="loopback", command_background_services=services)
-        result = run(ctx, "ps -eo args")
+        # Whole lines: ps cuts them at COLUMNS (80 under xdist).
+        result = run(ctx, "ps -ww -eo args")
         listed = [line for line in result.output.splitlines() if "bridge.py" in line]
         assert listed and str(server.port) in listed[0], result.output  # it ran, inside
         assert result.meta["killed_pids"] == [], result.output

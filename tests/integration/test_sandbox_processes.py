@@ -390,6 +390,9 @@ print(output)
 
 @needs_bwrap
 @pytest.mark.parametrize("where", ["outside", "in_workspace", "read_only_root", "subagent"])
+# serial: the forkserver's socket lies under the workspace, and xdist's popen-gwN folder
+# takes its path past a Unix socket's 107 bytes.
+@pytest.mark.serial
 def test_no_command_reaches_the_forkserver_socket_wherever_tmpdir_is(
     workspace: Path, where: str
 ) -> None:
