@@ -1,7 +1,8 @@
 """The Ray launcher on a real multi-node Ray cluster (loopback only, tests/ray_cluster.py):
-placement on both nodes, the shared-workspace check, a node dying mid-task, and the
-channel's ordering and exactly-once rules. The sub-agent lifecycle tests run against
-both launchers in tests/test_subagents.py (the ``launcher`` fixture)."""
+placement on both nodes, the shared-workspace check, a node dying mid-task (the channel's
+rules without a cluster are in tests/unit/test_ray_launcher.py). The sub-agent lifecycle
+tests run against both launchers in tests/integration/test_subagents.py (the
+``launcher`` fixture)."""
 
 from __future__ import annotations
 
@@ -15,41 +16,7 @@ import pytest
 from subagent_helpers import Router, call, calls, finish, wait_until, who
 
 from agentkit import Agent, Settings
-from agentkit.subagent.contract import Progress, Result
-from agentkit.subagent.launchers.ray_channel import Mailbox, empty_progress
 from agentkit.testing import FakeOpenAIServer
-
-
-def test_mailbox_forwards_in_order_once_and_take_acknowledges() -> None:
-    forwarded: list[str] = []
-    box = Mailbox(forward=lambda m: forwarded.append(m) or True)
-    for seq, message in [(2, "b"), (1, "a"), (2, "b"), (4, "d"), (3, "c"), (1, "a")]:
-        box.deliver(seq, message)
-    assert forwarded == ["a", "b", "c", "d"]
-
-    box.put("x")
-    box.put("y")
-    first, closed, _ = box.take(0, 0)
-    again, _, _ = box.take(0, 0)  # a lost answer: asked again, the same messages come
-    assert first == again == [(1, "x"), (2, "y")] and not closed
-    box.put("z")
-    box.close(0)
-    rest, closed, code = box.take(2, 0)  # "after 2" acknowledges x and y
-    assert rest == [(3, "z")] and not closed  # closed only once everything was taken
-    assert box.take(3, 0) == ([], True, 0)
-
-
-def test_mailbox_holds_parent_messages_until_the_worker_is_attached() -> None:
-    forwarded: list[str] = []
-    box = Mailbox()  # a pool's actor: the job's calls may come before its worker runs
-    box.deliver(2, "b")
-    box.deliver(1, "a")
-    assert forwarded == []
-    box.attach(lambda m: forwarded.append(m) or True)
-    box.deliver(3, "c")
-    box.deliver(1, "a")
-    assert forwarded == ["a", "b", "c"]
-
 
 # ------------------------------------------------------------ on the cluster
 
@@ -188,14 +155,6 @@ def test_a_node_dying_mid_task_fails_the_sub_agent_and_the_conversation_goes_on(
     # own account of losing its parent, written when it outlived its relay actor.
     assert record["status"] == "failed", record
     assert "Ray actor running this sub-agent's worker is gone" in record["error"]
-
-
-def test_progress_and_result_survive_pickling() -> None:
-    import pickle
-
-    message = Result("completed", "ok", None, empty_progress(), 1)
-    assert pickle.loads(pickle.dumps(message)) == message
-    assert isinstance(pickle.loads(pickle.dumps(empty_progress())), Progress)
 
 
 def test_an_address_nobody_answers_at_fails_at_once_with_the_reason() -> None:
