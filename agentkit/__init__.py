@@ -68,6 +68,12 @@ if TYPE_CHECKING:
     )
     from agentkit.profiles import AgentProfile
     from agentkit.settings import Settings
+    from agentkit.spawn import (
+        AsyncSubAgentHandle,
+        SubAgentHandle,
+        SubAgentRefused,
+        SubAgentResult,
+    )
     from agentkit.tools.base import Tool, ToolContext, ToolResult
     from agentkit.tools.registry import ToolRegistry
 
@@ -80,6 +86,10 @@ _LAZY = {
     "AgentRun": "agentkit.agent_run",
     "AgentProfile": "agentkit.profiles",
     "Settings": "agentkit.settings",
+    "AsyncSubAgentHandle": "agentkit.spawn",
+    "SubAgentHandle": "agentkit.spawn",
+    "SubAgentRefused": "agentkit.spawn",
+    "SubAgentResult": "agentkit.spawn",
     "Tool": "agentkit.tools.base",
     "ToolContext": "agentkit.tools.base",
     "ToolRegistry": "agentkit.tools.registry",
@@ -105,6 +115,7 @@ __all__ = [
     "ApprovalRequested",
     "ApprovalWithdrawn",
     "AssistantMessage",
+    "AsyncSubAgentHandle",
     "BudgetWarning",
     "Cancelled",
     "ConfigFileError",
@@ -134,9 +145,12 @@ __all__ = [
     "SubAgentAnswered",
     "SubAgentEvent",
     "SubAgentFinished",
+    "SubAgentHandle",
     "SubAgentMessage",
     "SubAgentProgress",
     "SubAgentQuestion",
+    "SubAgentRefused",
+    "SubAgentResult",
     "SubAgentStarted",
     "TextDelta",
     "Tool",

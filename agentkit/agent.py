@@ -36,6 +36,8 @@ from agentkit.settings import Settings
 from agentkit.tools.base import Agents, Tool, tool_from_function
 
 if TYPE_CHECKING:
+    from agentkit.profiles import AgentProfile
+    from agentkit.spawn import AsyncSubAgentHandle, SubAgentHandle
     from agentkit.subagent.manager import SubAgentManager
 
 __all__ = ["Agent", "RunResult"]
@@ -406,6 +408,62 @@ class Agent:
         ``await run.cancel()`` stops it (agentkit.agent_run.AgentRun). Raises
         ConfigurationError at once for an empty task."""
         return AgentRun(self, task)
+
+    def spawn(
+        self,
+        task: str,
+        *,
+        summary: str | None = None,
+        profile: str | AgentProfile | None = None,
+        deliverables_dir: str | None = None,
+        timeout_seconds: int | None = None,
+    ) -> SubAgentHandle:
+        """Start a sub-agent of the current conversation on ``task`` from code, as the
+        model's create_sub_agent does in the background (its limits, records, events;
+        the main agent is told of its start and its end). ``summary`` None: the task's
+        start; ``profile``: a profile's name or an AgentProfile; ``deliverables_dir``
+        None: the default folder; ``timeout_seconds`` 60-3600, None: the profile's,
+        else ``subagent_default_timeout`` (600 s). Returns a SubAgentHandle
+        (agentkit.spawn: ``result()``, ``cancel()``, ``message()``) once its worker
+        started. Raises SubAgentRefused with the tool's refusal (a bad argument, too
+        many running...), ConfigurationError for a closed Agent."""
+        from agentkit.spawn import spawn_in
+
+        if self._closed:
+            raise ConfigurationError(prompts.phrase(self.settings.language, "closed"))
+        return spawn_in(
+            self.session,
+            task,
+            summary=summary,
+            profile=profile,
+            deliverables_dir=deliverables_dir,
+            timeout_seconds=timeout_seconds,
+        )
+
+    async def aspawn(
+        self,
+        task: str,
+        *,
+        summary: str | None = None,
+        profile: str | AgentProfile | None = None,
+        deliverables_dir: str | None = None,
+        timeout_seconds: int | None = None,
+    ) -> AsyncSubAgentHandle:
+        """:meth:`spawn` for asyncio, started in a thread of its own: the same
+        arguments and errors; returns an AsyncSubAgentHandle (``await result()``,
+        ``await cancel()``, ``await message()``, ``events()``)."""
+        from agentkit.spawn import AsyncSubAgentHandle
+
+        def start() -> SubAgentHandle:
+            return self.spawn(
+                task,
+                summary=summary,
+                profile=profile,
+                deliverables_dir=deliverables_dir,
+                timeout_seconds=timeout_seconds,
+            )
+
+        return AsyncSubAgentHandle(await in_thread(start, name="agentkit-spawn"))
 
     @classmethod
     async def open(cls, *args: Any, **kwargs: Any) -> Agent:

@@ -430,7 +430,7 @@ class Session:
         finally:
             self._driver.poke()  # the state said again: waiting, or idle when refused
 
-    def outside_round(self, start: Callable[[], T]) -> T:
+    def outside_round(self, start: Callable[[], Any]) -> Any:
         """Return ``start()``, work begun outside a round (a sub-agent started from
         code: agentkit.spawn), so that :meth:`wait_idle` waits for what it starts: idle
         is cleared first, the driver woken after to say the state again."""
