@@ -11,6 +11,8 @@ Three places (docs/architecture.md §4):
   (the record file; the parent's final word on it; records a killed process group
   left running),
   ``reuse`` (another conversation's files in a folder, set aside before a start),
+  ``placement`` (the folders a created sub-agent tries: the seed's default, then
+  its conversation's own when another conversation's sub-agent holds the default),
   ``notify`` (everything the main model is told about sub-agents), ``seed_tools``
   and ``inputs`` (the main agent's three tools and their argument rules),
   ``results`` (the blocking result's shape, get_sub_agent_status's rows); the

@@ -16,13 +16,17 @@ by :func:`take_folder` when the manager reserves the admitted agent, for created
 and continued runs alike: agentkit.subagent.folder_lock), is refused saying so and
 naming it (``folder_busy_elsewhere``). This conversation's own agents are checked
 first: their records say running too, so the record alone cannot tell them apart.
+A request without ``deliverables_dir`` whose default folder another Agent's
+sub-agent holds takes this conversation's own folder instead
+(agentkit.subagent.placement): by the record here, by the OS lock in
+SubAgentManager.create.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +37,7 @@ from agentkit.subagent import inputs
 from agentkit.subagent.claims import Claims
 from agentkit.subagent.contract import WorkerSpec
 from agentkit.subagent.folder_lock import FolderBusy, FolderHold, FolderOwner, hold_folder
+from agentkit.subagent.placement import default_folder, is_named
 from agentkit.subagent.record import RECORD_DIR
 from agentkit.subagent.state import SubAgent
 from agentkit.subagent.sweep import folder_in_use
@@ -52,7 +57,7 @@ def resolve_deliverables(
 ) -> tuple[str, Path] | str:
     """Return ``(relative folder, absolute path)`` for the request's deliverables_dir
     (default ``sub_agent_results/agent_<id>``), or the reason it is refused."""
-    rel = given.strip() if given and given.strip() else f"sub_agent_results/agent_{agent_id}"
+    rel = given.strip() if given and is_named(given) else default_folder(agent_id)
     if "\x00" in rel:
         return "NUL byte in path"
     if Path(rel).is_absolute() or rel.startswith("~"):
@@ -91,13 +96,17 @@ def admit(
     running: Sequence[SubAgent],
     agents: Mapping[int, SubAgent],
     claims: Claims,
+    own: str | None = None,
 ) -> tuple[str, Path] | str:
     """Return the deliverables folder ``(relative, absolute)`` the request gets, or
     the refusal text (the seed's phrases, in the settings' language). The folder's
     OS lock is taken after, by :func:`take_folder` (SubAgentManager.reserve).
 
     ``used_ids``: ids taken in this conversation, with their summaries;
-    ``running``: the sub-agents running now; ``agents``: this run's by id.
+    ``running``: the sub-agents running now; ``agents``: this run's by id;
+    ``own``: the folder a request without ``deliverables_dir`` takes instead of the
+    default when a sub-agent of another Agent or process runs there (its record
+    says so), or None (then refused, as a named folder is).
     """
     s = settings
     agent_id = request.agent_id
@@ -119,10 +128,22 @@ def admit(
     reserved = reserved_folder(workspace, path)
     if reserved is not None:
         return phrase(reserved, dir=rel, agent_id=agent_id)
-    refused = _folder_free(rel, path, settings, agents, claims)
+    refused = _overlap(rel, path, settings, agents, claims)
     if refused is not None:
         return refused
-    return resolved
+    refused = _busy_elsewhere(rel, path, settings)
+    if refused is not None and own is not None and not is_named(request.deliverables_dir):
+        moved = replace(request, deliverables_dir=own)
+        return admit(
+            moved,
+            workspace=workspace,
+            settings=settings,
+            used_ids=used_ids,
+            running=running,
+            agents=agents,
+            claims=claims,
+        )
+    return refused or resolved
 
 
 def admit_continued(
@@ -169,6 +190,14 @@ def _folder_free(
 ) -> str | None:
     """Refusal text when a running sub-agent (of this or another Agent) uses or overlaps
     the folder, else None."""
+    return _overlap(rel, path, s, agents, claims) or _busy_elsewhere(rel, path, s)
+
+
+def _overlap(
+    rel: str, path: Path, s: Settings, agents: Mapping[int, SubAgent], claims: Claims
+) -> str | None:
+    """Refusal text (``overlap_dir``) when a running sub-agent of this conversation
+    uses or overlaps the folder, else None."""
     owner = claims.folder_overlap(path)
     if owner is not None:
         other = agents[owner].spec
@@ -180,6 +209,12 @@ def _folder_free(
             other_summary=other.summary,
             other_dir=other.deliverables_dir,
         )
+    return None
+
+
+def _busy_elsewhere(rel: str, path: Path, s: Settings) -> str | None:
+    """Refusal text (``folder_busy_elsewhere``) when the folder's record says a
+    sub-agent of another Agent or process runs there now, else None."""
     busy = folder_in_use(path)
     if busy is not None:  # a sub-agent of another Agent (or process) runs there now
         named = prompts.phrase(s.language, "folder_owner_record", sub_conversation_id=busy)
@@ -188,17 +223,24 @@ def _folder_free(
 
 
 def take_folder(
-    workspace: Path, spec: WorkerSpec, conversation_id: str | None, claims: Claims, language: str
+    workspace: Path,
+    spec: WorkerSpec,
+    conversation_id: str | None,
+    claims: Claims,
+    language: str,
+    *,
+    name_holder: bool = True,
 ) -> str | None:
     """Take the OS lock on the admitted deliverables folder of ``spec``'s agent, named
     as this process's conversation ``conversation_id``'s, into ``claims`` (until
     Claims.release_hold, once the agent's record is final). Returns the refusal text
     when a sub-agent of another process holds it, or one inside or around it
     (:func:`claim_folder`), else None (taken, or the folder cannot be opened: the
-    start then fails with the reason)."""
+    start then fails with the reason). ``name_holder`` False: a refusal does not
+    wait for the holder to name itself (the caller tries another folder)."""
     owner = FolderOwner.here(conversation_id, spec.agent_id)
     path = Path(spec.deliverables_path)
-    hold = claim_folder(workspace, spec.deliverables_dir, path, owner, language)
+    hold = claim_folder(workspace, spec.deliverables_dir, path, owner, language, name_holder)
     if isinstance(hold, str):
         return hold
     if hold is not None:
@@ -207,15 +249,20 @@ def take_folder(
 
 
 def claim_folder(
-    workspace: Path, rel: str, path: Path, owner: FolderOwner, language: str
+    workspace: Path,
+    rel: str,
+    path: Path,
+    owner: FolderOwner,
+    language: str,
+    name_holder: bool = True,
 ) -> FolderHold | str | None:
     """Take the OS lock on an admitted deliverables folder for ``owner`` (across
     processes, atomically: agentkit.subagent.folder_lock). Returns the hold, the
     refusal text naming the other owner (``folder_busy_elsewhere``: its conversation
-    id, agent id and pid), or None when the folder cannot be opened (the start then
-    fails with the reason)."""
+    id, agent id and pid; unnamed without ``name_holder``), or None when the folder
+    cannot be opened (the start then fails with the reason)."""
     try:
-        return hold_folder(workspace, path, owner)
+        return hold_folder(workspace, path, owner, name_holder=name_holder)
     except FolderBusy as busy:
         named = busy.owner
         if named is None:

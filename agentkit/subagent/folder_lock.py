@@ -148,12 +148,16 @@ def read_owner(root: Path, folder: Path) -> FolderOwner | None:
         return None
 
 
-def hold_folder(root: Path, folder: Path, owner: FolderOwner) -> FolderHold:
+def hold_folder(
+    root: Path, folder: Path, owner: FolderOwner, *, name_holder: bool = True
+) -> FolderHold:
     """Claim ``folder`` (absolute, below the workspace ``root``; made when missing) for
     ``owner`` until :meth:`FolderHold.release` (or the process ends).
 
     Raises:
-        FolderBusy: a live holder has it, or a folder inside or around it.
+        FolderBusy: a live holder has it, or a folder inside or around it (named
+            when found; ``name_holder`` False: only what its owner file says at once,
+            for a caller that tries another folder).
         OSError: a folder on the way is a link or cannot be made (agentkit.confined).
     """
     if fcntl is None:
@@ -171,7 +175,7 @@ def hold_folder(root: Path, folder: Path, owner: FolderOwner) -> FolderHold:
                 hold.release()
                 return FolderHold([], root, None)
             if not taken:
-                raise _busy(root, here, last)
+                raise _busy(root, here, last, OWNER_WAIT_SECONDS if name_holder else 0.0)
         data = json.dumps(asdict(owner)).encode()
         # Only a name for refusals: a folder that takes no file (read-only, full)
         # keeps the lock unnamed.
@@ -193,12 +197,12 @@ OWNER_WAIT_SECONDS = 1.0
 just after locking, and a loaded machine may keep it a while."""
 
 
-def _busy(root: Path, here: Path, last: bool) -> FolderBusy:
+def _busy(root: Path, here: Path, last: bool, wait: float) -> FolderBusy:
     """The refusal for ``here``, whose lock is held elsewhere (``last``: ``here`` is
     the folder asked for, locked exclusively; else a folder around it): its live
     holder (the owner file of ``here``), else the live holder of a folder inside it,
-    looked for until :data:`OWNER_WAIT_SECONDS` pass; unnamed when none is found."""
-    deadline = time.monotonic() + OWNER_WAIT_SECONDS
+    looked for until ``wait`` seconds pass; unnamed when none is found."""
+    deadline = time.monotonic() + wait
     while True:
         named = _live(read_owner(root, here))
         if named is not None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ from agentkit import events as ev
 from agentkit import prompts, tracing
 from agentkit.confined import folder as confined_folder
 from agentkit.conventions import subagent_extra
-from agentkit.conversation import Conversation
+from agentkit.conversation import Conversation, new_conversation_id
 from agentkit.errors import ToolError
 from agentkit.settings import Settings
 from agentkit.subagent.admission import Request, admit, take_folder
@@ -33,6 +34,7 @@ from agentkit.subagent.claims import Claims
 from agentkit.subagent.contract import Launcher
 from agentkit.subagent.control import ControlPlane
 from agentkit.subagent.launchers import make_launcher
+from agentkit.subagent.placement import folder_choices
 from agentkit.subagent.record import Ending, archive_record, list_deliverables
 from agentkit.subagent.results import asked_result, blocking_result, capped_summary
 from agentkit.subagent.reuse import set_aside_earlier
@@ -111,6 +113,8 @@ class SubAgentManager:
         self.control.on_question = on_question
         self._on_started = on_started
         self._conversation_id = conversation.id if conversation else None
+        # Names this conversation's own deliverables folders (agentkit.subagent.placement).
+        self._folder_key = self._conversation_id or new_conversation_id()
         self._mcp_listing: dict[str, Any] | None = None
         self._mcp_lock = threading.Lock()
         self._settle_language = settle_language
@@ -162,36 +166,74 @@ class SubAgentManager:
         extra = self.spec_extra(profile, run_in_background)
         self.control.check_session_budget()  # its first wrap-up and warning go out unlocked
         with self.table.locked():  # the limits, then the reservation, in one step
-            admitted = self.closed_or_spent() or admit(
+            placed = self._place(
                 Request(agent_id, timeout_seconds, deliverables_dir),
-                workspace=self.workspace,
-                settings=self.settings,
-                used_ids=self.table.used_ids(),
-                running=self.running(),
-                agents=self.table.agents,
-                claims=self.claims,
-            )
-            if isinstance(admitted, str):
-                return {"success": False, "agent_id": agent_id, "error": admitted}
-            rel, path = admitted
-            extra.update(subagent_extra(self.workspace, self.settings, path, profile))
-            spec = worker_spec(
-                self.settings,
-                self.workspace,
-                agent_id=agent_id,
                 summary=summary,
                 task=task,
-                timeout_seconds=timeout_seconds,
-                deliverables=(rel, path),
+                background=run_in_background,
                 extra=extra,
+                profile=profile,
             )
-            agent = SubAgent(spec=spec, background=run_in_background, started=time.monotonic())
-            refused = self.reserve(agent)
-            if refused is not None:
-                return {"success": False, "agent_id": agent_id, "error": refused}
+            if isinstance(placed, str):
+                return {"success": False, "agent_id": agent_id, "error": placed}
+            agent = placed
         if not self.start_worker(agent):  # unlocked: one turn's creates start in parallel
             return self._result(agent)
         return self.launched(agent, cancel)
+
+    def _place(
+        self,
+        request: Request,
+        *,
+        summary: str,
+        task: str,
+        background: bool,
+        extra: dict[str, Any],
+        profile: dict[str, Any] | None,
+    ) -> SubAgent | str:
+        """Admit ``request`` and reserve its agent (the caller holds ``table.locked()``),
+        or return the refusal text. Without a deliverables_dir it takes the seed's
+        default folder, or this conversation's own when a sub-agent of another
+        conversation holds the default (agentkit.subagent.placement)."""
+        choices = folder_choices(request.deliverables_dir, request.agent_id, self._folder_key)
+        own = choices[-1] if len(choices) > 1 else None
+        admitted = self.closed_or_spent() or admit(
+            request,
+            workspace=self.workspace,
+            settings=self.settings,
+            used_ids=self.table.used_ids(),
+            running=self.running(),
+            agents=self.table.agents,
+            claims=self.claims,
+            own=own,
+        )
+        if isinstance(admitted, str):
+            return admitted
+        rel, path = admitted
+        spec = worker_spec(
+            self.settings,
+            self.workspace,
+            agent_id=request.agent_id,
+            summary=summary,
+            task=task,
+            timeout_seconds=request.timeout_seconds,
+            deliverables=(rel, path),
+            extra={**extra, **subagent_extra(self.workspace, self.settings, path, profile)},
+        )
+        agent = SubAgent(spec=spec, background=background, started=time.monotonic())
+        may_move = own is not None and rel != own  # the default, held by another conversation
+        refused = self.reserve(agent, name_holder=not may_move)
+        if refused is not None and may_move:
+            named = replace(request, deliverables_dir=own)  # named now: tried once, no further
+            return self._place(
+                named,
+                summary=summary,
+                task=task,
+                background=background,
+                extra=extra,
+                profile=profile,
+            )
+        return refused or agent
 
     def _settled(self, text: str) -> Settings:
         if self._settle_language is not None:
@@ -267,13 +309,19 @@ class SubAgentManager:
             return asked_result(agent, question, self.language)
         return self._result(agent)
 
-    def reserve(self, agent: SubAgent) -> str | None:
+    def reserve(self, agent: SubAgent, *, name_holder: bool = True) -> str | None:
         """Claim the agent's folder (its OS lock too, held until its record is final:
         admission.take_folder), take its id, count it as running (under the lock).
         Returns the refusal text when a sub-agent of another process holds the folder
-        (nothing then taken), else None. The caller holds ``table.locked()``."""
+        (nothing then taken; ``name_holder`` False: without waiting for the holder's
+        name), else None. The caller holds ``table.locked()``."""
         refused = take_folder(
-            self.workspace, agent.spec, self._conversation_id, self.claims, self.language
+            self.workspace,
+            agent.spec,
+            self._conversation_id,
+            self.claims,
+            self.language,
+            name_holder=name_holder,
         )
         if refused is not None:
             return refused
