@@ -7,6 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import re
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -242,3 +246,41 @@ def test_bad_arguments_are_refused_by_the_tool_rules(
         with pytest.raises(SubAgentRefused):
             agent.spawn("   ")
         assert agent.session.subagents() == []
+
+
+def documented_example() -> str:
+    """The python block after the "Delegating from code" heading, in the README or,
+    once moved there, the user guide's pages."""
+    root = Path(__file__).resolve().parents[2]
+    pages = [root / "README.md", *sorted((root / "docs" / "guide").glob("*.md"))]
+    for page in pages:
+        text = page.read_text(encoding="utf-8") if page.is_file() else ""
+        match = re.search(r"#+ Delegating from code\n.*?```python\n(.*?)```", text, flags=re.S)
+        if match:
+            return match.group(1)
+    raise AssertionError("no 'Delegating from code' example in the README or the guide")
+
+
+def test_the_documented_example_runs_as_written(tmp_path: Path) -> None:
+    (tmp_path / "my_project").mkdir()
+    script = tmp_path / "spawn_example.py"
+    script.write_text(documented_example())
+    router = Router(main=["Noted."], subs={1: [finish("Wrote the notes into notes.md.")]})
+    env: dict[str, Any] = {**os.environ, "AGENTKIT_MODEL": "fake-model", "OPENAI_API_KEY": "k"}
+    with FakeOpenAIServer(router) as server:
+        env["OPENAI_BASE_URL"] = server.base_url
+        proc = subprocess.run(
+            [sys.executable, str(script)],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            env=env,
+            timeout=120,
+        )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "1 completed sub_agent_results/agent_1 ()"
+    assert lines[1].startswith("Wrote the notes into notes.md. ")
+    assert lines[2].startswith("refused: ") and "60" in lines[2]
+    assert lines[3] == "SubAgentStarted" and lines[-2] == "SubAgentFinished"
+    assert lines[-1] == "completed"
