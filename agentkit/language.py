@@ -19,6 +19,8 @@ __all__ = [
     "Language",
     "LanguageSetting",
     "detect_language",
+    "language_meta",
+    "shown_language",
     "settle_language",
 ]
 
@@ -71,3 +73,17 @@ def settle_language(setting: str, text: str) -> Language:
     if setting != "auto":
         raise ValueError(f"unknown language {setting!r}; use auto, zh or en")
     return detect_language(text)
+
+
+def shown_language(setting: str) -> str:
+    """The language in use, as a front end says it: ``language zh``, ``language en``,
+    or ``language auto (from the first message)`` before a conversation settled it."""
+    if setting == "auto":
+        return "language auto (from the first message)"
+    return f"language {setting}"
+
+
+def language_meta(setting: str) -> dict[str, dict[str, str]]:
+    """``{"agentkit": {"language": setting}}``: the ``_meta`` an ACP answer carries
+    (``auto`` until the conversation's first text settles it)."""
+    return {"agentkit": {"language": setting}}

@@ -49,6 +49,7 @@ from agentkit.acp.children import SendRaw
 from agentkit.acp.options import mode_state, session_settings, with_mode
 from agentkit.acp.session import AcpSession
 from agentkit.errors import ConfigurationError, WorkspaceFull
+from agentkit.language import language_meta
 from agentkit.settings import Settings
 
 log = logging.getLogger("agentkit.acp")
@@ -220,7 +221,11 @@ class AcpAgent:
         async with self._opening:
             session = await self._open(workspace, settings, None)
             self._track(session, workspace, settings)
-        return NewSessionResponse(session_id=session.id, modes=mode_state(session.settings))
+        return NewSessionResponse(
+            session_id=session.id,
+            modes=mode_state(session.settings),
+            field_meta=language_meta(session.settings.language),
+        )
 
     async def load_session(
         self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None, **kwargs: Any
@@ -244,7 +249,10 @@ class AcpAgent:
                 session = await self._open(workspace, settings, session_id)
                 acp_session = self._track(session, workspace, settings)
         await acp_session.replay()
-        return LoadSessionResponse(modes=mode_state(acp_session.session.settings))
+        return LoadSessionResponse(
+            modes=mode_state(acp_session.session.settings),
+            field_meta=language_meta(acp_session.session.settings.language),
+        )
 
     async def list_sessions(
         self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
@@ -309,7 +317,11 @@ class AcpAgent:
     # --------------------------------------------------------------- prompts
     async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
         """``session/prompt``: see agentkit.acp.session.AcpSession.prompt."""
-        return PromptResponse(stop_reason=await self._get(session_id).prompt(prompt))
+        tracked = self._get(session_id)
+        stop = await tracked.prompt(prompt)  # the first prompt settles an auto language
+        return PromptResponse(
+            stop_reason=stop, field_meta=language_meta(tracked.session.settings.language)
+        )
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         """``session/cancel`` (a notification: an unknown id is only logged). The id of

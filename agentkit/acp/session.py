@@ -308,6 +308,8 @@ class AcpSession:
                 told, self._notices = "\n\n".join(f"⚠ {t}" for t in self._notices), []
                 await self._send(self.id, message_chunk(told + "\n\n"))
             future = self._post(text)
+            if self.children is not None:  # the first message settled the language
+                self.children.language = self.session.settings.language
             try:
                 result = await asyncio.wrap_future(future)
             except Cancelled:

@@ -31,6 +31,7 @@ from agentkit.cli.paste import typed_runs_as_paste
 from agentkit.cli.safe_text import terminal_safe
 from agentkit.cli.terminal_view import TerminalView, render_markdown, style
 from agentkit.errors import AgentkitError
+from agentkit.language import shown_language
 
 if TYPE_CHECKING:
     from agentkit.chat import Session, Workspace
@@ -91,7 +92,8 @@ class TerminalChat:
             patched.__enter__()
             try:
                 _say(
-                    f"agentkit chat · {session.id} · {self.commands.workspace.path}\n"
+                    f"agentkit chat · {session.id} · {self.commands.workspace.path}"
+                    f" · {shown_language(session.settings.language)}\n"
                     "/help lists the commands · Ctrl-C cancels a round · Ctrl-D or /quit leaves"
                 )
                 for text in self._notices:

@@ -198,6 +198,8 @@ def _detail(view: _View) -> dict[str, Any]:
         "round_ends": round_ends_view(view.conversation, view.settings),
         "subagent_rows": view.rows,
         "approvals": approvals.pending(view.session, view.conversation),
+        # zh or en once its first text settled it (agentkit.language); auto before
+        "language": view.conversation.language or view.settings.language,
     }
 
 
@@ -268,7 +270,12 @@ async def post_message(request: Request) -> Response:
         raise ApiError(409, f"the conversation is closed: {exc}") from None
     future.add_done_callback(lambda f: f.exception())  # answered on the stream
     return JSONResponse(
-        {"accepted": True, "state": session.state, "last_seq": session.bus.last_seq},
+        {
+            "accepted": True,
+            "state": session.state,
+            "last_seq": session.bus.last_seq,
+            "language": session.settings.language,  # settled by a first message
+        },
         status_code=202,
     )
 

@@ -8,7 +8,7 @@
 // the person), markdown.js (the renderer), switching.js (which conversation is shown,
 // and what a refused switch or a change in another tab does), composer.js (the message
 // box), notices.js (what happened to the page itself).
-import { $, api, isGone, stateWords, usageText } from "./common.js";
+import { $, api, isGone, showLanguage, stateWords, usageText } from "./common.js";
 import {
   clearAgents, openAgentDetail, runningCount, selectTab, setMainAgent, tickRuntimes, upsertAgent,
   closeAgentDetail,
@@ -99,6 +99,7 @@ async function reloadConversation() {
 
 function showConversation(detail) {
   setTitle(detail.title);
+  showLanguage(detail.language);
   $("messages").replaceChildren();
   clearCards();
   page.tools.clear();

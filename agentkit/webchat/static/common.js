@@ -88,6 +88,15 @@ export function costText(cost) {
   return cost < 0.01 ? `$${cost.toPrecision(2)}` : `$${cost.toFixed(2)}`;
 }
 
+/** Say the conversation's prompt language in the header: zh, en, or auto until its
+ * first message settles it. */
+export function showLanguage(language) {
+  const box = $("language");
+  if (!box || !language) return;
+  box.dataset.language = language;
+  box.textContent = language === "auto" ? "language: auto" : `language: ${language}`;
+}
+
 /** Tokens and cost of one agent's row or stats, e.g. "1,234 tokens · $0.0021". */
 export function usageText(info) {
   const usage = info?.token_usage;

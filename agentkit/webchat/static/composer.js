@@ -4,7 +4,7 @@
 // one after another, in the order typed, each to the conversation fixed when it was
 // typed. A message that cannot be delivered comes back into the box, before anything
 // typed since: nothing typed is lost, nothing goes to another conversation.
-import { $, api, isGone, reasonText } from "./common.js";
+import { $, api, isGone, reasonText, showLanguage } from "./common.js";
 import { addMessage, shownUser } from "./messages.js";
 import { showNotice } from "./notices.js";
 
@@ -55,7 +55,8 @@ export function postPending(texts, id) {
 
 async function post(text, id) {
   try {
-    await api(`/api/conversations/${id}/messages`, { method: "POST", body: { text } });
+    const reply = await api(`/api/conversations/${id}/messages`, { method: "POST", body: { text } });
+    if (id === page.current) showLanguage(reply.language); // a first message settles it
   } catch (e) {
     if (isGone(e)) return hooks.conversationGone(id, [text]);
     giveBack([text]);
