@@ -21,17 +21,19 @@ import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 from agentkit import events as ev
 from agentkit import prompts
 from agentkit.agent_run import AgentRun, in_thread, run_to_end
 from agentkit.chat.assembly import assemble
+from agentkit.chat.inbox import RoundResult
 from agentkit.chat.session import Session
 from agentkit.chat.setup import check_message
 from agentkit.conversation import Conversation, usage_total
 from agentkit.engine import Model, RunStatus
 from agentkit.errors import ConfigurationError, ErrorKind, RunFailed, RunFailedKind
+from agentkit.output import ModelT, OutputSpec, OutputT, output_spec, to_json
 from agentkit.settings import Settings
 from agentkit.tools.base import Agents, Tool, tool_from_function
 
@@ -47,8 +49,9 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 
 
 @dataclass
-class RunResult:
-    """What :meth:`Agent.run` returns.
+class RunResult(Generic[OutputT]):
+    """What :meth:`Agent.run` returns (``RunResult[Model]`` for a run with
+    ``output_type=Model``).
 
     Attributes:
         final_text: the main agent's last answer (None if it gave none).
@@ -63,6 +66,11 @@ class RunResult:
             model error ended the run (``connection``, ``authentication``,
             ``quota_exhausted``...), ``budget_exhausted`` for a spent budget, else None.
         transcript_path: the conversation JSON file.
+        output: the validated ``output_type`` instance the main agent gave through
+            ``final_result`` (its last valid one; ``final_text`` is its JSON), None
+            without ``output_type`` or when the run failed before one
+            (``error_kind`` ``output_invalid``: none was valid within
+            ``output_retries``).
     """
 
     final_text: str | None
@@ -72,9 +80,12 @@ class RunResult:
     error: str | None = None
     transcript_path: Path | None = None
     error_kind: ErrorKind | None = None
+    output: OutputT | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """Return a JSON-able dict (the CLI's ``--json`` output)."""
+        """Return a JSON-able dict (the CLI's ``--json`` output; ``output``, dumped as
+        JSON, only when there is one)."""
+        extra = {"output": to_json(self.output)} if self.output is not None else {}
         return {
             "final_text": self.final_text,
             "conversation_id": self.conversation_id,
@@ -83,9 +94,10 @@ class RunResult:
             "error": self.error,
             "error_kind": self.error_kind,
             "transcript_path": str(self.transcript_path) if self.transcript_path else None,
+            **extra,
         }
 
-    def raise_for_status(self) -> RunResult:
+    def raise_for_status(self) -> RunResult[OutputT]:
         """Return this result when the run succeeded (status ``done``), so that
         ``agent.run(task).raise_for_status()`` chains; otherwise raise
         :class:`~agentkit.errors.RunFailed` carrying ``kind`` (the ``error_kind`` when
@@ -320,30 +332,67 @@ class Agent:
         return self.conversation
 
     # ------------------------------------------------------------------- runs
-    def run(self, task: str, on_event: ev.EventHandler | None = None) -> RunResult:
+    @overload
+    def run(
+        self,
+        task: str,
+        on_event: ev.EventHandler | None = None,
+        *,
+        output_type: None = None,
+        output_retries: int | None = None,
+    ) -> RunResult: ...
+
+    @overload
+    def run(
+        self,
+        task: str,
+        on_event: ev.EventHandler | None = None,
+        *,
+        output_type: type[ModelT],
+        output_retries: int | None = None,
+    ) -> RunResult[ModelT]: ...
+
+    def run(
+        self,
+        task: str,
+        on_event: ev.EventHandler | None = None,
+        *,
+        output_type: type[Any] | None = None,
+        output_retries: int | None = None,
+    ) -> RunResult[Any]:
         """Run the main agent on ``task`` until it is done and no sub-agent runs.
 
         Args:
             task: the user's message.
             on_event: called with each agentkit.events event, one at a time.
+            output_type: a pydantic model class: the main agent must finish by calling
+                a ``final_result`` tool whose parameters are its JSON schema;
+                ``result.output`` is the validated instance (agentkit.output). None:
+                a plain answer ends the run, and no ``final_result`` is offered.
+            output_retries: wrong answers (a refused final_result, a plain-text
+                answer) allowed before the run fails with ``error_kind``
+                ``output_invalid``; None: ``Settings.output_retries`` (2).
 
         Returns a RunResult; model errors after retries give status ``failed`` with
         a one-line error (the conversation is saved). Raises ConfigurationError for
         an empty task, one larger than the context window leaves for it, or a closed
-        Agent.
+        Agent; TypeError for an ``output_type`` that is not a pydantic model class,
+        ValueError for a negative ``output_retries``.
         """
         if not task or not task.strip():
             raise ConfigurationError("the task is empty")
         check_message(task, self.settings, self.session.request_overhead)  # too long: refused
         if self._closed:
             raise ConfigurationError(prompts.phrase(self.settings.language, "closed"))
+        retries = self.settings.output_retries if output_retries is None else output_retries
+        spec = output_spec(output_type, retries)
         with self._run_lock:
             self._cancel_asked.clear()  # a cancel() before this run is not for it
             session = self.session
             unsubscribe = session.subscribe(on_event) if on_event is not None else None
             try:
                 session.publish(ev.RunStarted(task=task))
-                result = self._wait_for_everything(session, task)
+                result = self._wait_for_everything(session, task, spec)
                 self.last_result = result
                 session.publish(
                     ev.RunFinished(
@@ -358,7 +407,31 @@ class Agent:
                 if unsubscribe is not None:
                     unsubscribe()
 
-    def _wait_for_everything(self, session: Session, task: str) -> RunResult:
+    def _wait_for_everything(
+        self, session: Session, task: str, spec: OutputSpec[Any] | None
+    ) -> RunResult[Any]:
+        session.output = spec  # read by each round of this run (agentkit.output)
+        try:
+            last = self._last_round(session, task)
+        finally:
+            session.output = None
+        return RunResult(
+            final_text=last.final_text,
+            conversation_id=last.conversation_id,
+            status=last.status,
+            stats={
+                **session.conversation.stats.to_dict(),
+                "usage_total": usage_total(session.conversation.stats, session.subagents()),
+            },
+            error=last.error,
+            transcript_path=last.transcript_path,
+            error_kind=last.error_kind,
+            output=spec.value if spec is not None and last.status == "done" else None,
+        )
+
+    def _last_round(self, session: Session, task: str) -> RoundResult:
+        """Post ``task`` and wait for its round and every round after it until no
+        sub-agent works; returns how the last one ended."""
         future = session.post(task)
         try:
             first = future.result()
@@ -381,33 +454,69 @@ class Agent:
             session.stop_all()
             session.conversation.error = "interrupted"
             raise
-        return RunResult(
-            final_text=last.final_text,
-            conversation_id=last.conversation_id,
-            status=last.status,
-            stats={
-                **session.conversation.stats.to_dict(),
-                "usage_total": usage_total(session.conversation.stats, session.subagents()),
-            },
-            error=last.error,
-            transcript_path=last.transcript_path,
-            error_kind=last.error_kind,
+        return last
+
+    @overload
+    async def arun(
+        self,
+        task: str,
+        on_event: ev.EventHandler | None = None,
+        *,
+        output_type: None = None,
+        output_retries: int | None = None,
+    ) -> RunResult: ...
+
+    @overload
+    async def arun(
+        self,
+        task: str,
+        on_event: ev.EventHandler | None = None,
+        *,
+        output_type: type[ModelT],
+        output_retries: int | None = None,
+    ) -> RunResult[ModelT]: ...
+
+    async def arun(
+        self,
+        task: str,
+        on_event: ev.EventHandler | None = None,
+        *,
+        output_type: type[Any] | None = None,
+        output_retries: int | None = None,
+    ) -> RunResult[Any]:
+        """Asyncio form of :meth:`run` (``output_type`` and ``output_retries`` too),
+        in a thread of the run's own (never the event loop's default executor).
+        Cancelling the awaiting task stops the run as :meth:`cancel` does and waits for
+        its end: :attr:`last_result` then holds its ``cancelled`` RunResult, and the
+        CancelledError goes on."""
+        return await run_to_end(
+            self, task, on_event, output_type=output_type, output_retries=output_retries
         )
 
-    async def arun(self, task: str, on_event: ev.EventHandler | None = None) -> RunResult:
-        """Asyncio form of :meth:`run`, in a thread of the run's own (never the event
-        loop's default executor). Cancelling the awaiting task stops the run as
-        :meth:`cancel` does and waits for its end: :attr:`last_result` then holds its
-        ``cancelled`` RunResult, and the CancelledError goes on."""
-        return await run_to_end(self, task, on_event)
+    @overload
+    def stream(
+        self, task: str, *, output_type: None = None, output_retries: int | None = None
+    ) -> AgentRun: ...
 
-    def stream(self, task: str) -> AgentRun:
+    @overload
+    def stream(
+        self, task: str, *, output_type: type[ModelT], output_retries: int | None = None
+    ) -> AgentRun[ModelT]: ...
+
+    def stream(
+        self,
+        task: str,
+        *,
+        output_type: type[Any] | None = None,
+        output_retries: int | None = None,
+    ) -> AgentRun[Any]:
         """``async with agent.stream(task) as run:`` run ``task`` in a thread of its
         own; ``async for event in run`` yields every event of the run (sub-agents'
-        included) and ends with it; ``await run.result()`` gives the RunResult;
+        included) and ends with it; ``await run.result()`` gives the RunResult
+        (``output_type``, ``output_retries``: as :meth:`run` takes them);
         ``await run.cancel()`` stops it (agentkit.agent_run.AgentRun). Raises
         ConfigurationError at once for an empty task."""
-        return AgentRun(self, task)
+        return AgentRun(self, task, output_type=output_type, output_retries=output_retries)
 
     def spawn(
         self,

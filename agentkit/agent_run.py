@@ -28,10 +28,11 @@ import asyncio
 import threading
 from collections.abc import Callable
 from types import TracebackType
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from agentkit import events as ev
 from agentkit.errors import ConfigurationError
+from agentkit.output import OutputT
 
 if TYPE_CHECKING:
     from agentkit.agent import Agent, RunResult
@@ -103,7 +104,7 @@ def _call_in(loop: asyncio.AbstractEventLoop, func: Callable[..., object], *args
     return True
 
 
-class AgentRun:
+class AgentRun(Generic[OutputT]):
     """One run of an :class:`~agentkit.Agent` under asyncio (``agent.stream(task)``).
 
     ``async with agent.stream(task) as run:`` starts it; ``async for event in run``
@@ -123,6 +124,8 @@ class AgentRun:
             :meth:`Agent.run <agentkit.Agent.run>` calls it).
         collect: keep events for iteration (False for :meth:`Agent.arun
             <agentkit.Agent.arun>`, which only awaits the result).
+        output_type, output_retries: the typed result asked of the run, as
+            :meth:`Agent.run <agentkit.Agent.run>` takes them (``RunResult.output``).
     """
 
     def __init__(
@@ -132,6 +135,8 @@ class AgentRun:
         on_event: ev.EventHandler | None = None,
         *,
         collect: bool = True,
+        output_type: type[Any] | None = None,
+        output_retries: int | None = None,
     ) -> None:
         if not task or not task.strip():
             raise ConfigurationError("the task is empty")
@@ -139,15 +144,17 @@ class AgentRun:
         self.task = task
         self._on_event = on_event
         self._collect = collect
+        self._output_type = output_type
+        self._output_retries = output_retries
         self._loop: asyncio.AbstractEventLoop | None = None
         self._queue: asyncio.Queue[ev.Event | _End] = asyncio.Queue()
-        self._done: asyncio.Future[RunResult] | None = None
+        self._done: asyncio.Future[RunResult[OutputT]] | None = None
         self._in_run = False  # between our RunStarted and RunFinished (run thread)
         self._cancel_asked = False
         self._ended = False
 
     # ------------------------------------------------------------- starting
-    def start(self) -> AgentRun:
+    def start(self) -> AgentRun[OutputT]:
         """Start the run in its own thread (once; later calls do nothing); returns
         self. Must be called inside a running event loop."""
         if self._done is not None:
@@ -158,7 +165,7 @@ class AgentRun:
         thread.start()
         return self
 
-    def _started(self) -> asyncio.Future[RunResult]:
+    def _started(self) -> asyncio.Future[RunResult[OutputT]]:
         self.start()
         assert self._done is not None
         return self._done
@@ -166,7 +173,12 @@ class AgentRun:
     def _work(self) -> None:
         """The run's thread: run the task, then hand the end to the loop."""
         try:
-            result = self.agent.run(self.task, on_event=self._forward)
+            result: RunResult[Any] = self.agent.run(
+                self.task,
+                on_event=self._forward,
+                output_type=self._output_type,
+                output_retries=self._output_retries,
+            )
         except BaseException as exc:  # ConfigurationError and the like reach the awaiter
             self._hand(self._settle, None, exc)
         else:
@@ -187,7 +199,7 @@ class AgentRun:
         assert self._loop is not None
         _call_in(self._loop, func, *args)
 
-    def _settle(self, result: RunResult | None, error: BaseException | None) -> None:
+    def _settle(self, result: RunResult[OutputT] | None, error: BaseException | None) -> None:
         """In the loop: the run ended; end the iterator after the events queued."""
         assert self._done is not None
         self._queue.put_nowait(_END)
@@ -200,7 +212,7 @@ class AgentRun:
             self._done.set_result(result)
 
     # ------------------------------------------------------------ consuming
-    async def result(self) -> RunResult:
+    async def result(self) -> RunResult[OutputT]:
         """Wait for the end of the run and return its RunResult (``status`` ``done``,
         ``failed`` or ``cancelled``). Starts the run if it has not started.
         Cancelling the awaiting task does not cancel the run (see :meth:`cancel`).
@@ -228,7 +240,7 @@ class AgentRun:
         """True once :meth:`cancel` was called."""
         return self._cancel_asked
 
-    def __aiter__(self) -> AgentRun:
+    def __aiter__(self) -> AgentRun[OutputT]:
         self.start()
         return self
 
@@ -244,7 +256,7 @@ class AgentRun:
             raise StopAsyncIteration
         return item
 
-    async def __aenter__(self) -> AgentRun:
+    async def __aenter__(self) -> AgentRun[OutputT]:
         return self.start()
 
     async def __aexit__(
@@ -263,12 +275,26 @@ class AgentRun:
                 raise
 
 
-async def run_to_end(agent: Agent, task: str, on_event: ev.EventHandler | None = None) -> RunResult:
+async def run_to_end(
+    agent: Agent,
+    task: str,
+    on_event: ev.EventHandler | None = None,
+    *,
+    output_type: type[Any] | None = None,
+    output_retries: int | None = None,
+) -> RunResult[Any]:
     """:meth:`Agent.arun <agentkit.Agent.arun>`: run ``task`` in a thread of its own
     and return its RunResult. Cancelling the awaiting task stops the run the way
     :meth:`AgentRun.cancel` does, waits for its end (so ``agent.last_result`` holds
     the ``cancelled`` result), then lets the CancelledError go on."""
-    run = AgentRun(agent, task, on_event, collect=False)
+    run: AgentRun[Any] = AgentRun(
+        agent,
+        task,
+        on_event,
+        collect=False,
+        output_type=output_type,
+        output_retries=output_retries,
+    )
     try:
         return await run.result()
     except asyncio.CancelledError:

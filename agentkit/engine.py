@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from agentkit import events as ev
 from agentkit import prompts, tracing
@@ -34,11 +34,15 @@ from agentkit.context import ContextWindow
 from agentkit.conversation import Conversation, ConversationState
 from agentkit.errors import Cancelled, ContextLengthExceeded, ErrorKind, LLMError
 from agentkit.llm.turns import AssistantTurn, ToolCall
+from agentkit.output import FINAL_RESULT
 from agentkit.settings import Settings
 from agentkit.tools.base import ToolContext, ToolResult
 from agentkit.tools.lanes import lanes
 from agentkit.tools.registry import ToolRegistry
 from agentkit.tools.repeats import FailureStreak, call_key
+
+if TYPE_CHECKING:
+    from agentkit.output import OutputSpec
 
 RunStatus = Literal["done", "failed", "cancelled"]
 """How a run or a chat round ended (:attr:`EngineResult.status`,
@@ -150,6 +154,9 @@ class Engine:
         emit: event callback (see agentkit.events).
         save: called with the conversation after every turn (atomic JSON write).
         max_turns: model requests allowed in this run (default settings.max_turns).
+        output: the typed result asked of this run (agentkit.output): a
+            ``final_result`` tool is offered and the run ends when a valid one is
+            given; None (default): nothing is added and an answer ends the run.
 
     Attributes:
         window: the :class:`~agentkit.context.ContextWindow`: the messages as
@@ -167,6 +174,7 @@ class Engine:
         emit: ev.EventHandler | None = None,
         save: Callable[[Conversation], None] | None = None,
         max_turns: int | None = None,
+        output: OutputSpec[Any] | None = None,
     ) -> None:
         self.model = model
         self.registry = registry
@@ -178,6 +186,7 @@ class Engine:
         self._save = save
         self.max_turns = max_turns or self.settings.max_turns
         self.last_action = ""
+        self.output = output
         self._failures = FailureStreak(self.settings.repeated_failure_note, self.settings.language)
         self.window = ContextWindow(conversation, self.settings, self._tools_schema, self.emit)
         self._pool: ThreadPoolExecutor | None = None
@@ -249,13 +258,9 @@ class Engine:
                     # a run killed during a long command still shows that call.
                     self.save()
                     self._run_tool_calls(turn.tool_calls)
-                    step = self.hooks.after_tool_results(self)
+                    step = self._after_tools()
                 else:
-                    conv.final_text = turn.content
-                    self.save()  # the hook may wait a long time for sub-agents
-                    step = self.hooks.on_final_answer(self, turn)
-                    if not step.messages:
-                        step.stop = True
+                    step = self._after_answer(turn)
                 for message in step.messages:
                     self.append(message)
                 self.save()
@@ -267,6 +272,30 @@ class Engine:
             return self._finish("failed", conv.final_text, exc.one_line(), exc.kind)
 
     # ----------------------------------------------------------------- helpers
+    def _after_tools(self) -> Step:
+        """After a batch of tool results: a valid final_result ends the run (what the
+        hooks would add waits for the next round), spent output retries fail it;
+        otherwise the hooks' Step."""
+        if self.output is not None:
+            ended = self.output.after_tools(self.settings.language)
+            if ended is not None:
+                if not ended.error:
+                    self.conversation.final_text = self.output.text()
+                return ended
+        return self.hooks.after_tool_results(self)
+
+    def _after_answer(self, turn: AssistantTurn) -> Step:
+        """An answer without tool calls: the hooks stop, nudge or wait; with a typed
+        output asked, the model is told to call final_result instead."""
+        self.conversation.final_text = turn.content
+        self.save()  # the hook may wait a long time for sub-agents
+        if self.output is not None:
+            return self.output.on_text(self.settings.language)
+        step = self.hooks.on_final_answer(self, turn)
+        if not step.messages:
+            step.stop = True
+        return step
+
     def _end(self, step: Step, final_text: str | None) -> EngineResult:
         """End the run as a hook's Step says: ``failed`` with its error, else ``done``."""
         if step.error:
@@ -315,7 +344,10 @@ class Engine:
         self.window.rebuild()
 
     def _tools_schema(self) -> list[dict[str, Any]]:
-        return self.registry.schemas(self.settings.language)
+        schemas = self.registry.schemas(self.settings.language)
+        if self.output is not None:  # a new list: the registry's is cached
+            return [*schemas, self.output.tool_schema(self.settings.language)]
+        return schemas
 
     def _request(self) -> AssistantTurn:
         window = self.window
@@ -423,6 +455,9 @@ class Engine:
         """Run one tool call (on a lane's thread); returns its result and seconds."""
         started = time.monotonic()
         with tracing.tool_span(call, self.settings) as span:
-            result = self.registry.run(call, self.ctx)
+            if self.output is not None and call.name == FINAL_RESULT:
+                result = self.output.check(call, self.settings.language)
+            else:
+                result = self.registry.run(call, self.ctx)
             span.result(result)
         return result, round(time.monotonic() - started, 3)

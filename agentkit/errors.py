@@ -31,9 +31,10 @@ LLMErrorKind = Literal[
 ]
 """The kind of a failed model request (:attr:`LLMError.kind`; docs/providers.md §4.2)."""
 
-ErrorKind = LLMErrorKind | Literal["budget_exhausted"]
-"""Why a run or round failed, when a known cause ended it: an LLMError kind, or
-``budget_exhausted`` (a spent token or cost budget)."""
+ErrorKind = LLMErrorKind | Literal["budget_exhausted", "output_invalid"]
+"""Why a run or round failed, when a known cause ended it: an LLMError kind,
+``budget_exhausted`` (a spent token or cost budget) or ``output_invalid`` (the main
+agent gave no valid typed result within ``output_retries``: agentkit.output)."""
 
 
 class AgentkitError(Exception):

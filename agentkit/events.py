@@ -181,7 +181,8 @@ class SubAgentEvent(Event):
             ``searches``, ``web_pages``, ``commands``.
         output: on :class:`SubAgentFinished`, the typed result its profile's
             ``output_schema`` asked for (the JSON value ``finish_task`` gave, checked),
-            else None.
+            an instance of the profile's ``output_type`` when it has one (validated
+            in this process), else None.
     """
 
     info: dict[str, Any]
@@ -216,6 +217,13 @@ class SubAgentEvent(Event):
             if isinstance(value := info.get(key), int) and not isinstance(value, bool)
         }
         object.__setattr__(self, "stats", stats)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the event as a JSON-able dict with a ``type`` key (an ``output``
+        that is a pydantic instance dumped as JSON: ``model_dump(mode="json")``)."""
+        from agentkit.output import to_json
+
+        return {**super().to_dict(), "output": to_json(self.output)}
 
 
 @dataclass(frozen=True)

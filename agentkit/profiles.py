@@ -32,6 +32,11 @@ docs/control-plane.md) and ``approvals`` (approval rules for its sub-agents, ove
 ``Settings.approvals``: agentkit.policy.approvals; docs/approvals.md). The body is
 appended after the seed's sub-agent system prompt, which stays word for word.
 
+In Python, ``AgentProfile(..., output_type=Model)`` (a pydantic model class) gives the
+``output_schema`` from the model, and ``SubAgentFinished.output`` the validated
+instance in the parent process (agentkit.output); its dict names the class by a key
+(``output_type``) that only this process resolves (a worker checks the schema).
+
 The header is read by agentkit.configfile (the reader skills share) into a strict model:
 an unknown key is refused, ``max_turns``, ``timeout_seconds`` and ``max_tokens`` are
 whole numbers from 1 (leave a key out for the default), ``temperature`` is 0 to 2, and
@@ -48,11 +53,12 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import BeforeValidator, Field, ValidationError, field_validator
+from pydantic import BaseModel, BeforeValidator, Field, ValidationError, field_validator
 
 from agentkit.configfile import StrictModel, field_error, finite_numbers, read_front_matter
 from agentkit.conversation import state_path
 from agentkit.errors import ConfigFileError
+from agentkit.output import register_type, registered_type
 from agentkit.settings import Settings
 
 __all__ = ["AgentProfile", "ProfileError", "load_profiles", "parse_profile", "profile_dirs"]
@@ -95,6 +101,7 @@ class _Header(StrictModel):
     max_tokens: Count | None = None
     output_schema: Any = None
     approvals: Any = None
+    output_type: str | None = None  # agentkit.output.register_type's key (Python only)
 
     @field_validator("name", mode="before")
     @classmethod
@@ -111,7 +118,10 @@ class AgentProfile:
 
     ``tools`` None means every tool, ``skills`` None every skill; ``max_tokens`` None
     means ``subagent_max_tokens``; ``output_schema`` None the seed's finish_task;
-    ``source`` is the file it came from or ``python``.
+    ``source`` is the file it came from or ``python``; ``output_type`` a pydantic
+    model class (Python only): ``output_schema`` is then its JSON schema, and the
+    parent validates a sub-agent's result into an instance (agentkit.output).
+    Raises TypeError for an ``output_type`` that is not a pydantic model class.
     """
 
     name: str
@@ -129,12 +139,25 @@ class AgentProfile:
     output_schema: dict[str, Any] | None = None
     source: str = "python"
     approvals: dict[str, str] = field(default_factory=dict)
+    output_type: type[BaseModel] | None = None
+
+    def __post_init__(self) -> None:
+        if self.output_type is not None:
+            register_type(self.output_type)  # TypeError for anything but a model class
+            if self.output_schema is None:
+                schema = _output_schema(self.output_type.model_json_schema())
+                object.__setattr__(self, "output_schema", schema)
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-able dict (for Settings.agent_profiles and the worker)."""
+        """A JSON-able dict (for Settings.agent_profiles and the worker): ``output_type``
+        as its key in this process (agentkit.output.register_type), absent without one."""
         data = asdict(self)
         data["tools"] = list(self.tools) if self.tools is not None else None
         data["skills"] = list(self.skills) if self.skills is not None else None
+        if self.output_type is None:
+            del data["output_type"]
+        else:
+            data["output_type"] = register_type(self.output_type)
         return data
 
     @classmethod
@@ -171,6 +194,8 @@ class AgentProfile:
             output_schema=output_schema,
             source=origin,
             approvals=approvals,
+            # None in a worker (the class lives in the parent: the schema is checked)
+            output_type=registered_type(header.output_type),
         )
 
     def allows(self, tool: str) -> bool:
@@ -254,6 +279,10 @@ def parse_profile(text: str, source: str, default_name: str) -> AgentProfile:
     except ConfigFileError as exc:
         raise ProfileError(source, "", exc.message) from None
     header.setdefault("name", default_name)
+    if "output_type" in header:  # a class cannot be named from a file
+        raise ProfileError(
+            source, "output_type", "is for AgentProfile in Python; a file gives output_schema"
+        )
     return AgentProfile.from_dict({**header, "prompt": body}, source=source)
 
 

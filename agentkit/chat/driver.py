@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from agentkit.chat.policy import ConversationPolicy
     from agentkit.conversation import Conversation, ConversationState
     from agentkit.engine import Model
+    from agentkit.output import OutputSpec
     from agentkit.settings import Settings
     from agentkit.subagent.budget import Meter
     from agentkit.subagent.manager import SubAgentManager
@@ -103,6 +104,8 @@ class RoundDriver:
         round_cancel: set to cancel the current round.
         idle: set when no round runs, nothing is queued and no sub-agent works.
         last_result: the last round's result (set before anyone waiting hears of it).
+        output: the typed result the current ``Agent.run`` asks of its rounds
+            (agentkit.output), or None.
     """
 
     def __init__(self, host: DriverHost, *, notes: list[str]) -> None:
@@ -120,6 +123,7 @@ class RoundDriver:
         self.idle.set()
         self.wake = threading.Condition(threading.Lock())
         self.last_result: RoundResult | None = None
+        self.output: OutputSpec[Any] | None = None
         self._poked = False
         self._file_state: dict[str, Any] = {}
         self._thread = threading.Thread(
@@ -245,6 +249,7 @@ class RoundDriver:
             save=self.save,
             policy=host.policy,
             budget=host.budget,
+            output=self.output,
         )
         manager = host.current_manager()
         result = round_result(

@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from agentkit.chat.policy import ConversationPolicy
     from agentkit.chat.store import ConversationFile
     from agentkit.conversation import Conversation
+    from agentkit.output import OutputSpec
     from agentkit.subagent.budget import Meter
     from agentkit.subagent.manager import SubAgentManager
 
@@ -262,6 +263,7 @@ def run_round(
     save: Callable[[Conversation], None],
     policy: ConversationPolicy | None = None,
     budget: Meter | None = None,
+    output: OutputSpec[Any] | None = None,
 ) -> tuple[EngineResult, list[Pending]]:
     """Open the round with ``plan`` and run the engine to the main agent's answer.
 
@@ -269,7 +271,8 @@ def run_round(
     plan's and those delivered at turn boundaries), oldest first. Model errors give
     a ``failed`` result, never an exception; an unexpected exception is returned as
     ``failed`` too, with its type and text (the loop must not die with the round).
-    ``policy``: the conversation's approvals and hooks (agentkit.chat.policy).
+    ``policy``: the conversation's approvals and hooks (agentkit.chat.policy);
+    ``output``: the typed result the current run asks for (agentkit.output), if any.
     """
     taken: list[Pending] = list(plan.messages)
     messages = conversation.messages
@@ -296,6 +299,7 @@ def run_round(
         hooks=SessionHooks(manager, inbox, taken, emit, policy=policy, budget=budget),
         emit=emit,
         save=save,
+        output=output,
     )
     with tracing.round_span(conversation, ctx.settings, plan.trigger, plan.finished) as span:
         try:

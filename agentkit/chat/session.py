@@ -49,6 +49,7 @@ from agentkit.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
     from agentkit.chat.approvals import Answerer
+    from agentkit.output import OutputSpec
     from agentkit.subagent.contract import Launcher
     from agentkit.subagent.manager import SubAgentManager
 
@@ -264,6 +265,16 @@ class Session:
         """``running`` (a round runs, or work for one is waiting), ``waiting_for_subagents``
         (no round; background sub-agents work) or ``idle`` (also once closed)."""
         return self._driver.state()
+
+    @property
+    def output(self) -> OutputSpec[Any] | None:
+        """The typed result asked of the coming rounds (``Agent.run``'s
+        ``output_type``: agentkit.output), or None (plain answers)."""
+        return self._driver.output
+
+    @output.setter
+    def output(self, spec: OutputSpec[Any] | None) -> None:
+        self._driver.output = spec
 
     @property
     def last_result(self) -> RoundResult | None:

@@ -105,6 +105,12 @@ class ModelFields(BaseModel):
 
     # --- conversation loop ----------------------------------------------------
     max_turns: int = Field(default=100, ge=1, description="Model requests per run (main agent).")
+    output_retries: int = Field(
+        default=2,
+        ge=0,
+        le=100,
+        description="Typed results (agent.run(task, output_type=Model)): wrong answers (a final_result the model refuses, a plain-text answer) the main agent may correct before the run fails with output_invalid.",
+    )
     repeated_failure_note: int = Field(
         default=3,
         ge=0,

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from agentkit import events as ev
 from agentkit import prompts
 from agentkit.conversation import SEED_COUNTERS
+from agentkit.output import typed_output
 from agentkit.process.redact import scrub_error
 from agentkit.settings import Settings
 from agentkit.subagent.claims import Claims
@@ -355,7 +356,9 @@ class Supervisor:
         self.emit(
             ev.SubAgentFinished(
                 info={**agent.view_row(), "result_summary": agent.result_summary},
-                output=agent.result,  # finish_task's typed result (a profile's output_schema)
+                # finish_task's typed result (a profile's output_schema), an instance
+                # of the profile's output_type when it has one (agentkit.output)
+                output=typed_output(agent.spec.extra.get("profile"), agent.result),
             )
         )
         if self.on_finished is not None:
