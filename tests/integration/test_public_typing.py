@@ -21,7 +21,7 @@ pytestmark = [
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 
-# A user program with five mistakes mypy can only see when agentkit is typed.
+# A user program with six mistakes mypy can only see when agentkit is typed.
 MISUSE = """
 from pydantic import BaseModel
 
@@ -53,6 +53,10 @@ def tools(agent: Agent) -> None:
         return "sunny"
 
     degrees: int = weather(City(name="Oslo"))
+
+
+def typed(agent: Agent) -> int:
+    return agent.run("task", output_type=City).output
 """
 
 
@@ -78,11 +82,13 @@ def test_the_examples_pass_mypy_strict_and_misuse_is_caught(tmp_path: Path) -> N
     errors = [line for line in output.splitlines() if ": error:" in line]
     assert all(line.startswith("misuse.py:") for line in errors), output  # examples clean
     assert 'got "str | None", expected "int"' in output, output
-    assert "got \"Literal['cancelled', 'failed'] | Literal['rate_limit'" in output, output
+    kinds = next(line for line in errors if "got \"Literal['cancelled', 'failed'] |" in line)
+    assert "'rate_limit'" in kinds and "'output_invalid'" in kinds, output
     assert 'got "int", expected "str"' in output, output
     assert 'List item 0 has incompatible type "str"' in output, output
     assert 'expression has type "str", variable has type "int"' in output, output
-    assert len(errors) == 5, output
+    assert 'got "City | None", expected "int"' in output, output  # RunResult[City]
+    assert len(errors) == 6, output
 
 
 def test_the_offline_example_runs(tmp_path: Path) -> None:
@@ -93,6 +99,16 @@ def test_the_offline_example_runs(tmp_path: Path) -> None:
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "Sunny in Paris. | the model was sent: Sunny in Paris"
+
+
+def test_the_typed_output_example_runs(tmp_path: Path) -> None:
+    """examples/typed_output.py needs no key: its first final_result is refused."""
+    done = subprocess.run(
+        [sys.executable, str(EXAMPLES / "typed_output.py")],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok 8 | first try refused: True"
 
 
 def test_the_wheel_ships_py_typed(tmp_path: Path) -> None:
