@@ -88,7 +88,8 @@ class SubAgentResult:
         stats: the seed's stats (runtime_seconds, files_read, searches, web_pages,
             commands; tokens and cost_usd with the control plane).
         output: the typed result a profile's ``output_schema`` asked for (the value
-            finish_task gave, checked), else None.
+            finish_task gave, checked; an instance of the profile's ``output_type``
+            when it has one), else None.
         raw: the blocking result's JSON as the model would read it.
     """
 
@@ -110,8 +111,14 @@ class SubAgentResult:
         return self.status == "completed"
 
     @classmethod
-    def from_blocking(cls, result: dict[str, Any]) -> SubAgentResult:
-        """Build it from the blocking result's JSON (agentkit.subagent.results)."""
+    def from_blocking(
+        cls, result: dict[str, Any], profile: dict[str, Any] | None = None
+    ) -> SubAgentResult:
+        """Build it from the blocking result's JSON (agentkit.subagent.results);
+        ``profile``: the sub-agent's profile dict, whose ``output_type`` (if any) makes
+        ``output`` an instance of that class (agentkit.output.typed_output)."""
+        from agentkit.output import typed_output
+
         return cls(
             agent_id=int(result["agent_id"]),
             status=result["status"],
@@ -122,7 +129,7 @@ class SubAgentResult:
             result_summary=str(result.get("result_summary") or ""),
             sub_conversation_id=str(result.get("sub_conversation_id") or ""),
             stats=dict(result.get("stats") or {}),
-            output=result.get("result"),
+            output=typed_output(profile, result.get("result")),
             raw=result,
         )
 
@@ -313,7 +320,8 @@ class SubAgentHandle:
 
         manager = self._session.manager
         return SubAgentResult.from_blocking(
-            blocking_result(self._agent, manager.settings, manager.workspace)
+            blocking_result(self._agent, manager.settings, manager.workspace),
+            self._agent.spec.extra.get("profile"),
         )
 
     def cancel(self) -> dict[str, Any]:

@@ -239,3 +239,22 @@ def test_a_profile_file_cannot_name_an_output_type(workspace: Path) -> None:
         from agentkit import AgentProfile
 
         AgentProfile(name="x", output_type=dict)  # type: ignore[arg-type]
+
+
+def test_a_spawned_sub_agent_of_a_typed_profile_gives_the_instance(workspace: Path) -> None:
+    from subagent_helpers import Router, call, calls, scripted_settings
+
+    from agentkit import AgentProfile
+
+    router = Router(
+        main=["Noted."],
+        subs={1: [calls(call("finish_task", success=True, summary="Two.", result={"count": 2}))]},
+    )
+    with FakeOpenAIServer(router) as server:
+        profile = AgentProfile(name="ct", description="counts", output_type=Count)
+        settings = scripted_settings(server, "en", agent_profiles=[profile])
+        with Agent(workspace, settings) as agent:
+            handle = agent.spawn("count the words", profile="ct")
+            ended = handle.result(timeout=60)
+    assert ended.status == "completed" and ended.output == Count(count=2)
+    assert isinstance(ended.output, Count)
