@@ -1,4 +1,6 @@
-"""The README's examples run as written (against FakeOpenAIServer via the environment)."""
+"""The user guide's chat examples run as written (against FakeOpenAIServer via the
+environment); they moved there from the README. tests/integration/test_guide_examples.py
+runs the guide's other examples."""
 
 from __future__ import annotations
 
@@ -17,12 +19,12 @@ from agentkit.testing import FakeOpenAIServer
 
 pytestmark = pytest.mark.slow
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+GUIDE = Path(__file__).resolve().parents[2] / "docs" / "guide"
 
 
 def code_after(heading: str) -> str:
-    """The first ```python block after ``heading`` in the README."""
-    text = README.read_text()
+    """The first ```python block after ``heading`` in the guide's pages."""
+    text = "\n".join(p.read_text(encoding="utf-8") for p in sorted(GUIDE.glob("*.md")))
     start = text.index(heading)
     match = re.search(r"```python\n(.*?)```", text[start:], flags=re.S)
     assert match, f"no python block after {heading!r}"
@@ -91,7 +93,7 @@ def test_the_chat_application_example_runs_as_written(tmp_path: Path) -> None:
 def test_the_control_plane_example_runs_as_written(tmp_path: Path) -> None:
     (tmp_path / "proj").mkdir()
     script = tmp_path / "control.py"
-    script.write_text(code_after("### The control plane: steer, ask, wait, continue"))
+    script.write_text(code_after("## The control plane: steer, ask, wait, continue"))
     create = call(
         "create_sub_agent", agent_id=1, summary="迁移测试", task="t", run_in_background=True
     )

@@ -1,4 +1,5 @@
-"""The README's Starlette endpoint streaming a run as SSE runs as written: served by
+"""The user guide's Starlette endpoint (docs/guide/python-api.md) streaming a run as
+SSE runs as written: served by
 uvicorn on loopback, read by httpx, the model a FakeOpenAIServer (issue 33 item 2)."""
 
 from __future__ import annotations
@@ -16,13 +17,13 @@ from subagent_helpers import Router, call, calls, finish
 
 from agentkit.testing import FakeOpenAIServer, Reply
 
-README = Path(__file__).resolve().parents[2] / "README.md"
-HEADING = "### Asyncio: streaming a run to a web client"
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "guide" / "python-api.md"
+HEADING = "## Asyncio: streaming a run to a web client"
 
 
 def readme_app(monkeypatch: pytest.MonkeyPatch, folder: Path, base_url: str) -> Any:
-    """The README block's ``app``, its Settings read from this environment."""
-    text = README.read_text()
+    """The guide block's ``app``, its Settings read from this environment."""
+    text = PAGE.read_text(encoding="utf-8")
     block = re.search(r"```python\n(.*?)```", text[text.index(HEADING) :], flags=re.S)
     assert block, "no python block under the heading"
     (folder / "my_project").mkdir()
@@ -35,7 +36,7 @@ def readme_app(monkeypatch: pytest.MonkeyPatch, folder: Path, base_url: str) -> 
     }.items():
         monkeypatch.setenv(name, value)
     namespace: dict[str, Any] = {"__name__": "readme_sse"}
-    exec(compile(block.group(1), "README.md", "exec"), namespace)
+    exec(compile(block.group(1), "python-api.md", "exec"), namespace)
     return namespace["app"]
 
 
