@@ -284,3 +284,19 @@ def test_the_documented_example_runs_as_written(tmp_path: Path) -> None:
     assert lines[2].startswith("refused: ") and "60" in lines[2]
     assert lines[3] == "SubAgentStarted" and lines[-2] == "SubAgentFinished"
     assert lines[-1] == "completed"
+
+
+def test_the_delegate_example_program_runs(tmp_path: Path) -> None:
+    """examples/delegate.py needs no key: FakeOpenAIServer plays every agent."""
+    example = Path(__file__).resolve().parents[2] / "examples" / "delegate.py"
+    proc = subprocess.run(
+        [sys.executable, str(example)], capture_output=True, text=True, cwd=tmp_path, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("refused: timeout_seconds must be between 60 and 3600")
+    assert (
+        lines[1] == "1 completed sub_agent_results/agent_1 Listed the notes; nothing was missing."
+    )
+    assert lines[2] == "completed"
+    assert lines[3].startswith("['SubAgentStarted'") and lines[3].endswith("'SubAgentFinished']")
