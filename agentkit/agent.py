@@ -33,7 +33,7 @@ from agentkit.chat.setup import check_message
 from agentkit.conversation import Conversation, usage_total
 from agentkit.engine import Model, RunStatus
 from agentkit.errors import ConfigurationError, ErrorKind, RunFailed, RunFailedKind
-from agentkit.output import ModelT, OutputSpec, OutputT, output_spec, to_json
+from agentkit.output import FINAL_RESULT, ModelT, OutputSpec, OutputT, output_spec, to_json
 from agentkit.settings import Settings
 from agentkit.tools.base import Agents, Tool, tool_from_function
 
@@ -376,8 +376,9 @@ class Agent:
         Returns a RunResult; model errors after retries give status ``failed`` with
         a one-line error (the conversation is saved). Raises ConfigurationError for
         an empty task, one larger than the context window leaves for it, or a closed
-        Agent; TypeError for an ``output_type`` that is not a pydantic model class,
-        ValueError for a negative ``output_retries``.
+        Agent, or an ``output_type`` beside a tool of the Agent named
+        ``final_result``; TypeError for an ``output_type`` that is not a pydantic
+        model class, ValueError for a negative ``output_retries``.
         """
         if not task or not task.strip():
             raise ConfigurationError("the task is empty")
@@ -386,6 +387,10 @@ class Agent:
             raise ConfigurationError(prompts.phrase(self.settings.language, "closed"))
         retries = self.settings.output_retries if output_retries is None else output_retries
         spec = output_spec(output_type, retries)
+        if spec is not None and self.registry.get(FINAL_RESULT) is not None:
+            raise ConfigurationError(
+                f"a tool named {FINAL_RESULT} is registered: rename it to use output_type"
+            )
         with self._run_lock:
             self._cancel_asked.clear()  # a cancel() before this run is not for it
             session = self.session

@@ -101,21 +101,27 @@ class OutputSpec(Generic[T]):
     _refused: int = 0
     _last_errors: str = ""
     _accepted: bool = False  # a final_result of the current batch was valid
+    _schemas: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def tool_schema(self, language: str) -> dict[str, Any]:
         """The ``tools[]`` entry of ``final_result``: the model's JSON schema as its
-        parameters (its docstring, if any, kept in the schema's description)."""
-        parameters = self.model.model_json_schema()
-        parameters.pop("title", None)
-        return {
-            "type": "function",
-            "function": {
-                "name": FINAL_RESULT,
-                "description": prompts.phrase(language, "final_result_tool"),
-                "parameters": parameters,
-            },
-        }
+        parameters (its docstring, if any, kept in the schema's description); made
+        once per language (every request and token count asks for it)."""
+        cached = self._schemas.get(language)
+        if cached is None:
+            parameters = self.model.model_json_schema()
+            parameters.pop("title", None)
+            cached = {
+                "type": "function",
+                "function": {
+                    "name": FINAL_RESULT,
+                    "description": prompts.phrase(language, "final_result_tool"),
+                    "parameters": parameters,
+                },
+            }
+            self._schemas[language] = cached
+        return cached
 
     def check(self, call: ToolCall, language: str) -> ToolResult:
         """Validate one ``final_result`` call; returns its tool result: accepted, or

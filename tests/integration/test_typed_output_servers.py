@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from agentkit import Agent, Settings
+from agentkit import Agent, ConfigurationError, Settings
 from agentkit import events as ev
 from agentkit.testing import FakeOpenAIServer
 
@@ -258,3 +258,17 @@ def test_a_spawned_sub_agent_of_a_typed_profile_gives_the_instance(workspace: Pa
             ended = handle.result(timeout=60)
     assert ended.status == "completed" and ended.output == Count(count=2)
     assert isinstance(ended.output, Count)
+
+
+def test_a_tool_of_the_same_name_is_refused_with_output_type(workspace: Path) -> None:
+    with FakeOpenAIServer(["Fine."]) as server, Agent(workspace, settings_for(server)) as agent:
+
+        @agent.tool(name="final_result")
+        def mine(params: Verdict) -> str:
+            """A tool of the application's that happens to have the name."""
+            return "ok"
+
+        with pytest.raises(ConfigurationError, match="final_result"):
+            agent.run("Rate.", output_type=Verdict)
+        assert server.requests == []
+        assert agent.run("Hello.").status == "done"  # without output_type it is a tool
