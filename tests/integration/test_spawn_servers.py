@@ -300,3 +300,20 @@ def test_the_delegate_example_program_runs(tmp_path: Path) -> None:
     )
     assert lines[2] == "completed"
     assert lines[3].startswith("['SubAgentStarted'") and lines[3].endswith("'SubAgentFinished']")
+
+
+def test_a_first_text_from_code_settles_the_language_and_a_profile_applies(
+    workspace: Path, model: FakeOpenAIServer
+) -> None:
+    from agentkit import AgentProfile
+
+    model.handler = Router(main=["好的。"], subs={1: [finish("已写完报告，见 report.md。")]})
+    haiku = AgentProfile(name="poet", prompt="Answer in haiku only.", timeout_seconds=120)
+    with Agent(workspace, scripted_settings(model, "auto")) as agent:
+        handle = agent.spawn("请把项目的情况写成一份简短的报告。", profile=haiku)
+        assert handle.result(timeout=60).status == "completed"
+        assert agent.session.settings.language == "zh"
+    first = sub_requests(model, 1)[0]["messages"]
+    assert first[0]["content"].startswith("你是一个专注的子智能体")
+    assert "Answer in haiku only." in first[0]["content"]
+    assert "120" in first[1]["content"]  # the profile's timeout, in the seed's task message
