@@ -13,6 +13,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -178,6 +179,13 @@ def test_message_is_refused_with_control_off(workspace: Path, model: FakeOpenAIS
     assert said["error"] == prompts.phrase("en", "control_off")
 
 
+class NoDefaultExecutor(ThreadPoolExecutor):
+    """A default executor that refuses work: nothing may borrow it."""
+
+    def submit(self, *args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the event loop's default executor was used")
+
+
 async def collect(handle: AsyncSubAgentHandle) -> list[ev.Event]:
     return [event async for event in handle.events()]
 
@@ -188,12 +196,15 @@ def test_aspawn_events_run_from_start_to_end_and_replay(
     model.handler = Router(main=["Noted."], subs={1: [report(), finish()]})
 
     async def main() -> tuple[list[ev.Event], list[ev.Event], SubAgentResult]:
+        asyncio.get_running_loop().set_default_executor(NoDefaultExecutor())
         agent = await Agent.open(workspace, scripted_settings(model, "en"))
         async with agent:
             handle = await agent.aspawn(TASK, summary="Project report")
             assert isinstance(handle, AsyncSubAgentHandle)
             live = [event async for event in handle.events()]
             result = await handle.result()
+            assert (await handle.message("late"))["success"] is False  # control off
+            assert (await handle.cancel())["status"] == "completed"  # ended: refused
             # After its end: replayed from the conversation's kept events.
             late = await asyncio.wait_for(collect(handle), 30)
         return live, late, result
