@@ -102,8 +102,8 @@ def endpoint_args(parser: argparse.ArgumentParser, *, demo: bool = False) -> Non
     parser.add_argument(
         "--lang",
         choices=("zh", "en"),
-        help="prompt language (env AGENTKIT_LANGUAGE; default zh"
-        + (", with --demo en)" if demo else ")"),
+        help="prompt language (env AGENTKIT_LANGUAGE; default auto: the first message's,"
+        " Chinese zh, otherwise en" + (", with --demo en)" if demo else ")"),
     )
 
 
