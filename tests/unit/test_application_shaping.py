@@ -188,3 +188,28 @@ def test_user_files_off_reads_nothing_from_home(workspace: Path, fake_home: Path
     assert off.read_only_paths() == []
     with Agent(workspace, off) as agent:  # the damaged hooks.json is not even opened
         assert "homeprofile" not in agent.session.system_prompt()
+
+
+def test_session_and_workspace_take_instructions_and_builtin_tools(workspace: Path) -> None:
+    from agentkit.chat import Session
+    from agentkit.chat.workspace import Workspace
+
+    with Session(
+        workspace, base(), instructions="Session rule.", builtin_tools=["read_file"], prewarm=False
+    ) as session:
+        assert session.system_prompt().endswith("Session rule.")
+        assert session.registry.names() == ["read_file"]
+    shared = Workspace(
+        workspace,
+        base(),
+        instructions="Server rule.",
+        builtin_tools=(n for n in ["edit_file"]),
+        prewarm=False,
+    )
+    try:
+        for _ in range(2):  # every session, not only the first (a generator is kept)
+            session = shared.create()
+            assert session.system_prompt().endswith("Server rule.")
+            assert session.registry.names() == ["edit_file"]
+    finally:
+        shared.close()
