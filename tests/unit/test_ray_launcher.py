@@ -1,6 +1,6 @@
 """The Ray launcher's channel without a cluster: the mailbox's ordering and
 exactly-once rules, and the messages surviving pickling. The cluster tests are in
-tests/e2e/test_ray_launcher.py."""
+tests/e2e/test_ray_launcher_cluster.py."""
 
 from __future__ import annotations
 
