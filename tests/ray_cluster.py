@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import socket
 import subprocess
 import sys
@@ -95,9 +96,22 @@ class RayTestCluster:
             raise RuntimeError(f"ray start failed:\n{done.stdout}\n{done.stderr}")
         return mark
 
+    def use_own_token(self) -> None:
+        """Give every node and this process's driver one token of the cluster's own
+        (``RAY_AUTH_MODE=token``, ``RAY_AUTH_TOKEN_PATH``). Ray 2.59 and later switch
+        token authentication on for local clusters and keep a token in
+        ``~/.ray/auth_token``; a node started while another process rewrote that file
+        was refused (InvalidAuthToken). Older Rays ignore both variables."""
+        token = self.temp_dir / "auth_token"
+        token.write_text(secrets.token_hex(32))
+        token.chmod(0o600)
+        os.environ["RAY_AUTH_MODE"] = "token"
+        os.environ["RAY_AUTH_TOKEN_PATH"] = str(token)
+
     def start(self) -> None:
         """Start the head (with its dashboard, which serves the state API) and a second
         node carrying the custom resource NODE2_RESOURCE."""
+        self.use_own_token()
         self._ray_start(
             [
                 "--head",
