@@ -161,3 +161,48 @@ def test_defaults_leave_the_request_bytes_unchanged(
     explicit = run_once(workspace, task, language=language)
     default = run_once(workspace, task, language="auto")
     assert explicit and default == explicit
+
+
+def test_acp_says_the_language_in_use(workspace: Path) -> None:
+    pytest.importorskip("acp")
+    import asyncio
+
+    from acp import text_block
+    from acp_helpers import connect
+
+    async def scenario(server: FakeOpenAIServer) -> tuple[Any, Any]:
+        async with connect(server.base_url, workspace, AGENTKIT_LANGUAGE="auto") as (conn, _, _r):
+            session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+            answer = await conn.prompt(
+                session_id=session.session_id, prompt=[text_block("请列出工作区的文件")]
+            )
+            return session.field_meta, answer.field_meta
+
+    with FakeOpenAIServer(["好的。"]) as server:
+        opened, answered = asyncio.run(scenario(server))
+        system = server.requests[0]["messages"][0]["content"]
+    assert opened == {"agentkit": {"language": "auto"}}
+    assert answered == {"agentkit": {"language": "zh"}}
+    assert system.startswith(ZH_MAIN)
+
+
+def test_the_page_api_says_the_language_in_use(workspace: Path) -> None:
+    import httpx
+    from subagent_helpers import wait_until
+
+    from agentkit.webchat import create_app
+    from agentkit.webchat.serve import BackgroundServer
+
+    with FakeOpenAIServer(["Fine."]) as model:
+        server = BackgroundServer(create_app(workspace, scripted_settings(model, "auto"))).start()
+        try:
+            with httpx.Client(base_url=server.url, timeout=30) as client:
+                assert client.get("/api/info").json()["language"] == "auto"
+                cid = client.post("/api/conversations", json={}).json()["id"]
+                assert client.get(f"/api/conversations/{cid}").json()["language"] == "auto"
+                posted = client.post(f"/api/conversations/{cid}/messages", json={"text": "List"})
+                assert posted.status_code == 202 and posted.json()["language"] == "en"
+                assert wait_until(lambda: bool(model.requests))
+                assert client.get(f"/api/conversations/{cid}").json()["language"] == "en"
+        finally:
+            server.stop()
