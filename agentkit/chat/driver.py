@@ -258,7 +258,7 @@ class RoundDriver:
             self.conversation,
             manager,
             self.file,
-            host.transcript_path,
+            None if self.file.memory else host.transcript_path,  # memory: no file to name
             closing=host.closed,
         )
         self.last_result = result

@@ -62,7 +62,7 @@ class RoundResult:
         stats: conversation stats (turns, tool calls, token usage, seed counters,
             cost_usd) and ``usage_total`` (agentkit.conversation.usage_total: the main
             agent and every sub-agent summed).
-        transcript_path: the conversation's JSON file.
+        transcript_path: the conversation's JSON file (None when it is kept in memory).
     """
 
     conversation_id: str

@@ -319,7 +319,7 @@ def round_result(
     conversation: Conversation,
     manager: SubAgentManager | None,
     file: ConversationFile,
-    transcript_path: Path,
+    transcript_path: Path | None,
     *,
     closing: bool = False,
 ) -> RoundResult:

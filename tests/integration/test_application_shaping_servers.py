@@ -56,6 +56,7 @@ def test_memory_store_writes_no_conversation_file_and_sub_agents_keep_records(
             result = agent.run("Delegate a note.").raise_for_status()
             assert agent.conversation.messages  # kept, in memory
     assert result.final_text == "Done."
+    assert result.transcript_path is None  # no file to name
     conversations = workspace / ".agentkit" / "conversations"
     assert not conversations.exists() or list(conversations.iterdir()) == []
     folder = workspace / "sub_agent_results" / "agent_1"
