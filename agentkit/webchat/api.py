@@ -162,9 +162,10 @@ def _view(request: Request) -> _View:
     rows = live_rows(workspace.path, conv.subagents, owner_alive=held)
     # Its next opening numbers events on from the saved last one (0 when unknown).
     seq = conv.last_event_seq or 0
-    return _View(
-        seq, conv.id, title, "idle", conv, rows, workspace.path, workspace.settings, conv.queued
-    )
+    settings = workspace.settings
+    if settings.language == "auto" and conv.language:  # shown in the language it settled
+        settings = settings.model_copy(update={"language": conv.language})
+    return _View(seq, conv.id, title, "idle", conv, rows, workspace.path, settings, conv.queued)
 
 
 def _info(view: _View) -> dict[str, Any]:

@@ -207,3 +207,26 @@ def test_the_page_api_says_the_language_in_use(workspace: Path) -> None:
                 assert client.get(f"/api/conversations/{cid}").json()["language"] == "en"
         finally:
             server.stop()
+
+
+def test_a_saved_conversation_is_shown_in_its_language(workspace: Path) -> None:
+    import httpx
+
+    from agentkit.webchat import create_app
+    from agentkit.webchat.serve import BackgroundServer
+
+    (workspace / "a.txt").write_text("x\n", encoding="utf-8")
+    with FakeOpenAIServer([calls(call("read_file", path="a.txt")), "读完了。"]) as model:
+        settings = scripted_settings(model, "auto")
+        with Agent(workspace, settings) as agent:
+            agent.run("请读取 a.txt").raise_for_status()
+            cid = agent.conversation.id
+        server = BackgroundServer(create_app(workspace, settings)).start()
+        try:
+            with httpx.Client(base_url=server.url, timeout=30) as client:
+                detail = client.get(f"/api/conversations/{cid}").json()
+        finally:
+            server.stop()
+    assert detail["language"] == "zh"
+    actions = [a for m in detail["messages"] for a in (m.get("actions") or {}).values()]
+    assert actions == ["正在读取 a.txt"]
