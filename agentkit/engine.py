@@ -21,6 +21,7 @@ One place each: a model request is ``Engine._complete``, a tool call's run is
 from __future__ import annotations
 
 import contextvars
+import dataclasses
 import threading
 import time
 from collections.abc import Callable
@@ -258,7 +259,7 @@ class Engine:
                     # a run killed during a long command still shows that call.
                     self.save()
                     self._run_tool_calls(turn.tool_calls)
-                    step = self._after_tools()
+                    step = self._after_tools(turn)
                 else:
                     step = self._after_answer(turn)
                 for message in step.messages:
@@ -272,16 +273,19 @@ class Engine:
             return self._finish("failed", conv.final_text, exc.one_line(), exc.kind)
 
     # ----------------------------------------------------------------- helpers
-    def _after_tools(self) -> Step:
-        """After a batch of tool results: a valid final_result ends the run (what the
-        hooks would add waits for the next round), spent output retries fail it;
-        otherwise the hooks' Step."""
+    def _after_tools(self, turn: AssistantTurn) -> Step:
+        """After a batch of tool results: a valid final_result is the answer (the
+        hooks' on_final_answer, Stop hooks, may send the agent back to work; else the
+        run ends, and what after_tool_results would add waits for the next round);
+        spent output retries fail the run; otherwise the hooks' Step."""
         if self.output is not None:
             ended = self.output.after_tools(self.settings.language)
             if ended is not None:
-                if not ended.error:
-                    self.conversation.final_text = self.output.text()
-                return ended
+                if ended.error:
+                    return ended
+                answer = self.conversation.final_text = self.output.text()
+                step = self.hooks.on_final_answer(self, dataclasses.replace(turn, content=answer))
+                return step if step.messages else ended
         return self.hooks.after_tool_results(self)
 
     def _after_answer(self, turn: AssistantTurn) -> Step:

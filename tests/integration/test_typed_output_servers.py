@@ -272,3 +272,23 @@ def test_a_tool_of_the_same_name_is_refused_with_output_type(workspace: Path) ->
             agent.run("Rate.", output_type=Verdict)
         assert server.requests == []
         assert agent.run("Hello.").status == "done"  # without output_type it is a tool
+
+
+def test_a_stop_hook_sees_the_typed_answer_and_may_send_the_agent_back(workspace: Path) -> None:
+    seen: list[Any] = []
+
+    def stop(payload: dict[str, Any]) -> dict[str, Any] | None:
+        seen.append(payload["last_assistant_message"])
+        return {"decision": "block", "reason": "check the score"} if len(seen) == 1 else None
+
+    script = [final(city="P", score=1), final(city="P", score=2)]
+    with FakeOpenAIServer(script) as server:
+        with Agent(workspace, settings_for(server), hooks={"Stop": stop}) as agent:
+            result = agent.run("Rate P.", output_type=Verdict)
+        second = server.requests[1]
+    assert [json.loads(text) for text in seen] == [
+        {"city": "P", "score": 1},
+        {"city": "P", "score": 2},
+    ]
+    assert "check the score" in second["messages"][-1]["content"]
+    assert result.status == "done" and result.output == Verdict(city="P", score=2)
