@@ -5,7 +5,9 @@ Three places (docs/architecture.md §4):
 - **the parent side, here**: ``manager`` (the facade: create, terminate, status,
   announce; ``on_started``/``on_finished`` callbacks), ``table`` (the one owner of
   the sub-agents' records, their lock and the condition waiters wait on),
-  ``admission`` (may a request start), ``supervisor`` (a monitor thread per worker:
+  ``admission`` (may a request start), ``starts`` (a run's start, created or
+  continued: spec extra, admission and placement, reservation, the worker started),
+  ``supervisor`` (a monitor thread per worker:
   progress, claims, wrap-up, timeout, finishing once), ``state`` (``SubAgent``, the
   parent's view), ``claims`` (write claims), ``record``, ``finalise`` and ``sweep``
   (the record file; the parent's final word on it; records a killed process group

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from agentkit import prompts
 from agentkit.conventions import subagent_extra
 from agentkit.conversation import known_cost
+from agentkit.subagent import starts
 from agentkit.subagent.admission import admit_continued, resolve_deliverables
 from agentkit.subagent.record import read_record
 from agentkit.subagent.state import SubAgent, worker_spec
@@ -55,7 +56,7 @@ def continue_subagent(
         return refuse("control_off")
     manager.control.check_session_budget()  # its first wrap-up and warning go out unlocked
     with manager.table.locked():  # the limits, then the reservation, in one step
-        why = manager.closed_or_spent()
+        why = starts.closed_or_spent(manager)
         if why is not None:
             return {"success": False, "agent_id": agent_id, "error": why}
         before = _before(manager, agent_id)
@@ -80,10 +81,10 @@ def continue_subagent(
             return refuse("record_gone", dir=rel)
         what = (agent_id, summary, task)
         agent = _agent(manager, record, what, timeout, resolved, profile, run_in_background)
-        why = manager.reserve(agent)  # its folder's OS lock too
+        why = starts.reserve(manager, agent)  # its folder's OS lock too
         if why is not None:
             return {"success": False, "agent_id": agent_id, "error": why}
-    if not manager.start_worker(agent, archive=False):  # unlocked, as create's
+    if not starts.start_worker(manager, agent, archive=False):  # unlocked, as create's
         return manager._result(agent)
     return manager.launched(agent, cancel)
 
@@ -146,7 +147,9 @@ def _agent(
     extra: dict[str, Any] = {
         "continued": {"messages": record.get("messages") or [], "stats": stats, "runs": runs + 1}
     }
-    extra.update(manager.spec_extra(profile, background))  # profile, trace, MCP, hooks, budget
+    extra.update(
+        starts.spec_extra(manager, profile, background)
+    )  # profile, trace, MCP, hooks, budget
     extra.update(subagent_extra(manager.workspace, manager.settings, deliverables[1], profile))
     spec = worker_spec(
         manager.settings,

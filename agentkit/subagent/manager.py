@@ -5,9 +5,10 @@ One job: SubAgentManager is the facade the rest of the package uses. Its
 and earlier runs' of the conversation), their lock and condition; the manager
 checks create_sub_agent requests against the limits of docs/specification.md
 §1 and §8 (agent_id 1-99 and unique in the conversation, timeout 60-3600 s
-from Settings, at most 5 running, no overlapping deliverables), starts
-workers through a Launcher and hands them to the Supervisor, and answers
-create/terminate/get_status in the seed's JSON shapes. Watching, killing and
+from Settings, at most 5 running, no overlapping deliverables) and starts
+workers through a Launcher, handing them to the Supervisor (both steps are
+agentkit.subagent.starts'), and answers create/terminate/get_status in the
+seed's JSON shapes. Watching, killing and
 finishing workers is agentkit.subagent.supervisor's; messages, questions, waits and usage
 its ``control`` plane's (agentkit.subagent.control); continuing is agentkit.subagent.continuation's.
 """
@@ -15,32 +16,26 @@ its ``control`` plane's (agentkit.subagent.control); continuing is agentkit.suba
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Mapping
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from agentkit import events as ev
-from agentkit import prompts, tracing
-from agentkit.confined import folder as confined_folder
-from agentkit.conventions import subagent_extra
+from agentkit import prompts
 from agentkit.conversation import Conversation, new_conversation_id
 from agentkit.errors import ToolError
 from agentkit.settings import Settings
-from agentkit.subagent.admission import Request, admit, take_folder
-from agentkit.subagent.budget import Meter, carve
+from agentkit.subagent import starts
+from agentkit.subagent.admission import Request
+from agentkit.subagent.budget import Meter
 from agentkit.subagent.claims import Claims
 from agentkit.subagent.contract import Launcher
 from agentkit.subagent.control import ControlPlane
 from agentkit.subagent.launchers import make_launcher
-from agentkit.subagent.placement import folder_choices
-from agentkit.subagent.record import Ending, archive_record, list_deliverables
+from agentkit.subagent.record import list_deliverables
 from agentkit.subagent.results import asked_result, blocking_result, capped_summary
-from agentkit.subagent.reuse import set_aside_earlier
-from agentkit.subagent.state import SubAgent, earlier_rows, worker_spec
+from agentkit.subagent.state import SubAgent, earlier_rows
 from agentkit.subagent.supervisor import ApprovalHandler, Supervisor
-from agentkit.subagent.sweep import sweep_record
 from agentkit.subagent.table import SubAgentTable
 
 
@@ -108,13 +103,13 @@ class SubAgentManager:
             on_finished=on_finished,
             on_approval=on_approval,
         )
-        self._worker_extra = worker_extra
+        self.worker_extra = worker_extra
         self.control = self.supervisor.control = ControlPlane(self, budget)
         self.control.on_question = on_question
         self._on_started = on_started
-        self._conversation_id = conversation.id if conversation else None
+        self.conversation_id = conversation.id if conversation else None
         # Names this conversation's own deliverables folders (agentkit.subagent.placement).
-        self._folder_key = self._conversation_id or new_conversation_id()
+        self.folder_key = self.conversation_id or new_conversation_id()
         self._mcp_listing: dict[str, Any] | None = None
         self._mcp_lock = threading.Lock()
         self._settle_language = settle_language
@@ -124,7 +119,7 @@ class SubAgentManager:
         """This run's sub-agents by id (a read-only view of :attr:`table`'s)."""
         return self.table.agents
 
-    def _mcp_tools(self) -> dict[str, Any]:
+    def mcp_tools(self) -> dict[str, Any]:
         """The tools of the MCP servers for sub-agents, listed once per conversation
         (workers then start a server only when one of its tools is called)."""
         if not (self.settings.mcp_servers or self.settings.mcp_config_files):
@@ -136,7 +131,8 @@ class SubAgentManager:
                 self._mcp_listing = listing_for_subagents(self.workspace, self.settings)
             return self._mcp_listing
 
-    def _phrase(self, key: str, **values: Any) -> str:
+    def phrase(self, key: str, **values: Any) -> str:
+        """The message ``key`` of agentkit.prompts in the conversation's language."""
         return prompts.phrase(self.language, key, **values)
 
     def running(self) -> list[SubAgent]:
@@ -163,10 +159,11 @@ class SubAgentManager:
         AgentProfile's dict, given to the worker (WorkerSpec.extra)."""
         if self.language == "auto":  # started from code before any message: its task settles it
             self.adopt(self._settled(task))
-        extra = self.spec_extra(profile, run_in_background)
+        extra = starts.spec_extra(self, profile, run_in_background)
         self.control.check_session_budget()  # its first wrap-up and warning go out unlocked
         with self.table.locked():  # the limits, then the reservation, in one step
-            placed = self._place(
+            placed = starts.place(
+                self,
                 Request(agent_id, timeout_seconds, deliverables_dir),
                 summary=summary,
                 task=task,
@@ -177,63 +174,9 @@ class SubAgentManager:
             if isinstance(placed, str):
                 return {"success": False, "agent_id": agent_id, "error": placed}
             agent = placed
-        if not self.start_worker(agent):  # unlocked: one turn's creates start in parallel
+        if not starts.start_worker(self, agent):  # unlocked: one turn's creates start in parallel
             return self._result(agent)
         return self.launched(agent, cancel)
-
-    def _place(
-        self,
-        request: Request,
-        *,
-        summary: str,
-        task: str,
-        background: bool,
-        extra: dict[str, Any],
-        profile: dict[str, Any] | None,
-    ) -> SubAgent | str:
-        """Admit ``request`` and reserve its agent (the caller holds ``table.locked()``),
-        or return the refusal text. Without a deliverables_dir it takes the seed's
-        default folder, or this conversation's own when a sub-agent of another
-        conversation holds the default (agentkit.subagent.placement)."""
-        choices = folder_choices(request.deliverables_dir, request.agent_id, self._folder_key)
-        own = choices[-1] if len(choices) > 1 else None
-        admitted = self.closed_or_spent() or admit(
-            request,
-            workspace=self.workspace,
-            settings=self.settings,
-            used_ids=self.table.used_ids(),
-            running=self.running(),
-            agents=self.table.agents,
-            claims=self.claims,
-            own=own,
-        )
-        if isinstance(admitted, str):
-            return admitted
-        rel, path = admitted
-        spec = worker_spec(
-            self.settings,
-            self.workspace,
-            agent_id=request.agent_id,
-            summary=summary,
-            task=task,
-            timeout_seconds=request.timeout_seconds,
-            deliverables=(rel, path),
-            extra={**extra, **subagent_extra(self.workspace, self.settings, path, profile)},
-        )
-        agent = SubAgent(spec=spec, background=background, started=time.monotonic())
-        may_move = own is not None and rel != own  # the default, held by another conversation
-        refused = self.reserve(agent, name_holder=not may_move)
-        if refused is not None and may_move:
-            named = replace(request, deliverables_dir=own)  # named now: tried once, no further
-            return self._place(
-                named,
-                summary=summary,
-                task=task,
-                background=background,
-                extra=extra,
-                profile=profile,
-            )
-        return refused or agent
 
     def _settled(self, text: str) -> Settings:
         if self._settle_language is not None:
@@ -251,41 +194,6 @@ class SubAgentManager:
         self.language = settings.language
         self.supervisor.settings = settings
 
-    def spec_extra(self, profile: dict[str, Any] | None, background: bool) -> dict[str, Any]:
-        """What a new run's WorkerSpec.extra carries before admission, created or
-        continued alike: the profile, the trace context, the MCP listing, the
-        conversation's tool hooks (``worker_extra``) and the run's budget."""
-        extra: dict[str, Any] = {"profile": profile} if profile else {}
-        extra.update(tracing.worker_context(background))  # {} while not tracing
-        if listing := self._mcp_tools():
-            extra["mcp_tools"] = listing
-        if self._worker_extra is not None:
-            extra.update(self._worker_extra())
-        if budget := self.run_budget(profile):
-            extra["budget"] = budget
-        return extra
-
-    def run_budget(self, profile: dict[str, Any] | None) -> dict[str, Any] | None:
-        """The budget a new run gets (agentkit.subagent.budget.carve: the profile's
-        max_tokens or subagent_max_tokens, never more than the conversation has
-        left), or None without limits."""
-        own = (profile or {}).get("max_tokens") or self.settings.subagent_max_tokens
-        limits = carve(own, self.control.budget)
-        return limits.to_dict() if limits else None
-
-    def closed_or_spent(self) -> str | None:
-        """Why no sub-agent may start now (closing, the conversation's budget spent), or
-        None. Sends and emits nothing (it runs under ``table.locked()``): callers run
-        ``control.check_session_budget()`` first."""
-        if self.table.closed:
-            return "the agent is closing; no new sub-agents"
-        if self.control.session_spent():
-            return self._phrase(
-                "session_budget_spent",
-                **self.control.budget.shown(self.settings.language),  # type: ignore[union-attr]
-            )
-        return None
-
     def launched(self, agent: SubAgent, cancel: threading.Event | None) -> dict[str, Any]:
         """After its worker started: announce it, then the background result at once,
         or wait for its end (or its question) and return the blocking result."""
@@ -299,7 +207,7 @@ class SubAgentManager:
                 "agent_id": spec.agent_id,
                 "status": "running",
                 "summary": spec.summary,
-                "message": self._phrase("started_background", agent_id=spec.agent_id),
+                "message": self.phrase("started_background", agent_id=spec.agent_id),
                 "deliverables_dir": spec.deliverables_dir,
                 "sub_conversation_id": spec.sub_conversation_id,
                 "background": True,
@@ -308,47 +216,6 @@ class SubAgentManager:
         if question is not None:
             return asked_result(agent, question, self.language)
         return self._result(agent)
-
-    def reserve(self, agent: SubAgent, *, name_holder: bool = True) -> str | None:
-        """Claim the agent's folder (its OS lock too, held until its record is final:
-        admission.take_folder), take its id, count it as running (under the lock).
-        Returns the refusal text when a sub-agent of another process holds the folder
-        (nothing then taken; ``name_holder`` False: without waiting for the holder's
-        name), else None. The caller holds ``table.locked()``."""
-        refused = take_folder(
-            self.workspace,
-            agent.spec,
-            self._conversation_id,
-            self.claims,
-            self.language,
-            name_holder=name_holder,
-        )
-        if refused is not None:
-            return refused
-        self.claims.claim_folder(agent.spec.agent_id, agent.deliverables_path)
-        self.table.add(agent)
-        return None
-
-    def start_worker(self, agent: SubAgent, *, archive: bool = True) -> bool:
-        """Prepare the reserved agent's folder, start its worker and watch it (not
-        under the lock). False when it did not start (it then ended as failed) or was
-        ended meanwhile (Supervisor.adopt). ``archive`` False keeps the folder's record
-        (a continued run extends it)."""
-        spec, path = agent.spec, agent.deliverables_path
-        try:
-            # Through no link below the workspace: a command may have swapped it.
-            with confined_folder(self.workspace, path, create=True):
-                pass
-            sweep_record(path, self.workspace)  # one a killed process group left "running"
-            if archive:  # another conversation's files and record, set aside
-                set_aside_earlier(path, self.workspace, self.table.sub_conversation_ids())
-                archive_record(path, self.workspace)
-            handle = self.launcher.start(spec)
-        except Exception as exc:  # cannot start: the agent fails, the main loop goes on
-            why = f"could not start the worker: {exc}"
-            self.supervisor.finish(agent, "failed", Ending(None, why))
-            return False
-        return self.supervisor.adopt(agent, handle)
 
     def _wait(self, agent: SubAgent, cancel: threading.Event | None) -> str | None:
         """Wait for a blocking agent's end; ``cancel`` set terminates it. Returns the
@@ -387,7 +254,7 @@ class SubAgentManager:
         if earlier is not None:
             return self._not_running(agent_id, earlier)
         if agent is None:
-            error = self._phrase("unknown_agent", agent_id=agent_id)
+            error = self.phrase("unknown_agent", agent_id=agent_id)
             return {"success": False, "agent_id": agent_id, "error": error}
         status = self.table.update(agent, _claim_end)
         if status != "running":
@@ -401,7 +268,7 @@ class SubAgentManager:
             "success": True,
             "agent_id": agent_id,
             "status": "terminated",
-            "message": self._phrase("terminated", agent_id=agent_id),
+            "message": self.phrase("terminated", agent_id=agent_id),
             "partial_results": total > 0,
             "deliverables_dir": agent.spec.deliverables_dir,
         }
@@ -416,7 +283,7 @@ class SubAgentManager:
         return self.table.earlier_row(agent_id)
 
     def _not_running(self, agent_id: int, status: str) -> dict[str, Any]:
-        error = self._phrase("not_running", agent_id=agent_id, status=status)
+        error = self.phrase("not_running", agent_id=agent_id, status=status)
         return {"success": False, "agent_id": agent_id, "status": status, "error": error}
 
     def status(self, agent_ids: list[int]) -> dict[str, Any]:
