@@ -23,8 +23,9 @@ later). A variable is dropped when its NAME or its VALUE looks secret:
 Settings ``command_env_passthrough`` (kept although they look secret) and
 ``command_env_drop`` (always dropped) take names or shell-style patterns (``*``, ``?``),
 matched case-insensitively. The endpoint's own key (``OPENAI_API_KEY``,
-``AGENTKIT_API_KEY``, and any variable holding a value of ``hidden_values``) is dropped
-even when passed through. ``OTEL_EXPORTER_OTLP_HEADERS`` and its per-signal forms
+``AGENTKIT_API_KEY``, and any variable holding a value of ``hidden_values``) and the
+Ray cluster's token (``RAY_AUTH_TOKEN``, ``RAY_AUTH_TOKEN_PATH``) are dropped even
+when passed through. ``OTEL_EXPORTER_OTLP_HEADERS`` and its per-signal forms
 (``OTEL_EXPORTER_OTLP_TRACES_HEADERS``...) count as secret names: they carry the
 collector's credentials.
 
@@ -44,6 +45,7 @@ from fnmatch import fnmatchcase
 
 __all__ = [
     "ALWAYS_HIDDEN",
+    "CLUSTER_CREDENTIALS",
     "REDACTED",
     "is_secret_name",
     "is_secret_value",
@@ -54,6 +56,12 @@ __all__ = [
 
 ALWAYS_HIDDEN = frozenset({"OPENAI_API_KEY", "AGENTKIT_API_KEY"})
 """Names never passed to a command, whatever ``passthrough`` says (the endpoint's key)."""
+
+CLUSTER_CREDENTIALS = frozenset({"RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH"})
+"""The Ray cluster's credential (token authentication): never passed to a command,
+whatever ``passthrough`` says (``RAY_*`` for ``RAY_ADDRESS`` must not carry it along).
+Unlike :data:`ALWAYS_HIDDEN` they stay in this process's environment: the agent's
+process connects to the cluster with them, and Ray's nodes have their own."""
 
 _ANY_WORD = frozenset({
     "SECRET", "SECRETS", "PASSWORD", "PASSWORDS", "PASSWD", "PASSPHRASE", "TOKEN", "TOKENS",
@@ -166,7 +174,8 @@ def is_secret_var(
             variable containing one is dropped. Entries shorter than 8 characters
             (placeholders such as "x" for local servers) and None are ignored.
     """
-    if name.upper() in ALWAYS_HIDDEN or _matches(name, drop):
+    upper = name.upper()
+    if upper in ALWAYS_HIDDEN or upper in CLUSTER_CREDENTIALS or _matches(name, drop):
         return True
     if value and any(h and len(h) >= _MIN_HIDDEN and h in value for h in hidden_values):
         return True

@@ -175,6 +175,23 @@ def test_passthrough_drop_and_hidden_values() -> None:
     assert scrub_env({"A_TOKEN": "t"}, passthrough=["A_*"], drop=["A_TOKEN"]) == {}
 
 
+def test_ray_cluster_token_never_reaches_a_command_even_passed_through(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The agent's process keeps them (it connects to the cluster with them); a
+    # command, which could submit code to the cluster, never gets them.
+    monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:6379")
+    monkeypatch.setenv("RAY_AUTH_MODE", "token")
+    monkeypatch.setenv("RAY_AUTH_TOKEN_PATH", "/home/u/.ray/auth_token")
+    monkeypatch.setenv("RAY_AUTH_TOKEN", "0123456789abcdef" * 4)  # hex: not secret by value
+    for passthrough in (["RAY_*"], ["*"], ["RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH"]):
+        settings = Settings(command_env_passthrough=passthrough)
+        env = command_env("mark", "cid", settings)
+        assert "RAY_AUTH_TOKEN" not in env and "RAY_AUTH_TOKEN_PATH" not in env, passthrough
+        assert env["RAY_ADDRESS"] == "127.0.0.1:6379" and env["RAY_AUTH_MODE"] == "token"
+    assert "RAY_AUTH_TOKEN" not in command_env("mark", "cid")  # the built-in rule alone
+
+
 def test_command_env_uses_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     key = "sk-endpoint-" + _rand(24)
     monkeypatch.setenv("GITHUB_TOKEN", "gh-visible")
