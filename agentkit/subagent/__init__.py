@@ -7,9 +7,9 @@ Three places (docs/architecture.md §4):
   the sub-agents' records, their lock and the condition waiters wait on),
   ``admission`` (may a request start), ``starts`` (a run's start, created or
   continued: spec extra, admission and placement, reservation, the worker started),
-  ``supervisor`` (a monitor thread per worker:
-  progress, claims, wrap-up, timeout, finishing once), ``state`` (``SubAgent``, the
-  parent's view), ``claims`` (write claims), ``record``, ``finalise`` and ``sweep``
+  ``supervisor`` (a monitor thread per worker: progress, claims, wrap-up, timeout,
+  finishing once), ``endings`` (an ended agent's summary, its record made final and
+  its word taken), ``state`` (``SubAgent``, the parent's view), ``claims`` (write claims), ``record``, ``finalise`` and ``sweep``
   (the record file; the parent's final word on it; records a killed process group
   left running),
   ``reuse`` (another conversation's files in a folder, set aside before a start),

@@ -31,6 +31,7 @@ from agentkit.subagent.budget import Meter
 from agentkit.subagent.claims import Claims
 from agentkit.subagent.contract import Launcher
 from agentkit.subagent.control import ControlPlane
+from agentkit.subagent.endings import write_kept_records
 from agentkit.subagent.launchers import make_launcher
 from agentkit.subagent.record import list_deliverables
 from agentkit.subagent.results import asked_result, blocking_result, capped_summary
@@ -311,10 +312,10 @@ class SubAgentManager:
     def records(self) -> list[dict[str, Any]]:
         """Return one summary row per sub-agent, for the main conversation file. A
         final record that did not fit on disk when its agent ended is written first,
-        when there is room now (Supervisor.write_kept_records)."""
+        when there is room now (agentkit.subagent.endings.write_kept_records)."""
         kept = self.table.select(lambda a: a.record is not None)
         if kept:
-            self.supervisor.write_kept_records(kept)
+            write_kept_records(self.table, kept)
         return self.table.conversation_rows()
 
     def terminate_all(self, *, interrupted: bool = False, summary_key: str | None = None) -> None:

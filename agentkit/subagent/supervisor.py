@@ -3,11 +3,13 @@
 One job: for each started sub-agent, a monitor thread reads its channel (progress,
 write claims, the result), sends the wrap-up message at ``subagent_wrapup_at`` of
 its timeout, kills it at the timeout (docs/specification.md §8), hands its approval
-requests to the conversation (its timeout clock paused until the answer), and finishes it exactly once: the
-final status, the write claims released, the record finalised, the waiters woken,
-SubAgentFinished emitted and the manager's ``on_finished`` called. The manager decides which agents exist; this module
-only watches them. The control plane's messages (usage, budgets, questions, receipts)
-go to its ``control`` (agentkit.subagent.control), which also hears of each end.
+requests to the conversation (its timeout clock paused until the answer), and
+finishes it exactly once: the final status, the write claims released, the record
+finalised (agentkit.subagent.endings), the waiters woken, SubAgentFinished emitted
+and the manager's ``on_finished`` called. The manager decides which agents exist;
+this module only watches them. The control plane's messages (usage, budgets,
+questions, receipts) go to its ``control`` (agentkit.subagent.control), which also
+hears of each end.
 """
 
 from __future__ import annotations
@@ -20,7 +22,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from agentkit import events as ev
 from agentkit import prompts
-from agentkit.conversation import SEED_COUNTERS
 from agentkit.output import typed_output
 from agentkit.process.redact import scrub_error
 from agentkit.settings import Settings
@@ -41,14 +42,8 @@ from agentkit.subagent.contract import (
     WorkerHandle,
     WrapUp,
 )
-from agentkit.subagent.finalise import finalise_record, retry_final
-from agentkit.subagent.record import (
-    FINAL_STATUSES,
-    Ending,
-    list_deliverables,
-    read_record,
-    record_path,
-)
+from agentkit.subagent.endings import end_summary, finalise, shown
+from agentkit.subagent.record import Ending, list_deliverables, read_record
 from agentkit.subagent.state import SubAgent
 from agentkit.subagent.table import SubAgentTable
 
@@ -256,18 +251,12 @@ class Supervisor:
         else:
             self.on_approval(agent, request, reply)
 
-    def _shown(self, path: Path) -> str:
-        try:
-            return path.relative_to(self.workspace).as_posix()
-        except ValueError:
-            return str(path)
-
     def conflict_message(self, path: Path, owner: int) -> str:
         """Return the write_conflict refusal for ``path``, held by agent ``owner``."""
         other = self.table.get(owner)
         return self.phrase(
             "write_conflict",
-            path=self._shown(path),
+            path=shown(self.workspace, path),
             owner=owner,
             summary=other.spec.summary if other else "",
         )
@@ -335,7 +324,9 @@ class Supervisor:
             agent.status = status
             # The parent's clock: it includes the worker's start-up.
             agent.runtime_seconds = int(time.monotonic() - agent.started)
-            agent.result_summary = self._summary(status, ending.result_summary, error)
+            agent.result_summary = end_summary(
+                self.settings.language, status, ending.result_summary, error
+            )
             agent.error = error
             self.claims.release(agent.spec.agent_id)
             return agent.result_summary
@@ -344,9 +335,8 @@ class Supervisor:
         if result_summary is None:
             return
         try:
-            self._finalise(
-                agent, status, Ending(result_summary, error, result=agent.result), worker_record
-            )
+            final = Ending(result_summary, error, result=agent.result)
+            finalise(self.table, agent, status, final, worker_record, self.workspace)
         finally:  # the record is final: another process may take the folder now
             self.claims.release_hold(agent.spec.agent_id)
         if self.control is not None:
@@ -364,55 +354,6 @@ class Supervisor:
         if self.on_finished is not None:
             self.on_finished(agent)
 
-    def _finalise(
-        self,
-        agent: SubAgent,
-        status: EndStatus,
-        ending: Ending,
-        worker_record: dict[str, Any] | None,
-    ) -> None:
-        """Make ``agent``'s record final (agentkit.subagent.finalise.finalise_record) and
-        take from it what it says (its counters; its status when it was first)."""
-        record, where = finalise_record(
-            agent.spec, status, agent.stats(), agent.token_usage, ending, worker_record
-        )
-        final = record_path(agent.deliverables_path)
-        elsewhere = self._shown(where) if where is not None and where != final else None
-
-        def take(agent: SubAgent) -> None:
-            _adopt(agent, record)
-            if where != final:
-                agent.record = record  # not whole in its folder: kept for write_kept_records
-            if elsewhere is not None:
-                agent.record_elsewhere = elsewhere
-
-        self.table.update(agent, take)
-
-    def write_kept_records(self, agents: list[SubAgent]) -> None:
-        """Write whole, in their deliverables folders, the final records of ``agents``
-        that no disk took whole when they ended (a full disk: kept on the agent),
-        now that there may be room; those written are no longer kept. Called at
-        every save of the conversation."""
-        for agent in agents:
-            record = agent.record
-            if record is None:
-                continue
-            if retry_final(agent.deliverables_path, record, Path(agent.spec.workspace)):
-                self.table.update(agent, _written)
-
-    def _summary(self, status: EndStatus, result_summary: str | None, error: str | None) -> str:
-        """The summary an agent ending with ``status`` reports: for ends other than
-        completed, a note saying how it ended first."""
-        if status == "completed":
-            return result_summary or ""
-        # The seed's notification templates say "finished"; the summary they
-        # carry says how, so a failure never reads as a success.
-        reason = error if status == "failed" and error and error != result_summary else ""
-        if status == "failed" and not reason and not result_summary:
-            reason = self.phrase("crashed_summary", reason="unknown")
-        note = self.phrase("status_note", status=status, reason=reason).strip()
-        return f"{note}\n{result_summary}" if result_summary else note
-
 
 _WORKER_TEXTS = ("result_summary", "error")
 
@@ -420,28 +361,6 @@ _WORKER_TEXTS = ("result_summary", "error")
 def _scrubbed(text: Any) -> Any:
     """A text from a worker, scrubbed of this process's known secrets (others as given)."""
     return scrub_error(text) if isinstance(text, str) and text else text
-
-
-def _adopt(agent: SubAgent, record: dict[str, Any]) -> None:
-    """Take the final record's word (under the table's lock): its status, summary and
-    error when it is this agent's and ended otherwise (the worker's end was first),
-    and the counters and token usage saved with its transcript."""
-    if record.get("sub_conversation_id") != agent.spec.sub_conversation_id:
-        return
-    stored = record.get("status")
-    if stored in FINAL_STATUSES and stored != agent.status:
-        agent.status = stored
-        agent.result_summary = record.get("result_summary")
-        agent.error = record.get("error")
-        agent.result = record.get("result")
-    stats = record.get("stats")
-    if isinstance(stats, dict):
-        agent.counters.update(
-            {k: v for k in SEED_COUNTERS if type(v := stats.get(k)) is int and v >= 0}
-        )
-        usage = stats.get("token_usage")
-        if isinstance(usage, dict):
-            agent.token_usage = dict(usage)
 
 
 def _take_progress(agent: SubAgent, progress: Progress) -> None:
@@ -456,12 +375,6 @@ def _take_progress(agent: SubAgent, progress: Progress) -> None:
 
 def _running(agent: SubAgent) -> bool:
     return agent.status == "running"
-
-
-def _written(agent: SubAgent) -> None:
-    """Its kept final record is now whole in its folder."""
-    agent.record = None
-    agent.record_elsewhere = None
 
 
 def _no_one_to_ask(default: str) -> AskAnswer:
