@@ -107,6 +107,17 @@ class RayTestCluster:
         token.chmod(0o600)
         os.environ["RAY_AUTH_MODE"] = "token"
         os.environ["RAY_AUTH_TOKEN_PATH"] = str(token)
+        if "ray._raylet" in sys.modules:
+            # Ray read both when it was imported (test collection imports it): without
+            # reading them again this driver kept the old mode or token and its
+            # ray.init retried InvalidAuthToken for a minute. Ray does the same when it
+            # switches token mode on itself (authentication_token_setup).
+            try:
+                from ray._raylet import AuthenticationTokenLoader, Config
+            except ImportError:  # a Ray without token authentication
+                return
+            Config.initialize("")
+            AuthenticationTokenLoader.instance().reset_cache()
 
     def start(self) -> None:
         """Start the head (with its dashboard, which serves the state API) and a second

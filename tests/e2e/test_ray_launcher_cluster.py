@@ -57,7 +57,21 @@ def test_sub_agents_are_placed_on_both_nodes_and_resources_pin_them(
 ) -> None:
     from ray_cluster import NODE2_RESOURCE
 
-    subs = {i: [finish(f"agent {i} done")] for i in range(1, 5)}
+    # The first four run at once (each answers once all four asked), so each needs an
+    # actor of its own: else one warm actor, freed by a sub-agent that finished, may
+    # run them all one after another on its node.
+    passed = threading.Event()
+    together = threading.Barrier(4, action=passed.set)
+
+    def at_once(i: int) -> Any:
+        def answer(request: dict[str, Any]) -> Any:
+            if not passed.is_set():
+                together.wait(60)
+            return finish(f"agent {i} done")
+
+        return answer
+
+    subs = {i: [at_once(i)] for i in range(1, 5)}
     with FakeOpenAIServer(Router(main=["unused"], subs=subs)) as server:
         with Agent(workspace=workspace, settings=ray_settings(server, cluster)) as agent:
             for i in range(1, 5):

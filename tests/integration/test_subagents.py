@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
@@ -88,6 +89,26 @@ def launcher(request: pytest.FixtureRequest) -> Iterator[dict[str, Any]]:
     # A quarter CPU each: five running sub-agents fit the cluster's four CPUs.
     yield {"subagent_launcher": "ray", "ray_address": cluster.address, "ray_num_cpus": 0.25}
     assert cluster.wait_no_hosts() == [], "a sub-agent host actor outlived its test"
+
+
+@contextlib.contextmanager
+def warm_pool(launcher: dict[str, Any]) -> Iterator[None]:
+    """With the Ray launcher: the pool the test's agent joins (same actor options) is
+    started and warm before the agent starts its sub-agent, and kept until the agent
+    closed. A sub-agent's timeout runs from its creation, waiting for an actor
+    included; a cold actor start (seconds of CPU on a loaded machine) would spend a
+    short one before the worker's first step. Nothing with the local launcher."""
+    if launcher.get("subagent_launcher") != "ray":
+        yield
+        return
+    from agentkit.subagent.launchers.ray import RayLauncher
+
+    warm = RayLauncher(Settings(**launcher))
+    try:
+        assert warm.prewarm(wait=120) >= 1, "no Ray host actor became warm"
+        yield
+    finally:
+        warm.close()
 
 
 def pid_of(handle: Any) -> int:
@@ -511,7 +532,11 @@ def test_timeout_kills_worker_and_commands_keeps_partial_files(
             ]
         },
     )
-    with FakeOpenAIServer(router) as server, make_agent(server, workspace, **launcher) as agent:
+    with (
+        warm_pool(launcher),
+        FakeOpenAIServer(router) as server,
+        make_agent(server, workspace, **launcher) as agent,
+    ):
         agent.run("t")
         data = last_json(main_requests(server)[1])
         mark = agent.manager.agents[1].spec.process_mark
@@ -547,6 +572,7 @@ def test_wrapup_message_sent_before_the_timeout(workspace: Path, launcher: dict[
         subs={1: [calls(call("run_command", command="sleep 2.5")), finish_if_told]},
     )
     with (
+        warm_pool(launcher),
         FakeOpenAIServer(router) as server,
         make_agent(server, workspace, **launcher, subagent_wrapup_at=0.2) as agent,
     ):

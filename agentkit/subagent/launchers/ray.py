@@ -176,8 +176,11 @@ class RayWorker:
     def _placement(self) -> tuple[str, int | None]:
         with self._where_lock:
             self.ticket.filled.wait(CALL_TIMEOUT)  # a waiting sub-agent runs nowhere yet
-            if self._where is None and self.host is not None:
-                self._where = self._call("where") or ("", None)
+            host = self.host
+            if self._where is None and host is not None:
+                # An actor ended since (its pool's size, a dead node) answers no more:
+                # the node it was placed on is known all the same.
+                self._where = self._call("where") or (host.node_id, None)
             return self._where or ("", None)
 
     @property
