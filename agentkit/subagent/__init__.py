@@ -18,7 +18,8 @@ Three places (docs/architecture.md §4):
   ``notify`` (everything the main model is told about sub-agents), ``seed_tools``
   and ``inputs`` (the main agent's three tools and their argument rules),
   ``results`` (the blocking result's shape, get_sub_agent_status's rows); the
-  control plane (docs/control-plane.md): ``control`` (messages, questions, usage), ``waits``
+  control plane (docs/control-plane.md): ``control`` (questions, usage), ``delivery``
+  (messages and answers, their receipts), ``waits``
   (wait_for_sub_agents), ``control_tools`` (its four tools), ``continuation`` (continue_sub_agent),
   ``budget`` (token and cost budgets), ``typed_result`` (a profile's output_schema);
 - **in between**: ``contract`` (the status names, ``WorkerSpec``, the pipe messages,

@@ -11,7 +11,8 @@ besides create, status and terminate. One :class:`ControlPlane` per manager:
   SteerRead (messages now read); and each end (:meth:`ControlPlane.on_finished`: the
   question withdrawn, unread messages kept for the notification).
 - **to workers**: :meth:`ControlPlane.message` (message_sub_agent) and :meth:`answer`
-  (answer_sub_agent); wait_for_sub_agents is agentkit.subagent.waits'. A message or answer counts
+  (answer_sub_agent), delivered by agentkit.subagent.delivery; wait_for_sub_agents is
+  agentkit.subagent.waits'. A message or answer counts
   as delivered only when the worker's Receipt says it took it; an agent that ended
   between the call and the delivery is reported as not delivered, with its status. A
   message over ``CONTROL_TEXT_MAX`` characters, or one that would overfill the agent's
@@ -33,10 +34,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from agentkit import events as ev
 from agentkit import prompts
-from agentkit.subagent import inputs
+from agentkit.subagent import delivery
 from agentkit.subagent.budget import Limits, Meter
 from agentkit.subagent.contract import (
-    Answer,
     BudgetWarning,
     BudgetWrapUp,
     ControlMessage,
@@ -44,7 +44,6 @@ from agentkit.subagent.contract import (
     QuestionClosed,
     Receipt,
     Result,
-    Steer,
     SteerRead,
     UsageReport,
 )
@@ -55,12 +54,7 @@ if TYPE_CHECKING:
     from agentkit.subagent.state import SubAgent
     from agentkit.subagent.table import SubAgentTable
 
-__all__ = ["RECEIPT_SECONDS", "ControlPlane", "PendingQuestion", "session_meter"]
-
-RECEIPT_SECONDS = 10.0
-"""How long a message or answer waits for the worker's Receipt (its reader thread
-answers at once; only a worker that stopped reading takes this long)."""
-_LIMITS = ("too_long", "queue_full")  # a worker's refusals that :meth:`_over_limit` words
+__all__ = ["ControlPlane", "PendingQuestion", "session_meter"]
 
 
 @dataclass
@@ -131,10 +125,12 @@ class ControlPlane:
         """True with ``subagent_control`` on (the tools and the Session's methods)."""
         return bool(self.manager.settings.subagent_control)
 
-    def _phrase(self, key: str, **values: Any) -> str:
+    def phrase(self, key: str, **values: Any) -> str:
+        """The message ``key`` of agentkit.prompts in the manager's language."""
         return prompts.phrase(self.manager.language, key, **values)
 
-    def _next_ref(self) -> int:
+    def next_ref(self) -> int:
+        """A new reference number for a Steer or Answer (unique in this plane)."""
         with self._refs_lock:
             return next(self._refs)
 
@@ -148,7 +144,7 @@ class ControlPlane:
         elif isinstance(message, Question):
             self._question(agent, message)
         elif isinstance(message, QuestionClosed):
-            self._close_question(agent, message.request, "timed_out")
+            self.close_question(agent, message.request, "timed_out")
         elif isinstance(message, Receipt):
             receipt = message
             self.table.update(agent, lambda a: _keep_receipt(a, receipt), notify=True)
@@ -164,7 +160,7 @@ class ControlPlane:
         """The agent ended: its question is withdrawn, messages it never read kept."""
         question = self.table.update(agent, _keep_unread)
         if question is not None:
-            self._close_question(agent, question.request, "agent_ended")
+            self.close_question(agent, question.request, "agent_ended")
 
     def _usage(self, agent: SubAgent, report: UsageReport) -> None:
         self.table.update(agent, lambda a: _count_usage(a, report))
@@ -220,7 +216,7 @@ class ControlPlane:
         if self.on_question is not None:
             self.on_question(agent)
 
-    def _close_question(
+    def close_question(
         self, agent: SubAgent, request: int, outcome: str, answer: str | None = None, by: str = ""
     ) -> None:
         """End the pending question ``request`` (once): the clock runs again, and
@@ -254,140 +250,16 @@ class ControlPlane:
     def message(self, agent_id: int, text: str, *, by: str = "main") -> dict[str, Any]:
         """message_sub_agent: queue ``text`` for a running sub-agent's next request.
         Returns ``{"success": true, "status": "delivered", ...}`` once its worker took
-        it, else a refusal with its status (ended ones: the hint to continue it)."""
-        agent, refusal = self._running(agent_id, "message_not_running")
-        if agent is None:
-            return refusal
-        ref = self._next_ref()
-
-        def queue(agent: SubAgent) -> dict[str, Any] | None:  # the refusal, or None
-            if agent.status != "running" or agent.finishing:
-                return self._not_delivered(agent, "finishing")
-            refused = self._over_limit(agent, text)
-            if refused is None:
-                agent.steers[ref] = text
-                agent.receipts[ref] = None
-            return refused
-
-        refused = self.table.update(agent, queue)
-        if refused is not None:
-            return self._said(agent, text, by, refused)
-        self.manager.supervisor.send(agent, Steer(ref, text))
-        receipt = self._receipt(agent, ref)
-        if receipt is None or not receipt.accepted:
-            self.table.update(agent, lambda a: a.steers.pop(ref, None))
-            why = receipt.reason if receipt is not None else agent.status
-            limited = (
-                self.table.update(agent, lambda a: self._over_limit(a, text, why))
-                if why in _LIMITS
-                else None
-            )
-            refusal = limited if limited is not None else self._not_delivered(agent, why)
-            return self._said(agent, text, by, refusal)
-        done = {
-            "success": True,
-            "agent_id": agent_id,
-            "status": "delivered",
-            "message": self._phrase("message_delivered", agent_id=agent_id),
-        }
-        return self._said(agent, text, by, done)
-
-    def _said(self, agent: SubAgent, text: str, by: str, result: dict[str, Any]) -> dict[str, Any]:
-        delivered = bool(result.get("success"))
-        self.manager.emit(
-            ev.SubAgentMessage(agent_id=agent.spec.agent_id, text=text, delivered=delivered, by=by)
-        )
-        return result
-
-    def _over_limit(self, agent: SubAgent, text: str, why: str = "") -> dict[str, Any] | None:
-        """The refusal when ``text`` is too long or ``agent``'s unread queue is full
-        (``why``: the worker's reason, when it refused), else None. Runs under the
-        table's lock (SubAgentTable.update)."""
-        limit = inputs.steer_limit(list(agent.steers.values()), text, why)
-        if limit is None:
-            return None
-        key, values = limit
-        error = self._phrase(key, agent_id=agent.spec.agent_id, **values)
-        refusal = self._not_delivered(agent, why)
-        return {**refusal, "error": error}
-
-    def _not_delivered(self, agent: SubAgent, why: str) -> dict[str, Any]:
-        status = agent.status
-        key = "message_refused" if status == "running" else "message_not_running"
-        return {
-            "success": False,
-            "agent_id": agent.spec.agent_id,
-            "status": status,
-            "delivered": False,
-            "error": self._phrase(key, agent_id=agent.spec.agent_id, status=status, reason=why),
-        }
+        it, else a refusal with its status (ended ones: the hint to continue it);
+        agentkit.subagent.delivery.message."""
+        return delivery.message(self, agent_id, text, by=by)
 
     def answer(self, agent_id: int, text: str, *, by: str = "main") -> dict[str, Any]:
         """answer_sub_agent: answer the agent's pending question. Delivered once its
         worker took the answer (its ask_parent returns it); else a refusal saying why
-        (no question pending, it stopped waiting, it ended)."""
-        agent, refusal = self._running(agent_id, "no_question")
-        if agent is None:
-            return refusal
-        ref = self._next_ref()
-
-        def pending(agent: SubAgent) -> PendingQuestion | None:
-            question: PendingQuestion | None = agent.question
-            if agent.status != "running" or question is None:
-                return None
-            agent.receipts[ref] = None  # awaited
-            return question
-
-        question = self.table.update(agent, pending)
-        if question is None:
-            return self._no_question(agent)
-        self.manager.supervisor.send(agent, Answer(ref, question.request, text))
-        receipt = self._receipt(agent, ref)
-        if receipt is None or not receipt.accepted:
-            return self._no_question(agent)
-        self._close_question(agent, question.request, "answered", text, by)
-        return {
-            "success": True,
-            "agent_id": agent_id,
-            "status": "answered",
-            "message": self._phrase("answer_delivered", agent_id=agent_id),
-        }
-
-    def _no_question(self, agent: SubAgent) -> dict[str, Any]:
-        status = agent.status
-        return {
-            "success": False,
-            "agent_id": agent.spec.agent_id,
-            "status": status,
-            "error": self._phrase("no_question", agent_id=agent.spec.agent_id, status=status),
-        }
-
-    def _running(self, agent_id: int, ended_key: str) -> tuple[Any, dict[str, Any]]:
-        """``(agent, {})`` for a sub-agent of this conversation, else ``(None, refusal)``
-        (control off, an unknown id, one of an earlier run: its status)."""
-        if not self.enabled:
-            error = self._phrase("control_off")
-            return None, {"success": False, "agent_id": agent_id, "error": error}
-        agent, earlier = self.table.find(agent_id)
-        if agent is not None:
-            return agent, {}
-        if earlier is not None:
-            error = self._phrase(ended_key, agent_id=agent_id, status=earlier, reason=earlier)
-            return None, {"success": False, "agent_id": agent_id, "status": earlier, "error": error}
-        error = self._phrase("unknown_agent", agent_id=agent_id)
-        return None, {"success": False, "agent_id": agent_id, "status": "not_found", "error": error}
-
-    def _receipt(self, agent: SubAgent, ref: int) -> Receipt | None:
-        """Wait for the Receipt ``ref``; None when the agent ended first or none came."""
-
-        def came() -> bool:
-            return agent.receipts.get(ref) is not None or agent.status != "running"
-
-        def take(_: bool) -> Receipt | None:
-            receipt = agent.receipts.pop(ref, None)
-            return receipt if isinstance(receipt, Receipt) else None
-
-        return self.table.wait_then(came, RECEIPT_SECONDS, take)
+        (no question pending, it stopped waiting, it ended);
+        agentkit.subagent.delivery.answer."""
+        return delivery.answer(self, agent_id, text, by=by)
 
 
 # What the control plane does to one sub-agent under the table's lock
