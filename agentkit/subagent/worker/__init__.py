@@ -5,8 +5,9 @@ agentkit.subagent, and agentkit.subagent.launchers starts this process.
 
 - this module: :func:`worker_main`, the process's entry point (launchers and the Ray
   host call it; the forkserver preloads this module), and :class:`Worker`, one
-  sub-agent's life: ``prepare`` (settings, prompts, tools, engine), ``run``,
-  ``report`` (final record, Result, no leftovers) and ``parent_gone``.
+  sub-agent's life: ``run``, ``report`` (final record, Result, no leftovers) and
+  ``parent_gone``.
+- ``setup``: what is built before the run (settings, opening messages, tools, engine).
 - ``hooks``: the sub-agent's role in the engine: finish_task, Progress, wrap-up,
   the finish_task reminder, usage and budgets.
 - ``steering``: the control plane's side here: steering messages, ask_parent.
@@ -48,16 +49,12 @@ import agentkit.tools.search  # noqa: F401
 import agentkit.tools.shell  # noqa: F401
 import agentkit.tools.web  # noqa: F401
 from agentkit import prompts, tracing
-from agentkit.confined import folder as confined_folder
-from agentkit.conventions.gather import spec_section
 from agentkit.conversation import Conversation, utc_now
 from agentkit.cost import warm as warm_prices
 from agentkit.engine import Engine
 from agentkit.process import sandbox
 from agentkit.process.redact import scrub_error
 from agentkit.process.tree import AGENT_MARK_VAR
-from agentkit.prompts import prompt_values
-from agentkit.settings import Settings
 from agentkit.subagent.contract import Endpoint, EndStatus, Result, Status, WorkerSpec
 from agentkit.subagent.record import (
     ORPHANED_ERROR,
@@ -68,15 +65,13 @@ from agentkit.subagent.record import (
     transcript_writer,
     write_record,
 )
-from agentkit.subagent.worker.approvals import worker_gate
-from agentkit.subagent.worker.continued import continued_start, earlier_runtime
-from agentkit.subagent.worker.hooks import SubAgentHooks, make_finish_tool, progress
+from agentkit.subagent.worker.continued import earlier_runtime
+from agentkit.subagent.worker.hooks import SubAgentHooks, progress
 from agentkit.subagent.worker.parent_link import ParentLink
-from agentkit.subagent.worker.registry import WorkerTools, worker_profile, worker_tools
-from agentkit.subagent.worker.sandbox_scope import command_settings, confine_writes
-from agentkit.subagent.worker.steering import WorkerControl, make_ask_parent_tool
+from agentkit.subagent.worker.registry import WorkerTools
+from agentkit.subagent.worker.setup import prepare
+from agentkit.subagent.worker.steering import WorkerControl
 from agentkit.tokens import count_text
-from agentkit.tools.base import ToolContext
 from agentkit.tools.os_errors import describe_os_error
 from agentkit.tools.registry import ToolRegistry
 
@@ -110,7 +105,7 @@ def worker_main(spec: WorkerSpec, conn: Endpoint) -> None:
     tracing.start_worker(spec)  # the parent traces: so does this process (agentkit.tracing)
     with tracing.subagent_span(worker):
         try:
-            worker.run(worker.prepare())
+            worker.run(prepare(worker))
         except BaseException as exc:  # the worker must report, whatever happened
             worker.error = scrub_error(f"{type(exc).__name__}: {exc}")
             worker.result_summary = worker.result_summary or worker.error
@@ -171,8 +166,8 @@ class Worker:
         # starts and no new command runs while the end is being recorded.
         self.cancel = threading.Event()
         self._gone = threading.Lock()
-        self._hooks: SubAgentHooks | None = None
-        self._tools: WorkerTools | None = None
+        self.hooks: SubAgentHooks | None = None  # set by setup.prepare
+        self.tools: WorkerTools | None = None
 
     # ------------------------------------------------------------------ life
     def handle_signals(self) -> None:
@@ -201,62 +196,14 @@ class Worker:
         os.read(read_end, 1)
         self.parent_gone(False)
 
-    def prepare(self) -> Engine:
-        """Build the settings (the profile's, the narrower sandbox), the opening
-        messages (docs/specification.md §3, §5), the tools and the engine."""
-        spec = self.spec
-        # Validated by the parent already; constructing skips re-reading the environment.
-        settings = command_settings(spec, Settings.model_construct(**spec.settings))
-        profile = worker_profile(spec)
-        if profile is not None:
-            settings = profile.apply(settings)
-        self.conversation.model = settings.model
-        with confined_folder(self.workspace, self.deliverables, create=True):
-            pass  # through no link below the workspace (a command may have planted one)
-        continued = continued_start(
-            spec, settings.language, lambda when: _opening(spec, settings, profile, when)[0]
-        )
-        if continued is not None:
-            self.conversation.messages, self.conversation.stats = continued
-        else:
-            self.conversation.messages = _opening(spec, settings, profile)
-        control = self.control = WorkerControl(self.link.send, settings)
-        self.link.set_control(control.receive)
-        hooks = self._hooks = SubAgentHooks(spec, settings, self.link, control)
-        from agentkit.llm import LLMClient
-
-        extra = [make_ask_parent_tool(control.asker, settings.language)]
-        tools = agentkit.tools.base_tools() + (extra if settings.subagent_control else [])
-        finish = _finish_tool(hooks, settings, profile)
-        self._tools = worker_tools(spec, settings, tools, finish)
-        claim, scope = confine_writes(spec, self.link.claim)
-        ctx = ToolContext(
-            workspace=self.workspace,
-            settings=settings,
-            cancel=self.cancel,
-            claim_write=claim,
-            process_mark=spec.process_mark,
-            write_scope=scope,
-            gate=worker_gate(spec, settings, profile, self.link.ask_approval),
-        )
-        return Engine(
-            model=LLMClient(settings),
-            registry=self._tools.registry,
-            conversation=self.conversation,
-            ctx=ctx,
-            hooks=hooks,
-            save=self._save,
-            max_turns=settings.subagent_max_turns,
-        )
-
     def run(self, engine: Engine) -> None:
         """Run the engine to its end and take how the sub-agent ended from it."""
-        hooks, language = self._hooks, engine.settings.language
-        assert hooks is not None and self._tools is not None
-        self._save(self.conversation)
+        hooks, language = self.hooks, engine.settings.language
+        assert hooks is not None and self.tools is not None
+        self.save(self.conversation)
         outcome = engine.run()
         engine.close()
-        self._tools.close()
+        self.tools.close()
         if hooks.finished is not None:
             success, self.result_summary = hooks.finished
             self.status = "completed" if success else "failed"
@@ -351,7 +298,8 @@ class Worker:
             ending=ending,
         )
 
-    def _save(self, conversation: Conversation) -> None:
+    def save(self, conversation: Conversation) -> None:
+        """Save the record as running (the engine's save callback)."""
         # In the engine's thread, at a point where messages and counters agree.
         self.transcript.save(self.record("running"))
 
@@ -386,44 +334,3 @@ class Worker:
             shown = record_relpath(self.spec.deliverables_dir)
             why = f"the sub-agent's record {shown} could not be written: {describe_os_error(exc)}"
             return record, why
-
-
-def _finish_tool(hooks: SubAgentHooks, settings: Settings, profile: Any) -> Any:
-    """finish_task: the seed's, or with a typed ``result`` under the profile's output_schema."""
-    schema = getattr(profile, "output_schema", None)
-    if schema:
-        from agentkit.subagent.typed_result import make_typed_finish_tool
-
-        return make_typed_finish_tool(
-            hooks.on_finish, schema, settings.language, settings.subagent_max_nudges
-        )
-    return make_finish_tool(hooks.on_finish, settings.language)
-
-
-def _opening(
-    spec: WorkerSpec, settings: Settings, profile: Any, when: str | None = None
-) -> list[dict[str, Any]]:
-    """The sub-agent's system prompt and first user message (docs/specification.md §3,
-    §5); a profile's text comes after the seed's prompt, which stays word for word, then
-    AGENTS.md and the skill list the parent resolved (agentkit.conventions). ``when``:
-    the prompt's ``{current_time}`` (None: now)."""
-    language = settings.language
-    values = prompt_values(Path(spec.workspace))
-    if when is not None:
-        values["current_time"] = when
-    system = prompts.render(language, "subagent/system.txt", **values)
-    if profile is not None and profile.prompt:
-        system += f"\n\n{profile.prompt}"
-    if settings.subagent_control:  # the seed's prompt says it asks nothing: now it may
-        system += "\n\n" + prompts.render(language, "subagent/control_system.txt")
-    system += spec_section(spec.extra)
-    task = prompts.render(
-        language,
-        "subagent/initial_user.txt",
-        agent_id=spec.agent_id,
-        summary=spec.summary,
-        task=spec.task,
-        deliverables_dir=spec.deliverables_dir,
-        timeout_seconds=spec.timeout_seconds,
-    )
-    return [{"role": "system", "content": system}, {"role": "user", "content": task}]
