@@ -429,13 +429,48 @@ def test_a_waiting_sub_agent_timeout_clock_is_paused(
     with open_session(
         workspace, settings_for(server, approvals={"write_file": "ask"}), recorder
     ) as session:
+        # The clock counts from the sub-agent's creation, its worker's start included,
+        # which on a loaded machine alone outlasts one second: the test holds its own
+        # pause of the clock (nested with the approval's) but for the wait under test.
+        held = HeldClock(session)
         session.send("start one", 60)
         asked = recorder.wait_for(ev.ApprovalRequested, timeout=60)[0]
+        held.release()  # from here only the approval's pause stops the clock
         # Twice its whole timeout passes while it waits for the person.
         assert not wait_until(lambda: bool(recorder.of(ev.SubAgentFinished)), timeout=2.0)
+        held.hold()  # and the rest of its run (a write and a reply) is not on the clock
         session.approve(asked.request_id, "allow")
         [done] = recorder.wait_for(ev.SubAgentFinished, timeout=60)
     assert done.info["status"] == "completed"
+
+
+class HeldClock:
+    """Pauses each sub-agent's timeout clock from just before its worker starts (wraps
+    the session's real launcher); :meth:`release` ends the pause, :meth:`hold` takes it
+    again. Nested with the product's own pauses (SubAgent.pause_clock)."""
+
+    def __init__(self, session: Session) -> None:
+        self.manager = session.manager
+        self.launcher = self.manager.launcher
+        self.held: list[Any] = []
+        self.manager.launcher = self  # type: ignore[assignment]
+
+    def start(self, spec: Any) -> Any:
+        agent = self.manager.agents[spec.agent_id]
+        agent.pause_clock()
+        self.held.append(agent)
+        return self.launcher.start(spec)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.launcher, name)
+
+    def hold(self) -> None:
+        for agent in self.held:
+            agent.pause_clock()
+
+    def release(self) -> None:
+        for agent in self.held:
+            agent.resume_clock()
 
 
 def test_a_question_and_an_approval_at_once_keep_the_clock_paused_until_both_end(
