@@ -20,7 +20,8 @@ from agentkit.conversation import (
     conversations_dir,
 )
 from agentkit.errors import AgentkitError
-from agentkit.subagent.record import fallback_path, list_deliverables, load_record, record_path
+from agentkit.subagent.record import fallback_path, load_record, record_path
+from agentkit.subagent.record_folder import list_deliverables
 from agentkit.subagent.reuse import earlier_folder
 from agentkit.subagent.sweep import conversation_held, live_rows
 

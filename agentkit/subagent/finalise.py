@@ -23,7 +23,6 @@ from agentkit.subagent.record import (
     NO_TOKENS,
     Ending,
     build_record,
-    clean_temp_files,
     fallback_path,
     folder_lock,
     may_replace,
@@ -32,6 +31,7 @@ from agentkit.subagent.record import (
     record_runs,
     write_record,
 )
+from agentkit.subagent.record_folder import clean_temp_files
 
 if TYPE_CHECKING:
     from agentkit.subagent.contract import Status, WorkerSpec

@@ -33,7 +33,7 @@ from agentkit.subagent.contract import Launcher
 from agentkit.subagent.control import ControlPlane
 from agentkit.subagent.endings import write_kept_records
 from agentkit.subagent.launchers import make_launcher
-from agentkit.subagent.record import list_deliverables
+from agentkit.subagent.record_folder import list_deliverables
 from agentkit.subagent.results import asked_result, blocking_result, capped_summary
 from agentkit.subagent.state import SubAgent, earlier_rows
 from agentkit.subagent.supervisor import ApprovalHandler, Supervisor

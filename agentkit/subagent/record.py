@@ -1,15 +1,15 @@
 """A sub-agent's record on disk: ``<deliverables_dir>/.subagent/conversations.json`` (docs/specification.md §6).
 
-One job: the record's one definition (building, writing, reading, archiving) and
-the deliverables folder around it. The seed's fields (agent_id, summary,
-created_at, completed_at, messages, stats with runtime_seconds, the four seed
-counters and token_usage) plus status (running, completed, failed, timeout,
-terminated), result_summary, task, sub_conversation_id and error, ``conventions``
-(the AGENTS.md files and skills it was given) when there were any, ``archive``
-(the originals of messages shrunk or compacted to fit the context window: nothing
-the sub-agent saw is lost) and ``journal_seq``. The worker saves it after every
-turn through agentkit.subagent.transcript: a line in the journal beside it, and
-now and then the whole file, atomically (temp file + rename); every reader here
+One job: the record's one definition (building, writing, reading); the deliverables
+folder around it is agentkit.subagent.record_folder's (archiving, temp files, listing).
+The seed's fields (agent_id, summary, created_at, completed_at, messages, stats with
+runtime_seconds, the four seed counters and token_usage) plus status (running,
+completed, failed, timeout, terminated), result_summary, task, sub_conversation_id and
+error, ``conventions`` (the AGENTS.md files and skills it was given) when there were
+any, ``archive`` (the originals of messages shrunk or compacted to fit the context
+window: nothing the sub-agent saw is lost) and ``journal_seq``. The worker saves it
+after every turn through agentkit.subagent.transcript: a line in the journal beside it,
+and now and then the whole file, atomically (temp file + rename); every reader here
 (:func:`load_record`, :func:`read_record`) applies the journal
 (agentkit.subagent.journal). The parent finalises it when it kills a worker
 (agentkit.subagent.finalise).
@@ -34,13 +34,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentkit.confined import folder as confined_folder
-from agentkit.confined import list_files, open_folder
+from agentkit.confined import open_folder
 from agentkit.conventions.gather import record_metadata
 from agentkit.conversation import state_path, utc_now
 from agentkit.jsonfile import read_json, write_json_atomic
 from agentkit.subagent.journal import (
-    JOURNAL_FILE,
     apply_journal,
     drop_journal,
     journal_ends,
@@ -367,53 +365,3 @@ def fallback_record(root: Path, sub_conversation_id: object) -> dict[str, Any] |
         return None
     same = isinstance(data, dict) and data.get("sub_conversation_id") == sub_conversation_id
     return data if same and data.get("status") in FINAL_STATUSES else None
-
-
-def archive_record(deliverables: Path, root: Path) -> Path | None:
-    """Move an earlier sub-agent's record out of the way before a new one starts in
-    the same folder: ``.subagent/conversations.<sub_conversation_id>.json``.
-
-    Nothing is lost when a later run (or a continued conversation) reuses a
-    deliverables folder. Returns the new path, or None when there was no record.
-    """
-    current = record_path(deliverables)
-    if not current.is_file():
-        return None
-    old = read_record(deliverables) or {}
-    name = str(old.get("sub_conversation_id") or f"archived-{int(current.stat().st_mtime)}")
-    target = current.with_name(f"conversations.{name}.json")
-    journaled = bool(old) and current.with_name(JOURNAL_FILE).exists()
-    if journaled:
-        write_json_atomic(target, old, root=root)  # with what its journal held
-    with confined_folder(root, current.parent) as fd:  # no link below root is followed
-        if journaled:
-            os.unlink(current.name, dir_fd=fd)
-            os.unlink(JOURNAL_FILE, dir_fd=fd)
-        else:
-            os.replace(current.name, target.name, src_dir_fd=fd, dst_dir_fd=fd)
-    return target
-
-
-def clean_temp_files(deliverables: Path, *, root: Path) -> None:
-    """Remove temp files a killed worker may have left beside the record (through
-    no link below ``root``, as write_record)."""
-    try:
-        with confined_folder(root, deliverables / RECORD_DIR) as fd:
-            for name in os.listdir(fd):
-                if name.startswith(f".{RECORD_FILE}.") and name.endswith(".tmp"):
-                    with contextlib.suppress(OSError):
-                        os.unlink(name, dir_fd=fd)
-    except OSError:
-        return
-
-
-def list_deliverables(deliverables: Path, limit: int, root: Path) -> tuple[list[str], int]:
-    """Return ``(files, total)``: up to ``limit`` files under ``deliverables`` (relative,
-    forward slashes, sorted), skipping the ``.subagent`` record folder; ``total``
-    counts them all. ``root`` (the workspace): no link below it is followed, and a
-    folder reached through one, or missing, lists nothing (agentkit.confined)."""
-    try:
-        files = list_files(root, deliverables, skip=RECORD_DIR)
-    except OSError:
-        return [], 0
-    return files[:limit], len(files)

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentkit import prompts
-from agentkit.subagent.record import list_deliverables, record_relpath
+from agentkit.subagent.record import record_relpath
+from agentkit.subagent.record_folder import list_deliverables
 from agentkit.subagent.state import STATUS_KEYS
 
 if TYPE_CHECKING:

@@ -4,7 +4,7 @@ One job: :func:`set_aside_earlier`. Sub-agent ids count from 1 in every
 conversation, and the default deliverables folder is ``sub_agent_results/
 agent_<id>`` (docs/specification.md §6), so a later conversation's sub-agent 1
 starts in the folder an earlier conversation's sub-agent 1 finished in. Its record
-is archived beside the new one (agentkit.subagent.record.archive_record); its files
+is archived beside the new one (agentkit.subagent.record_folder.archive_record); its files
 are moved here, into ``.subagent/earlier/<its sub_conversation_id>/``, so the new
 sub-agent neither overwrites them nor mistakes them for its own (a new user's
 trial: a second conversation's ``findings.md`` replaced the first's). A folder

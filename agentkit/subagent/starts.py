@@ -23,7 +23,8 @@ from agentkit.conventions import subagent_extra
 from agentkit.subagent.admission import Request, admit, take_folder
 from agentkit.subagent.budget import carve
 from agentkit.subagent.placement import folder_choices
-from agentkit.subagent.record import Ending, archive_record
+from agentkit.subagent.record import Ending
+from agentkit.subagent.record_folder import archive_record
 from agentkit.subagent.reuse import set_aside_earlier
 from agentkit.subagent.state import SubAgent, worker_spec
 from agentkit.subagent.sweep import sweep_record

@@ -43,7 +43,8 @@ from agentkit.subagent.contract import (
     WrapUp,
 )
 from agentkit.subagent.endings import end_summary, finalise, shown
-from agentkit.subagent.record import Ending, list_deliverables, read_record
+from agentkit.subagent.record import Ending, read_record
+from agentkit.subagent.record_folder import list_deliverables
 from agentkit.subagent.state import SubAgent
 from agentkit.subagent.table import SubAgentTable
 

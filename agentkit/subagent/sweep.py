@@ -25,7 +25,8 @@ from typing import Any
 
 from agentkit.conversation import PROCESS_GONE, SEED_COUNTERS, conversations_dir, utc_now
 from agentkit.subagent.finalise import write_end
-from agentkit.subagent.record import FINAL_STATUSES, _stored_head, clean_temp_files, read_record
+from agentkit.subagent.record import FINAL_STATUSES, _stored_head, read_record
+from agentkit.subagent.record_folder import clean_temp_files
 
 # Written into a record found "running" at the next start whose worker is gone.
 KILLED_ERROR = (

@@ -224,7 +224,7 @@ def test_a_whole_write_by_the_parent_drops_the_journal(tmp_path: Path) -> None:
 
 
 def test_archiving_an_earlier_record_keeps_what_its_journal_held(tmp_path: Path) -> None:
-    from agentkit.subagent.record import archive_record
+    from agentkit.subagent.record_folder import archive_record
 
     folder = tmp_path / "d"
     _, _, before = big_writer(folder, tmp_path)
