@@ -1140,17 +1140,52 @@ def test_a_terminate_message_alone_ends_a_worker_and_its_commands(
 
 def test_two_agents_on_one_workspace_do_not_share_a_running_folder(workspace: Path) -> None:
     """Regression: two Agents on one workspace both ran sub_agent_results/agent_1,
-    and one transcript was lost."""
+    and one transcript was lost. The default folder now gives way (issue 33 item 8):
+    the second conversation's sub-agent 1 runs in a folder of its own while the
+    first's runs on, each folder's record naming its own sub-agent; the held
+    default, asked for by name, is still refused, naming its holder."""
+    from agentkit.subagent.placement import default_folder, own_folder
+    from agentkit.subagent.record import read_record
+
     router = Router(main=["unused"], subs={1: [calls(call("run_command", command="sleep 1000"))]})
     with FakeOpenAIServer(router) as server:
         first, second = make_agent(server, workspace), make_agent(server, workspace)
-        started = first.manager.create(agent_id=1, summary="甲", task="t", run_in_background=True)
-        wait_until(lambda: first.manager.agents[1].last_action.startswith("正在运行"))
-        refused = second.manager.create(agent_id=1, summary="乙", task="t", run_in_background=True)
-        first.close()
-        second.close()
-    assert started["success"] is True
-    assert refused["success"] is False and started["sub_conversation_id"] in refused["error"]
+        try:
+            started = first.manager.create(
+                agent_id=1, summary="甲", task="t", run_in_background=True
+            )
+            assert wait_until(
+                lambda: first.manager.agents[1].last_action.startswith("正在运行"), 60
+            )
+            other = second.manager.create(
+                agent_id=1, summary="乙", task="t", run_in_background=True
+            )
+            assert other["success"] is True, other  # the default gave way, not refused
+            assert wait_until(
+                lambda: second.manager.agents[1].last_action.startswith("正在运行"), 60
+            )
+            both_running = (
+                first.manager.agents[1].status == "running" == second.manager.agents[1].status
+            )
+            named = second.manager.create(
+                agent_id=2,
+                summary="丙",
+                task="t",
+                deliverables_dir=default_folder(1),
+                run_in_background=True,
+            )
+            conversation = second.conversation.id
+        finally:
+            first.close()
+            second.close()
+    assert started["success"] is True, started
+    assert started["deliverables_dir"] == default_folder(1)
+    assert other["deliverables_dir"] == own_folder(conversation, 1)
+    assert both_running
+    for result in (started, other):  # each folder holds its own sub-agent's record
+        record = read_record(workspace / result["deliverables_dir"])
+        assert record is not None and record["sub_conversation_id"] == result["sub_conversation_id"]
+    assert named["success"] is False and started["sub_conversation_id"] in named["error"]
 
 
 def test_a_sub_agent_stopped_while_it_launches_a_command_leaves_nothing(
