@@ -194,7 +194,9 @@ def test_output_of_tools_and_workers_never_reaches_the_protocol(workspace: Path)
             while (message := agent.read()).get("id") != 2:  # read() requires JSON objects
                 assert message["jsonrpc"] == "2.0" and message["method"] == "session/update"
                 seen.append(message["params"]["update"])
-            assert message["result"] == {"stopReason": "end_turn"}
+            # Each prompt's answer says the language in use (docs/acp.md, session/new).
+            meta = {"agentkit": {"language": "en"}}
+            assert message["result"] == {"stopReason": "end_turn", "_meta": meta}
             ended = [u for u in seen if u.get("status") in ("completed", "failed")]
             assert [u["status"] for u in ended] == ["completed", "completed"]
         finally:
