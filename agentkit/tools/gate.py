@@ -230,10 +230,24 @@ class ToolGate:
                 return self._with_context(self._refusal(tool, answer), "PreToolUse", context)
         started = time.monotonic()
         result = execute()
-        if rewritten:  # the model (and the transcript) read the input that really ran
-            used = cap_reason(json.dumps(arguments, ensure_ascii=False, default=str))
+        return self._after(tool, fields, arguments if rewritten else None, started, result, context)
+
+    def _after(
+        self,
+        tool: str,
+        fields: dict[str, Any],
+        rewritten: dict[str, Any] | None,
+        started: float,
+        result: ToolResult,
+        context: list[str],
+    ) -> ToolResult:
+        """After the tool ran (``started``: its monotonic start): the input a hook
+        rewrote (``rewritten``) noted for the model, PostToolUse run, its objection
+        and both hooks' additional context (PreToolUse's ``context``) attached."""
+        if rewritten is not None:  # the model (and the transcript) read the input that ran
+            used = cap_reason(json.dumps(rewritten, ensure_ascii=False, default=str))
             result = result.with_note(say(self.language, "hook_rewrote", arguments=used))
-            result.meta["updated_input"] = arguments
+            result.meta["updated_input"] = rewritten
         after = self._hooks(
             "PostToolUse",
             tool,
