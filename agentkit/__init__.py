@@ -68,12 +68,8 @@ if TYPE_CHECKING:
     )
     from agentkit.profiles import AgentProfile
     from agentkit.settings import Settings
-    from agentkit.spawn import (
-        AsyncSubAgentHandle,
-        SubAgentHandle,
-        SubAgentRefused,
-        SubAgentResult,
-    )
+    from agentkit.spawn import SubAgentRefused
+    from agentkit.spawn_handles import AsyncSubAgentHandle, SubAgentHandle, SubAgentResult
     from agentkit.tools.base import Tool, ToolContext, ToolResult
     from agentkit.tools.registry import ToolRegistry
 
@@ -86,10 +82,10 @@ _LAZY = {
     "AgentRun": "agentkit.agent_run",
     "AgentProfile": "agentkit.profiles",
     "Settings": "agentkit.settings",
-    "AsyncSubAgentHandle": "agentkit.spawn",
-    "SubAgentHandle": "agentkit.spawn",
+    "AsyncSubAgentHandle": "agentkit.spawn_handles",
+    "SubAgentHandle": "agentkit.spawn_handles",
     "SubAgentRefused": "agentkit.spawn",
-    "SubAgentResult": "agentkit.spawn",
+    "SubAgentResult": "agentkit.spawn_handles",
     "Tool": "agentkit.tools.base",
     "ToolContext": "agentkit.tools.base",
     "ToolRegistry": "agentkit.tools.registry",
