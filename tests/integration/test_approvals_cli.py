@@ -70,6 +70,17 @@ def asked(chat: JsonlChat) -> dict[str, Any]:
     return chat.until(lambda e: e["type"] == "ApprovalRequested")[-1]
 
 
+def answer(chat: JsonlChat, line: str, then: str = "RoundFinished") -> tuple[Any, Any]:
+    """Send an answer command; return its result and the first ``then`` event.
+    The answer lets the waiting call go on at once, so on a loaded machine ``then``
+    may be printed before the command's result: it is looked for among the lines
+    read on the way too."""
+    chat.send(line)
+    read = chat.until(lambda e: e["type"] in ("CommandResult", "Error"))
+    early = [e for e in read if e["type"] == then]
+    return read[-1], early[0] if early else chat.until(lambda e: e["type"] == then)[-1]
+
+
 def test_jsonl_ask_allow_deny_and_always(
     workspace: Path, tmp_path: Path, model: Any, server: FakeOpenAIServer
 ) -> None:
@@ -86,21 +97,22 @@ def test_jsonl_ask_allow_deny_and_always(
             "type": "ApprovalRequested", "agent_id": None, "tool": "write_file",
             "arguments": {"path": "one.txt", "content": "x\n"},
         }  # fmt: skip
-        done = chat.command(f"/approve {request['request_id']}")
+        done, ended = answer(chat, f"/approve {request['request_id']}")
         assert done["type"] == "CommandResult" and done["ok"] and done["decision"] == "allow"
-        assert chat.round_end()["final_text"] == "one"
+        assert ended["final_text"] == "one"
         chat.send("write two")
         request = asked(chat)
-        done = chat.command(f"/deny {request['request_id']} not in this folder")
+        done, _ = answer(chat, f"/deny {request['request_id']} not in this folder")
         assert done["decision"] == "deny" and done["note"] == "not in this folder"
-        chat.round_end()
         assert '"not in this folder"' in results(server.requests[-1])["call_two.txt"]
         chat.send("write three")
         request = asked(chat)
-        assert (
-            chat.command(f"/approve-always {request['request_id']}")["decision"] == "allow_always"
-        )
-        chat.round_end()
+        # "Always" remembers what was asked (docs/approvals.md): here the rule, so it
+        # covers four.txt too, and the line says so before anyone chooses it.
+        assert request["key"] == "write_file"
+        assert request["always"] == "every call the approvals rule 'write_file' asks about"
+        done, _ = answer(chat, f"/approve-always {request['request_id']}")
+        assert done["decision"] == "allow_always"
         chat.send("write four")  # allowed for the conversation: no request
         chat.round_end()
         again = chat.command(f"/approve {request['request_id']}")
@@ -131,10 +143,12 @@ def test_jsonl_a_background_sub_agent_is_answered_while_the_main_agent_is_idle(
         assert request["agent_id"] == 1
         status = chat.command("/status")
         assert [r["request_id"] for r in status["approvals"]] == [request["request_id"]]
-        assert chat.command(f"/approve {request['request_id']}")["ok"]
-        finished = chat.until(lambda e: e["type"] == "SubAgentFinished")[-1]
+        done, finished = answer(chat, f"/approve {request['request_id']}", "SubAgentFinished")
+        assert done["ok"]
         assert finished["info"]["status"] == "completed"
-        chat.round_end()  # the completion's own round
+        after = chat.seen[next(i for i, e in enumerate(chat.seen) if e is finished) :]
+        if not of_type(after, "RoundFinished"):  # the completion's own round, unless read
+            chat.round_end()
         code, _ = chat.finish()
     finally:
         chat.kill()
