@@ -26,13 +26,13 @@ import sys
 from typing import Any
 
 from agentkit.cli.common import (
-    Signals,
     UsageError,
     agent_args,
     check_endpoint_flags,
     settings_from_args,
     workspace,
 )
+from agentkit.cli.signals import Signals
 
 __all__ = ["add_parser", "cmd_acp"]
 

@@ -46,7 +46,6 @@ from typing import TYPE_CHECKING, Any
 
 from agentkit.cli.commands import message_text
 from agentkit.cli.common import (
-    Signals,
     UsageError,
     agent_args,
     check_cli_settings,
@@ -56,6 +55,7 @@ from agentkit.cli.common import (
     workspace,
 )
 from agentkit.cli.safe_text import json_line
+from agentkit.cli.signals import Signals
 
 if TYPE_CHECKING:
     from agentkit.chat import Session, Workspace

@@ -19,7 +19,6 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from agentkit.cli.common import (
-    Signals,
     UsageError,
     check_cli_settings,
     check_endpoint_flags,
@@ -31,6 +30,7 @@ from agentkit.cli.common import (
     workspace as workspace_dir,
 )
 from agentkit.cli.safe_text import terminal_safe
+from agentkit.cli.signals import Signals
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -12,7 +12,6 @@ import signal
 from typing import Any
 
 from agentkit.cli.common import (
-    Signals,
     UsageError,
     agent_args,
     check_cli_settings,
@@ -21,6 +20,7 @@ from agentkit.cli.common import (
     workspace,
     workspace_arg,
 )
+from agentkit.cli.signals import Signals
 
 __all__ = ["add_parsers", "cmd_profiles", "cmd_serve"]
 

@@ -26,9 +26,10 @@ from typing import TYPE_CHECKING, Any
 from agentkit import events as ev
 from agentkit.cli.approve import Asks
 from agentkit.cli.commands import ChatCommands, CommandError, message_text, unsent_note
-from agentkit.cli.common import Signals, way_back
+from agentkit.cli.common import way_back
 from agentkit.cli.paste import typed_runs_as_paste
 from agentkit.cli.safe_text import terminal_safe
+from agentkit.cli.signals import Signals
 from agentkit.cli.terminal_view import TerminalView, render_markdown, style
 from agentkit.errors import AgentkitError
 from agentkit.language import shown_language

@@ -171,7 +171,7 @@ def test_a_second_signal_bounds_a_cleanup_that_never_ends(tmp_path: Path) -> Non
     script = tmp_path / "stuck.py"
     script.write_text(
         "import time\n"
-        "from agentkit.cli.common import Signals\n"
+        "from agentkit.cli.signals import Signals\n"
         "with Signals(leave_seconds=0.5) as signals:\n"
         "    print('ready', flush=True)\n"
         "    signals.leaving.wait()\n"

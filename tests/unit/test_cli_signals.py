@@ -26,7 +26,7 @@ command's own bound after a second signal is 5 s)."""
 
 # ------------------------------------------------------------- the Signals class
 def test_signals_absorb_then_leave_then_stay_ignored() -> None:
-    from agentkit.cli.common import Signals
+    from agentkit.cli.signals import Signals
 
     asked: list[int] = []
     left: list[int] = []
@@ -50,7 +50,7 @@ def test_signals_absorb_then_leave_then_stay_ignored() -> None:
 
 
 def test_signals_restore_the_previous_handlers_when_none_came() -> None:
-    from agentkit.cli.common import Signals
+    from agentkit.cli.signals import Signals
 
     before = signal.getsignal(signal.SIGTERM)
     with Signals() as signals:
