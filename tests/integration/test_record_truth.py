@@ -293,7 +293,12 @@ def _counted(record: dict[str, Any]) -> tuple[int, int, int, int]:
     return stats["commands"], stats["tool_calls"].get("run_command", 0), len(ok), len(results)
 
 
-@pytest.mark.parametrize("how", ["kill-main", "interrupt-group", "kill-group"])
+# kill-main runs serial: the orphaned worker records its own end under the product's
+# bounds (it waits 5 s at most for the record's lock, else writes a live snapshot), and
+# it failed once beside three other test workers on a loaded machine; alone it passes.
+@pytest.mark.parametrize(
+    "how", [pytest.param("kill-main", marks=pytest.mark.serial), "interrupt-group", "kill-group"]
+)
 def test_after_a_kill_the_counters_agree_with_the_transcript(workspace: Path, how: str) -> None:
     """Regression: SIGKILL of the main process left ``stats.commands=0`` beside a
     successful command in the transcript, SIGINT to the CLI's group left
@@ -325,7 +330,8 @@ def test_after_a_kill_the_counters_agree_with_the_transcript(workspace: Path, ho
                 else:
                     os.killpg(main.pid, signal.SIGKILL)
                 main.wait(60)
-                assert wait_until(lambda: not alive(worker), 20)  # noqa: B023
+                # A guard: the worker exits as soon as it has recorded its end.
+                assert wait_until(lambda: not alive(worker), 60)  # noqa: B023
             finally:
                 if main.poll() is None:
                     os.killpg(main.pid, signal.SIGKILL)
