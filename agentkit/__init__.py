@@ -31,7 +31,7 @@ from agentkit.errors import (
 )
 
 if TYPE_CHECKING:
-    from agentkit.agent import Agent, RunResult
+    from agentkit.agent import Agent
     from agentkit.agent_run import AgentRun
     from agentkit.chat import RoundResult, Session, Workspace
     from agentkit.conversation import ConversationState
@@ -67,6 +67,7 @@ if TYPE_CHECKING:
         UserMessage,
     )
     from agentkit.profiles import AgentProfile
+    from agentkit.run_result import RunResult
     from agentkit.settings import Settings
     from agentkit.spawn import SubAgentRefused
     from agentkit.spawn_handles import AsyncSubAgentHandle, SubAgentHandle, SubAgentResult
@@ -78,7 +79,7 @@ if TYPE_CHECKING:
 # The events module is plain dataclasses: its names come from its own __all__.
 _LAZY = {
     "Agent": "agentkit.agent",
-    "RunResult": "agentkit.agent",
+    "RunResult": "agentkit.run_result",
     "AgentRun": "agentkit.agent_run",
     "AgentProfile": "agentkit.profiles",
     "Settings": "agentkit.settings",

@@ -12,28 +12,30 @@ uses directly (``send`` returns at the end of the round). An Agent owns one
 conversation at a time; a new conversation, loading another, ``close()`` and
 leaving the ``with`` block terminate every running sub-agent (docs/
 specification.md §8.5).
+
+Map: this module is the Agent class; what a run returns (:class:`RunResult`) and
+the wait for a run's every round live in agentkit.run_result, the asyncio form
+(``arun``, ``stream``) in agentkit.agent_run, ``spawn`` in agentkit.spawn.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from agentkit import events as ev
 from agentkit import prompts
 from agentkit.agent_run import AgentRun, in_thread, run_to_end
 from agentkit.chat.assembly import assemble
-from agentkit.chat.inbox import RoundResult
 from agentkit.chat.session import Session
 from agentkit.chat.setup import check_message
-from agentkit.conversation import Conversation, usage_total
-from agentkit.engine import Model, RunStatus
-from agentkit.errors import ConfigurationError, ErrorKind, RunFailed, RunFailedKind
-from agentkit.output import FINAL_RESULT, ModelT, OutputSpec, OutputT, output_spec, to_json
+from agentkit.conversation import Conversation
+from agentkit.engine import Model
+from agentkit.errors import ConfigurationError
+from agentkit.output import FINAL_RESULT, ModelT, output_spec
+from agentkit.run_result import RunResult, wait_for_everything
 from agentkit.settings import Settings
 from agentkit.tools.base import Agents, Tool, tool_from_function
 
@@ -42,72 +44,11 @@ if TYPE_CHECKING:
     from agentkit.spawn import AsyncSubAgentHandle, SubAgentHandle
     from agentkit.subagent.manager import SubAgentManager
 
+# RunResult lives in agentkit.run_result; importable from here as before.
 __all__ = ["Agent", "RunResult"]
 
 # A user tool function: @agent.tool gives it back unchanged, its type kept.
 _F = TypeVar("_F", bound=Callable[..., Any])
-
-
-@dataclass
-class RunResult(Generic[OutputT]):
-    """What :meth:`Agent.run` returns (``RunResult[Model]`` for a run with
-    ``output_type=Model``).
-
-    Attributes:
-        final_text: the main agent's last answer (None if it gave none).
-        conversation_id: id of the conversation (its file is ``transcript_path``).
-        status: a :data:`~agentkit.engine.RunStatus`: ``done``, ``failed`` or
-            ``cancelled``.
-        stats: the main agent's conversation stats (turns, tool_calls by name,
-            token_usage, seed counters, cost_usd: None when unknown) and ``usage_total``,
-            ``{"tokens", "cost_usd"}`` of the main agent and every sub-agent summed.
-        error: one line saying why, when status is not ``done``.
-        error_kind: an :data:`~agentkit.errors.ErrorKind`: the LLMError kind when a
-            model error ended the run (``connection``, ``authentication``,
-            ``quota_exhausted``...), ``budget_exhausted`` for a spent budget, else None.
-        transcript_path: the conversation JSON file.
-        output: the validated ``output_type`` instance the main agent gave through
-            ``final_result`` (its last valid one; ``final_text`` is its JSON), None
-            without ``output_type`` or when the run failed before one
-            (``error_kind`` ``output_invalid``: none was valid within
-            ``output_retries``).
-    """
-
-    final_text: str | None
-    conversation_id: str
-    status: RunStatus
-    stats: dict[str, Any] = field(default_factory=dict)
-    error: str | None = None
-    transcript_path: Path | None = None
-    error_kind: ErrorKind | None = None
-    output: OutputT | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """Return a JSON-able dict (the CLI's ``--json`` output; ``output``, dumped as
-        JSON, only when there is one)."""
-        extra = {"output": to_json(self.output)} if self.output is not None else {}
-        return {
-            "final_text": self.final_text,
-            "conversation_id": self.conversation_id,
-            "status": self.status,
-            "stats": self.stats,
-            "error": self.error,
-            "error_kind": self.error_kind,
-            "transcript_path": str(self.transcript_path) if self.transcript_path else None,
-            **extra,
-        }
-
-    def raise_for_status(self) -> RunResult[OutputT]:
-        """Return this result when the run succeeded (status ``done``), so that
-        ``agent.run(task).raise_for_status()`` chains; otherwise raise
-        :class:`~agentkit.errors.RunFailed` carrying ``kind`` (the ``error_kind`` when
-        known, else the status: ``cancelled`` or ``failed``), the ``error`` line as its
-        message, the status and this result."""
-        if self.status == "done":
-            return self
-        kind: RunFailedKind = self.error_kind or self.status
-        message = self.error or f"the run ended {self.status}"
-        raise RunFailed(kind, message, status=self.status, result=self)
 
 
 class Agent:
@@ -397,7 +338,7 @@ class Agent:
             unsubscribe = session.subscribe(on_event) if on_event is not None else None
             try:
                 session.publish(ev.RunStarted(task=task))
-                result = self._wait_for_everything(session, task, spec)
+                result = wait_for_everything(session, task, spec, self._cancel_asked)
                 self.last_result = result
                 session.publish(
                     ev.RunFinished(
@@ -411,55 +352,6 @@ class Agent:
             finally:
                 if unsubscribe is not None:
                     unsubscribe()
-
-    def _wait_for_everything(
-        self, session: Session, task: str, spec: OutputSpec[Any] | None
-    ) -> RunResult[Any]:
-        session.output = spec  # read by each round of this run (agentkit.output)
-        try:
-            last = self._last_round(session, task)
-        finally:
-            session.output = None
-        return RunResult(
-            final_text=last.final_text,
-            conversation_id=last.conversation_id,
-            status=last.status,
-            stats={
-                **session.conversation.stats.to_dict(),
-                "usage_total": usage_total(session.conversation.stats, session.subagents()),
-            },
-            error=last.error,
-            transcript_path=last.transcript_path,
-            error_kind=last.error_kind,
-            output=spec.value if spec is not None and last.status == "done" else None,
-        )
-
-    def _last_round(self, session: Session, task: str) -> RoundResult:
-        """Post ``task`` and wait for its round and every round after it until no
-        sub-agent works; returns how the last one ended."""
-        future = session.post(task)
-        try:
-            first = future.result()
-            if first.status != "done":
-                # Cancelled, failed or out of turns with sub-agents still at work:
-                # nobody would hear of them, so end them (no orphans).
-                session.stop_all()
-                session.wait_idle(30)
-                last = first
-            else:
-                session.wait_idle()
-                last = session.last_result or first
-                if self._cancel_asked.is_set() and last.status == "done":
-                    # Cancelled while its sub-agents worked: they were ended, so the
-                    # run did not finish its work.
-                    last = dataclasses.replace(last, status="cancelled", error="cancelled")
-        except BaseException:
-            # KeyboardInterrupt (or another exception raised into this thread): stop
-            # the round, its tools and every sub-agent; the record is kept.
-            session.stop_all()
-            session.conversation.error = "interrupted"
-            raise
-        return last
 
     @overload
     async def arun(

@@ -35,7 +35,8 @@ from agentkit.errors import ConfigurationError
 from agentkit.output import OutputT
 
 if TYPE_CHECKING:
-    from agentkit.agent import Agent, RunResult
+    from agentkit.agent import Agent
+    from agentkit.run_result import RunResult
 
 __all__ = ["AgentRun", "in_thread", "run_to_end"]
 

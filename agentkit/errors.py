@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:  # annotations only: errors.py imports nothing of agentkit at run time
-    from agentkit.agent import RunResult
     from agentkit.engine import RunStatus
+    from agentkit.run_result import RunResult
 
 LLMErrorKind = Literal[
     "rate_limit",

@@ -35,7 +35,8 @@ from agentkit.cli.signals import Signals
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from agentkit.agent import Agent, RunResult
+    from agentkit.agent import Agent
+    from agentkit.run_result import RunResult
     from agentkit.settings import Settings
 
 __all__ = ["cmd_run", "run_task"]
