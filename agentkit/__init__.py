@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from agentkit.agent_run import AgentRun
     from agentkit.chat import RoundResult, Session, Workspace
     from agentkit.conversation import ConversationState
-    from agentkit.engine import RunStatus
+    from agentkit.engine_roles import RunStatus
     from agentkit.events import (
         AllWorkDone,
         ApprovalAnswered,
@@ -95,7 +95,7 @@ _LAZY = {
     "Workspace": "agentkit.chat",
     "RoundResult": "agentkit.chat",
     "ConversationState": "agentkit.conversation",
-    "RunStatus": "agentkit.engine",
+    "RunStatus": "agentkit.engine_roles",
     **{name: "agentkit.events" for name in _events.__all__ if name != "EventHandler"},
 }
 

@@ -32,7 +32,7 @@ from agentkit.chat.assembly import assemble
 from agentkit.chat.session import Session
 from agentkit.chat.setup import check_message
 from agentkit.conversation import Conversation
-from agentkit.engine import Model
+from agentkit.engine_roles import Model
 from agentkit.errors import ConfigurationError
 from agentkit.output import FINAL_RESULT, ModelT, output_spec
 from agentkit.run_result import RunResult, wait_for_everything

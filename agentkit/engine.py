@@ -16,6 +16,10 @@ nudge). The loop:
 
 One place each: a model request is ``Engine._complete``, a tool call's run is
 ``Engine._call_tool``. The conversation is saved after every turn.
+
+Map: this module is the loop (:class:`Engine`); the roles' types (``Model``,
+``Hooks``, ``Step``, ``EngineResult``, ``RunStatus``) live in agentkit.engine_roles
+and are importable from here too.
 """
 
 from __future__ import annotations
@@ -26,13 +30,13 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any
 
 from agentkit import events as ev
 from agentkit import prompts, tracing
 from agentkit.context import ContextWindow
 from agentkit.conversation import Conversation, ConversationState
+from agentkit.engine_roles import EngineResult, Hooks, Model, RunStatus, Step
 from agentkit.errors import Cancelled, ContextLengthExceeded, ErrorKind, LLMError
 from agentkit.llm.turns import AssistantTurn, ToolCall
 from agentkit.output import FINAL_RESULT
@@ -45,98 +49,9 @@ from agentkit.tools.repeats import FailureStreak, call_key
 if TYPE_CHECKING:
     from agentkit.output import OutputSpec
 
-RunStatus = Literal["done", "failed", "cancelled"]
-"""How a run or a chat round ended (:attr:`EngineResult.status`,
-``RunResult.status``, ``RoundResult.status``, ``RunFinished``, ``RoundFinished``)."""
-
-_END_STATE: dict[RunStatus, ConversationState] = {
-    "done": "done",
-    "failed": "failed",
-    "cancelled": "idle",  # a cancelled conversation can simply be continued
-}
-
-
-class Model(Protocol):
-    """What the engine needs from an LLM client (agentkit.llm.LLMClient fits)."""
-
-    def complete(
-        self,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]] | None,
-        *,
-        cancel: threading.Event | None = None,
-        on_text: Callable[[str], None] | None = None,
-        on_retry: Callable[[LLMError, int, float], None] | None = None,
-    ) -> AssistantTurn: ...
-
-
-@dataclass
-class Step:
-    """A hook's answer: messages to append, and whether the run ends now. With
-    ``error`` (one line) the run ends as ``failed`` with it, ``error_kind`` its kind
-    (a spent budget: ``budget_exhausted``)."""
-
-    messages: list[dict[str, Any]] = field(default_factory=list)
-    stop: bool = False
-    error: str | None = None
-    error_kind: ErrorKind | None = None
-
-
-class Hooks:
-    """Where a role changes the loop. The defaults are a plain agent's: the engine
-    keeps the conversation's state, nothing is added after tool results, and an
-    answer without tool calls stops the run. Hooks run on the engine's thread."""
-
-    def before_run(self, engine: Engine) -> None:
-        """Called once when the run starts (history repaired): the state becomes
-        ``running`` (a chat round, whose session keeps the state, does nothing)."""
-        engine.set_state("running")
-
-    def after_run(self, engine: Engine, result: EngineResult) -> None:
-        """Called once when the run ends, ``conversation.error`` set, before the last
-        save: the state becomes ``done``, ``failed``, or ``idle`` after a cancel (a
-        cancelled conversation can simply be continued)."""
-        engine.set_state(_END_STATE[result.status])
-
-    def before_request(self, engine: Engine) -> Step:
-        """Called before each model request (the first one too); its messages go in
-        first (a steering message, a budget's wrap-up), or it ends the run (a spent
-        budget)."""
-        return Step()
-
-    def after_response(self, engine: Engine, turn: AssistantTurn) -> None:
-        """Called once per model response, its usage counted in the stats, before the
-        assistant message is appended (cost and budgets count here: retries and
-        streaming give one response, so usage is counted once)."""
-
-    def before_tool_call(self, engine: Engine, call: ToolCall) -> None:
-        """Called for each tool call of a reply, in the model's order, once it is
-        counted in the stats and announced (ToolCallStarted), before any call of the
-        reply runs; ``engine.last_action`` describes it."""
-
-    def after_tool_call(self, engine: Engine, call: ToolCall, result: ToolResult) -> None:
-        """Called for each tool call, in the model's order, once its ``result`` is in
-        the conversation and announced (ToolCallFinished)."""
-
-    def after_tool_results(self, engine: Engine) -> Step:
-        """Called after each batch of tool results; may inject messages or stop."""
-        return Step()
-
-    def on_final_answer(self, engine: Engine, turn: AssistantTurn) -> Step:
-        """Called when the model answers without tool calls: stop, nudge, or wait."""
-        return Step(stop=True)
-
-
-@dataclass
-class EngineResult:
-    """How a run ended: ``status`` a :data:`RunStatus` (``done``, ``failed`` or
-    ``cancelled``); ``error_kind`` an :data:`agentkit.errors.ErrorKind` when a model
-    error or a spent budget ended it, else None."""
-
-    status: RunStatus
-    final_text: str | None
-    error: str | None = None
-    error_kind: ErrorKind | None = None
+# The roles live in agentkit.engine_roles; re-exported: tests and applications
+# import Hooks, Step, Model and RunStatus from here.
+__all__ = ["Engine", "EngineResult", "Hooks", "Model", "RunStatus", "Step"]
 
 
 def _noop(_event: ev.Event) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:  # annotations only: errors.py imports nothing of agentkit at run time
-    from agentkit.engine import RunStatus
+    from agentkit.engine_roles import RunStatus
     from agentkit.run_result import RunResult
 
 LLMErrorKind = Literal[

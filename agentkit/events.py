@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # annotations only: this module stays plain dataclasses, cheap to import
     from agentkit.conversation import ConversationState
-    from agentkit.engine import RunStatus
+    from agentkit.engine_roles import RunStatus
     from agentkit.errors import ErrorKind, LLMErrorKind
     from agentkit.subagent.contract import Status as SubAgentStatus
 

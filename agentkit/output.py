@@ -32,7 +32,7 @@ from agentkit import prompts
 from agentkit.tools.base import ToolResult
 
 if TYPE_CHECKING:
-    from agentkit.engine import Step
+    from agentkit.engine_roles import Step
     from agentkit.llm.turns import ToolCall
 
 __all__ = [
@@ -151,7 +151,7 @@ class OutputSpec(Generic[T]):
     def after_tools(self, language: str) -> Step | None:
         """After a batch of tool results: a Step ending the run (a valid final_result:
         ``done``; retries spent: ``output_invalid``), or None to go on."""
-        from agentkit.engine import Step
+        from agentkit.engine_roles import Step
 
         with self._lock:
             accepted, self._accepted = self._accepted, False
@@ -162,7 +162,7 @@ class OutputSpec(Generic[T]):
     def on_text(self, language: str) -> Step:
         """A plain-text answer: tell the model to call final_result (one retry), or end
         the run with ``output_invalid`` once the retries are spent."""
-        from agentkit.engine import Step
+        from agentkit.engine_roles import Step
 
         left = self._refuse(prompts.phrase(language, "final_result_text"))
         spent = self._spent(language)
@@ -172,7 +172,7 @@ class OutputSpec(Generic[T]):
         return Step(messages=[{"role": "system", "content": text}])
 
     def _spent(self, language: str) -> Step | None:
-        from agentkit.engine import Step
+        from agentkit.engine_roles import Step
 
         with self._lock:
             if self._refused <= self.retries:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic
 
 from agentkit.conversation import usage_total
-from agentkit.engine import RunStatus
+from agentkit.engine_roles import RunStatus
 from agentkit.errors import ErrorKind, RunFailed, RunFailedKind
 from agentkit.output import OutputSpec, OutputT, to_json
 

@@ -40,7 +40,7 @@ from agentkit.tools.base import Tool
 from agentkit.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
-    from agentkit.engine import Model
+    from agentkit.engine_roles import Model
     from agentkit.policy.hooks import PythonHook
     from agentkit.subagent.manager import SubAgentManager
 

@@ -31,7 +31,7 @@ from agentkit.tools.base import ToolContext
 if TYPE_CHECKING:
     from agentkit.chat.policy import ConversationPolicy
     from agentkit.conversation import Conversation, ConversationState
-    from agentkit.engine import Model
+    from agentkit.engine_roles import Model
     from agentkit.output import OutputSpec
     from agentkit.settings import Settings
     from agentkit.subagent.budget import Meter

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from agentkit.errors import Cancelled
 
 if TYPE_CHECKING:
-    from agentkit.engine import RunStatus
+    from agentkit.engine_roles import RunStatus
     from agentkit.errors import ErrorKind
 
 __all__ = ["Inbox", "Pending", "RoundResult"]

@@ -36,7 +36,8 @@ from agentkit.chat.inbox import RoundResult
 from agentkit.chat.setup import refresh_conventions
 from agentkit.conversation import usage_total
 from agentkit.cost import Pricer, response_usage
-from agentkit.engine import Engine, EngineResult, Hooks, Model, Step
+from agentkit.engine import Engine
+from agentkit.engine_roles import EngineResult, Hooks, Model, Step
 from agentkit.llm.turns import AssistantTurn
 from agentkit.subagent.notify import render_notifications, render_questions
 from agentkit.tools.base import ToolContext

@@ -38,7 +38,7 @@ from agentkit.chat.policy import ConversationPolicy, python_hooks
 from agentkit.chat.setup import check_message, offer_tool
 from agentkit.chat.store import clean_title, default_title
 from agentkit.conversation import Conversation, ConversationState, conversations_dir
-from agentkit.engine import Model
+from agentkit.engine_roles import Model
 from agentkit.errors import Cancelled, ConfigurationError
 from agentkit.language import settle_language
 from agentkit.policy.hooks import PythonHook

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from agentkit.conversation import Stats
-    from agentkit.engine import EngineResult
+    from agentkit.engine_roles import EngineResult
     from agentkit.llm.turns import AssistantTurn
     from agentkit.tools.base import ToolResult
 

@@ -20,7 +20,8 @@ from pydantic import BaseModel
 
 from agentkit import prompts
 from agentkit.cost import Pricer, response_usage
-from agentkit.engine import Engine, Hooks, Step
+from agentkit.engine import Engine
+from agentkit.engine_roles import Hooks, Step
 from agentkit.subagent import inputs
 from agentkit.subagent.budget import Limits, Meter
 from agentkit.subagent.contract import BudgetWarning, Progress, UsageReport
