@@ -5,7 +5,8 @@ a folder's conversations (several open at once); :class:`RoundResult` is what a
 round returns; :class:`EventBus` numbers a conversation's events for streams.
 See docs/architecture.md §9.
 
-Map: ``session.py`` (Session), ``workspace.py`` (Workspace), ``driver.py`` (the rounds'
+Map: ``session.py`` (Session) and ``_lifecycle.py`` (its opening, sub-agent
+manager and closing), ``workspace.py`` (Workspace), ``driver.py`` (the rounds'
 thread) and ``rounds.py`` (one round), ``inbox.py`` (queued messages), ``eventbus.py``,
 ``store.py`` and ``lock.py`` (conversation files and who holds them), ``assembly.py``
 (one place checks and builds an agent's parts), ``setup.py`` (settings checks, the

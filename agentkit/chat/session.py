@@ -12,7 +12,8 @@ Threads: one *driver* thread per session runs the rounds, one after another.
 ``cancel`` stops the current round only. The sub-agent manager's ``on_finished``
 callback wakes the driver when a sub-agent ends (events are for observers only).
 The driver and its rounds live in agentkit.chat.driver (the session is its
-DriverHost); this module holds the conversation's life and its API.
+DriverHost); this module holds the conversation's API, agentkit.chat._lifecycle
+its opening (claim, language, parts), its sub-agent manager and its closing.
 """
 
 from __future__ import annotations
@@ -27,14 +28,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentkit import events as ev
-from agentkit.chat import control
+from agentkit.chat import _lifecycle, control
 from agentkit.chat.assembly import Assembly, assemble
-from agentkit.chat.driver import RoundDriver
-from agentkit.chat.eventbus import EventBus, Numbered, numbering_start
+from agentkit.chat.eventbus import Numbered
 from agentkit.chat.inbox import RoundResult
-from agentkit.chat.lock import claim_conversation, claim_saved_conversation
 from agentkit.chat.notices import log_notices, start_notices
-from agentkit.chat.policy import ConversationPolicy, python_hooks
+from agentkit.chat.policy import python_hooks
 from agentkit.chat.setup import check_message, offer_tool
 from agentkit.chat.store import clean_title, default_title
 from agentkit.conversation import Conversation, ConversationState, conversations_dir
@@ -43,13 +42,17 @@ from agentkit.errors import Cancelled, ConfigurationError
 from agentkit.language import settle_language
 from agentkit.policy.hooks import PythonHook
 from agentkit.settings import Settings
-from agentkit.subagent.notify import closing_notes, recovery_notes
 from agentkit.tools.base import Tool
 from agentkit.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
     from agentkit.chat.approvals import Answerer
+    from agentkit.chat.driver import RoundDriver
+    from agentkit.chat.eventbus import EventBus
+    from agentkit.chat.inbox import Inbox
+    from agentkit.chat.policy import ConversationPolicy
     from agentkit.output import OutputSpec
+    from agentkit.subagent.budget import Meter
     from agentkit.subagent.contract import Launcher
     from agentkit.subagent.manager import SubAgentManager
 
@@ -100,6 +103,15 @@ class Session:
             hooks file.
         FileNotFoundError: an unknown conversation_id.
     """
+
+    # Set when the conversation is claimed and the session started (chat._lifecycle).
+    conversation: Conversation
+    bus: EventBus
+    policy: ConversationPolicy
+    budget: Meter | None
+    inbox: Inbox
+    _driver: RoundDriver
+    _release: Callable[[], None]
 
     def __init__(
         self,
@@ -163,41 +175,7 @@ class Session:
 
     def _claim(self, conversation_id: str | None) -> None:
         """Load (``conversation_id``) or create the conversation and hold its lock file."""
-        if conversation_id:
-            self.conversation, self._release = claim_saved_conversation(
-                self.workspace, conversation_id, lambda: not self._closed
-            )
-        else:
-            self.conversation = Conversation(model=self.settings.model)
-            if self.settings.conversation_store == "memory":
-                self._release = lambda: None  # nobody else can know an unsaved id
-            else:
-                self._release = claim_conversation(
-                    self.transcript_path.with_suffix(".lock"), self.id, lambda: not self._closed
-                )
-        self._keep_language()
-
-    def _keep_language(self) -> None:
-        """Settle the language from what the conversation already has: its file's
-        (an ``auto`` setting follows it), its first user message (a file from before
-        the language was kept); an explicit setting is kept in the file."""
-        conv = self.conversation
-        if self.settings.language != "auto":
-            conv.language = self.settings.language
-            return
-        if conv.language is None:
-            first = next(
-                (
-                    m["content"]
-                    for m in conv.messages
-                    if m.get("role") == "user" and isinstance(m.get("content"), str)
-                ),
-                None,
-            )
-            if first is None:
-                return  # settled by the first text it is given (:meth:`settle_language`)
-            conv.language = settle_language("auto", first)
-        self.settings = self.settings.model_copy(update={"language": conv.language})
+        _lifecycle.claim(self, conversation_id)
 
     def settle_language(self, text: str) -> Settings:
         """Settle an ``auto`` language by ``text``, the conversation's first (a user
@@ -220,34 +198,7 @@ class Session:
 
     def _start(self, conversation_id: str | None, prewarm: bool, answerer: Answerer | None) -> None:
         """The rest of ``__init__``, once the conversation is claimed."""
-        notes: list[str] = []
-        self.bus = EventBus(start=numbering_start(self.conversation.last_event_seq))
-        self.policy = ConversationPolicy(
-            workspace=self.workspace,
-            conversation=self.conversation,
-            settings=lambda: self.settings,
-            emit=self._emit,
-            save=self._save_now,
-            python=self._python_hooks,
-            transcript_path=self.transcript_path,
-            wake=lambda: self._driver.poke(),
-        )
-        self.budget = control.conversation_budget(self.conversation, self.settings)
-        if conversation_id:
-            conv = self.conversation
-            notes = conv.pending_notes + recovery_notes(self.workspace, conv, self.settings)
-            conv.pending_notes = []
-            conv.state = "idle"
-        self._driver = RoundDriver(self, notes=notes)
-        self.inbox = self._driver.inbox
-        if self._driver.file.follow(self.inbox, self.conversation):  # earlier sessions' queued
-            self._driver.idle.clear()  # (restoring them poked the driver)
-        if prewarm:
-            from agentkit.subagent.launchers.local import prewarm_in_background
-
-            prewarm_in_background(self.settings)
-        self.policy.start(resumed=bool(conversation_id), answerer=answerer)
-        self._driver.start()  # last: nothing that can fail comes after it
+        _lifecycle.start(self, conversation_id, prewarm, answerer)
 
     # ------------------------------------------------------------- properties
     @property
@@ -306,22 +257,7 @@ class Session:
         """The conversation's sub-agent manager (created on first use)."""
         with self._manager_lock:  # parallel create_sub_agent calls must share one manager
             if self._manager is None:
-                from agentkit.subagent.manager import SubAgentManager
-
-                self._manager = SubAgentManager(
-                    workspace=self.workspace,
-                    settings=self.settings,
-                    conversation=self.conversation,
-                    emit=self._emit,
-                    launcher=self._launcher,
-                    on_started=self.policy.subagent_started,  # saves the file at once
-                    on_finished=self.policy.subagent_ended,  # and wakes the driver
-                    on_approval=self.policy.from_worker,
-                    worker_extra=self.policy.worker_extra,
-                    on_question=lambda agent: self._driver.poke(),
-                    budget=self.budget,
-                    settle_language=self.settle_language,
-                )
+                self._manager = _lifecycle.make_manager(self)
             return self._manager
 
     def current_manager(self) -> SubAgentManager | None:
@@ -501,31 +437,7 @@ class Session:
         """End the conversation's life in this process (docs/specification.md §8.5):
         cancel the round, terminate every sub-agent, save, stop the driver. Queued
         messages never answered fail with Cancelled (kept for the next opening). Idempotent."""
-        with self._driver.wake:
-            if self._closed:
-                return
-            self._closed = True
-            self._driver.wake.notify_all()
-        self._driver.round_cancel.set()
-        self.inbox.close()
-        # Stop every sub-agent (§8.5); the model is owed word of them.
-        self._driver.notes += closing_notes(self._manager, self.settings.language)
-        self._driver.join(30)
-        self.policy.close()  # pending approvals withdrawn, SessionEnd hooks
-        from agentkit.process.spawn import end_background_services
-
-        end_background_services(self.id, every=False)  # its commands' kept services
-        # What the model has not heard yet waits in the file for the next opening.
-        self.conversation.pending_notes = self._driver.notes
-        self.conversation.state = "idle"
-        try:  # the last save, with the last event number any reader got: none after it
-            records = self._manager.records() if self._manager else None
-            self._driver.file.close(self.conversation, records, self.bus.close())
-        except OSError as exc:
-            log.info("conversation %s could not be saved: %s", self.id, exc)
-        self._driver.idle.set()
-        self._release()
-        self._close_assembly()
+        _lifecycle.close(self)
 
     def __enter__(self) -> Session:
         return self
