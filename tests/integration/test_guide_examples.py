@@ -1,9 +1,11 @@
-"""The user guide's Python examples run as written, against FakeOpenAIServer.
+"""The README's and the user guide's Python examples run as written, against
+FakeOpenAIServer.
 
-Every ```python block under ``docs/guide/`` runs as its own script, in a fresh folder
+Every ```python block of README.md and ``docs/guide/`` runs as its own script, in a fresh folder
 holding ``my_project/`` and ``proj/``, with the model, key and URL in the environment
-(``AGENTKIT_MODEL``, ``OPENAI_API_KEY``, ``OPENAI_BASE_URL``), the model answering
-"Done." to every request. A block that cannot run so says how it is covered, in an
+(``AGENTKIT_MODEL``, ``OPENAI_API_KEY``, ``OPENAI_BASE_URL``). The model calls
+``final_result`` or ``finish_task`` when offered (arguments made from the tool's
+schema) and otherwise answers "Done.". A block that cannot run so says how it is covered, in an
 HTML comment on the line before its fence (CONTRIBUTING.md, "Examples in the docs"):
 
 - ``<!-- example: file NAME -->``: the block is a module the next blocks of the page
@@ -47,7 +49,7 @@ class Example:
 def examples() -> list[Example]:
     """Every python block of the guide, in page order."""
     found = []
-    for page in sorted(GUIDE.glob("*.md")):
+    for page in [REPO / "README.md", *sorted(GUIDE.glob("*.md"))]:
         text = page.read_text(encoding="utf-8")
         for number, m in enumerate(BLOCK.finditer(text), 1):
             found.append(Example(page.name, number, (m["mark"] or "").strip(), m["code"]))
@@ -66,7 +68,27 @@ def test_every_mark_is_known_and_points_at_a_test() -> None:
             assert ex.mark == "" or re.fullmatch(r"file [\w.]+\.py", ex.mark), ex
 
 
-def _answer(request: dict[str, Any]) -> str:
+def _sample(schema: dict[str, Any]) -> Any:
+    """A value that ``schema`` (a plain pydantic or tool schema) accepts."""
+    if "enum" in schema:
+        return schema["enum"][0]
+    kind = schema.get("type", "string")
+    kind = kind[0] if isinstance(kind, list) else kind
+    if kind == "object":
+        props = schema.get("properties", {})
+        return {k: _sample(v) for k, v in props.items() if k in schema.get("required", props)}
+    samples = {"string": "example", "integer": 1, "number": 1.0, "boolean": True}
+    return [] if kind == "array" else samples.get(kind, "example")
+
+
+def _answer(request: dict[str, Any]) -> Any:
+    """Finish through final_result or finish_task when offered, else answer "Done."."""
+    tools = {t["function"]["name"]: t["function"] for t in request.get("tools", [])}
+    if request["messages"][-1]["role"] != "tool":
+        for name in ("final_result", "finish_task"):
+            if name in tools:
+                arguments = _sample(tools[name].get("parameters", {}))
+                return {"tool_calls": [{"name": name, "arguments": arguments}]}
     return "Done."
 
 

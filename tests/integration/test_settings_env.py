@@ -2,7 +2,7 @@
 
 A generic ``API_KEY``/``BASE_URL`` (or any other spelling of a field) must never set a
 field: a key meant for another service would go to this endpoint, or this endpoint's
-key to another host. Also: the README's settings table matches the fields.
+key to another host. Also: the user guide's settings table (docs/guide/settings.md) matches the fields.
 """
 
 from __future__ import annotations
@@ -38,7 +38,11 @@ def _no_agentkit_env(monkeypatch: pytest.MonkeyPatch) -> None:
 def _sample(name: str, field: FieldInfo) -> tuple[str, Any]:
     """A valid environment string for ``name`` and the value it parses to, never the default."""
     default = field.get_default(call_default_factory=True)
-    args = typing.get_args(field.annotation)
+    # Annotated members of a union (FiniteFloat | None) count as their base type.
+    args = tuple(
+        typing.get_args(a)[0] if typing.get_origin(a) is typing.Annotated else a
+        for a in typing.get_args(field.annotation)
+    )
     if name == "base_url":
         return "http://127.0.0.1:9/probe/v1", "http://127.0.0.1:9/probe/v1"
     if typing.get_origin(field.annotation) is typing.Literal:
@@ -193,6 +197,9 @@ def test_cli_ignores_generic_names(workspace: Path) -> None:
         assert {r.headers["authorization"] for r in good.records} == {"Bearer sk-documented"}
 
 
+SETTINGS_PAGE = REPO / "docs" / "guide" / "settings.md"
+
+
 def _readme_row(name: str, field: FieldInfo) -> str:
     default = field.get_default(call_default_factory=True)
     shown = "(empty)" if default == [] else str(default)
@@ -200,17 +207,18 @@ def _readme_row(name: str, field: FieldInfo) -> str:
     return f"| `{name}` | {envs} | `{shown}` | {field.description} |"
 
 
-def test_readme_settings_table_matches_the_fields() -> None:
-    """The README's table is generated from the fields: rerun this file as a script
-    (``python tests/test_settings_env.py``) to rewrite it after changing a field."""
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
+def test_guide_settings_table_matches_the_fields() -> None:
+    """The user guide's table (docs/guide/settings.md) is generated from the fields:
+    rerun this file as a script (``python tests/integration/test_settings_env.py``) to
+    rewrite it after changing a field."""
+    readme = SETTINGS_PAGE.read_text(encoding="utf-8")
     rows = [line for line in readme.splitlines() if line.startswith("| `")]
     table = [r for r in rows if r.split("|")[1].strip(" `") in FIELDS]
     assert table == [_readme_row(n, f) for n, f in FIELDS.items()]
 
 
-if __name__ == "__main__":  # regenerate the README's settings table
-    path = REPO / "README.md"
+if __name__ == "__main__":  # regenerate the user guide's settings table
+    path = SETTINGS_PAGE
     lines = path.read_text(encoding="utf-8").splitlines()
     start = lines.index("| field | environment | default | meaning |")
     end = start + 2
