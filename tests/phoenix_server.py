@@ -1,5 +1,5 @@
-"""Arize Phoenix on 127.0.0.1 as a real trace backend for the tests (and the README's
-screenshot, tests/phoenix_screenshot.py).
+"""Arize Phoenix on 127.0.0.1 as a real trace backend for the tests (and the guide's
+screenshot on the tracing page, tests/phoenix_screenshot.py).
 
 Phoenix pins packages that clash with agentkit's, so it lives in its own virtual
 environment: ``AGENTKIT_TEST_PHOENIX`` names that environment's folder (or its

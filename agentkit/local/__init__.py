@@ -15,7 +15,7 @@ returns each call twice), so the local model runs with prompted tool calls
 
 The server is started owned (agentkit.process.spawn.start_owned: a pid namespace and
 the parent-death signal), so it dies with its owner whatever ends the owner. Its
-memory, measured with psutil (README, "The local model"): about 0.55 GiB resident at
+memory, measured with psutil (docs/guide/local-model.md): about 0.55 GiB resident at
 8192 tokens of context, most of it the mapped model (235 MiB) and the KV cache
 (144 MiB). llama-cpp-python's server keeps the logits of every prompt token by default
 (``logits_all``: 262,144 floats, 1 MiB, a token; 7.6 GiB after a 6,000-token prompt):

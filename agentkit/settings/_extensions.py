@@ -1,7 +1,7 @@
 """Settings fields: user tools, MCP servers, profiles, AGENTS.md and skills, approvals and hooks.
 
 A mixin of :class:`agentkit.settings.Settings` (one group of fields by concern; the
-descriptions are the README's settings table)."""
+descriptions are the guide's settings table, docs/guide/settings.md)."""
 
 from __future__ import annotations
 

@@ -33,7 +33,7 @@ its thread ends and its folder goes.
 Limits: TCP only (no UDP, no Unix sockets of the host); a bridged port is taken inside
 (the command's own server cannot bind it there); the command can reach *every* TCP
 service listening on the host's loopback when it started, including ones without
-authentication, whoever runs them. Cost (the README's Security section, ``python
+authentication, whoever runs them. Cost (docs/guide/security.md, ``python
 benchmarks/sandbox.py``): about 11 ms a command, mostly the bridge's Python start; the
 ports come from a netlink dump (0.1 ms).
 """

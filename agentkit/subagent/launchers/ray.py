@@ -18,8 +18,8 @@ to the pool. An actor that dies fails its sub-agent with the reason, and the poo
 replaces it.
 
 Requirements: agentkit (same version) installed on every node, and the workspace
-on storage every node mounts at the same path (README: "Running on a Ray
-cluster"). The endpoint's API key travels to the worker's node inside the spec,
+on storage every node mounts at the same path (docs/guide/ray.md, "The
+workspace must be shared"). The endpoint's API key travels to the worker's node inside the spec,
 as it travels over the pipe locally; use Ray's TLS on networks you do not trust.
 """
 
