@@ -10,13 +10,18 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from otlp_receiver import CaptureReceiver, refused_port
 from subagent_helpers import Router, call, calls, finish, scripted_settings, wait_until
+from tracing_capture import (
+    receiver_fixture,  # noqa: F401  (the receiver fixture)
+    run_agent,
+    spans_of_run,
+    traced_fixture,  # noqa: F401  (the traced fixture)
+)
 from tracing_helpers import (
     HAVE_SDK,
     NO_SDK,
@@ -38,49 +43,6 @@ needs_sdk = pytest.mark.skipif(not HAVE_SDK, reason=NO_SDK)
 INTERNAL, CLIENT = 1, 3
 SECRET_KEY = "sk-" + "proj-" + "Zq8Xw2Lm4Rt6Yu1Io3Pa5Sd7Fg9Hj0Kl"  # assembled: no key-like literal
 API_KEY = "endpoint-key-5d1f9c3b7a"
-
-
-@pytest.fixture(scope="module")
-def receiver() -> Iterator[CaptureReceiver]:
-    with CaptureReceiver() as running:
-        yield running
-
-
-@pytest.fixture
-def traced(receiver: CaptureReceiver, monkeypatch: pytest.MonkeyPatch) -> Iterator[CaptureReceiver]:
-    """Tracing on in this process (and its sub-agents) towards the receiver."""
-    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint)
-    monkeypatch.setenv("OTEL_BSP_SCHEDULE_DELAY", "50")
-    assert tracing.configure()
-    try:
-        yield receiver
-    finally:
-        tracing.shutdown()
-
-
-def run_agent(workspace: Path, router: Any, task: str = "go", **overrides: Any) -> Any:
-    with FakeOpenAIServer(router) as server:
-        settings = scripted_settings(server, "en", **overrides)
-        with Agent(workspace=workspace, settings=settings) as agent:
-            result = agent.run(task)
-            conversation_id = agent.conversation.id
-    return result, conversation_id, server
-
-
-def spans_of_run(
-    receiver: CaptureReceiver, conversation_id: str, done: Any
-) -> list[dict[str, Any]]:
-    """Flush this process, then wait for the run's trace to satisfy ``done``."""
-    tracing.shutdown()
-
-    def ready(spans: list[dict[str, Any]]) -> bool:
-        root = root_of(spans, conversation_id)
-        return root is not None and done(of_trace(spans, root["trace_id"]))
-
-    spans = receiver.wait_for(ready)
-    root = root_of(spans, conversation_id)
-    assert root is not None, "the round's span never arrived"
-    return of_trace(spans, root["trace_id"])
 
 
 # ------------------------------------------------------------------ one trace
