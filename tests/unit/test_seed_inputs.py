@@ -4,21 +4,21 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
+from seed_input_helpers import (
+    Setup,
+    run,
+    setup_fixture,  # noqa: F401  (the setup fixture)
+)
 
-from agentkit import Settings, prompts
-from agentkit.subagent.manager import SubAgentManager
+from agentkit import prompts
 from agentkit.subagent.seed_tools import (
     CreateSubAgentParams,
     GetSubAgentStatusParams,
-    make_main_tools,
 )
-from agentkit.subagent.worker.hooks import FinishTaskParams, make_finish_tool
-from agentkit.tools.base import ToolContext
+from agentkit.subagent.worker.hooks import FinishTaskParams
 from agentkit.tools.registry import ToolRegistry
 
 LONG = "长" * 201
@@ -118,54 +118,6 @@ RESERVED = [
     ("old/.subagent", ".subagent"),
     ("sub_agent_results/agent_7/.subagent/x", ".subagent"),
 ]
-
-
-class CountingManager(SubAgentManager):
-    """A real manager that counts worker starts (its launcher's only caller)."""
-
-    def __init__(self, **kw: Any) -> None:
-        super().__init__(**kw)
-        self.starts = 0
-        real = self.launcher.start
-
-        def start(spec: Any) -> Any:
-            self.starts += 1
-            return real(spec)
-
-        self.launcher.start = start  # type: ignore[method-assign]
-
-
-@dataclass
-class Setup:
-    """The four seed tools in one registry, over a real manager."""
-
-    registry: ToolRegistry
-    ctx: ToolContext
-    manager: CountingManager
-    finished: list[tuple[bool, str]]
-
-
-@pytest.fixture(params=["zh", "en"])
-def setup(request: pytest.FixtureRequest, workspace: Path) -> Setup:
-    settings = Settings(language=request.param)
-    manager = CountingManager(workspace=workspace, settings=settings)
-    finished: list[tuple[bool, str]] = []
-
-    def on_finish(success: bool, summary: str) -> None:
-        finished.append((success, summary))
-
-    registry = ToolRegistry(
-        [*make_main_tools(lambda: manager), make_finish_tool(on_finish, request.param)]
-    )
-    ctx = ToolContext(workspace=workspace, settings=settings)
-    return Setup(registry, ctx, manager, finished)
-
-
-def run(setup: Setup, tool: str, text: str) -> dict[str, Any]:
-    result = setup.registry.execute(tool, json.loads(text), setup.ctx)  # as the engine parses it
-    assert not result.ok
-    assert not result.output.startswith("Error:"), result.output
-    return json.loads(result.output)
 
 
 @pytest.mark.parametrize(("tool", "text", "field", "agent_id"), BAD)
