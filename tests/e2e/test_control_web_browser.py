@@ -4,44 +4,15 @@ answer box, the answer reaching the sub-agent, and the costs shown."""
 
 from __future__ import annotations
 
-import json
 import os
-import threading
 from pathlib import Path
-from typing import Any
 
 import pytest
-from subagent_helpers import Router, call, calls, finish, who
+from control_web_helpers import asking_router, tool_json
+from subagent_helpers import who
 from web_helpers import running_web
 
 pytestmark = pytest.mark.slow
-
-
-def _asking_router(answered: threading.Event | None = None) -> Router:
-    def after(request: dict[str, Any]) -> Any:
-        return finish("Painted it.")
-
-    return Router(
-        main=[
-            calls(
-                call(
-                    "create_sub_agent",
-                    agent_id=1,
-                    summary="paint",
-                    task="t",
-                    run_in_background=True,
-                )
-            ),
-            "Started.",
-            "Waiting for the user.",
-            "Done.",
-        ],  # fmt: skip
-        subs={1: [calls(call("ask_parent", question="Which colour?")), after]},
-    )
-
-
-def _tool_json(request: dict[str, Any], name: str) -> list[dict[str, Any]]:
-    return [json.loads(m["content"]) for m in request["messages"] if m.get("name") == name]
 
 
 CHROMIUM = "/usr/bin/chromium"
@@ -54,7 +25,7 @@ def test_the_question_shows_in_its_row_and_the_answer_box_answers_it(
     api = pytest.importorskip("playwright.sync_api")
     args = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"]
     with (
-        running_web(workspace, _asking_router(), subagent_control=True) as web,
+        running_web(workspace, asking_router(), subagent_control=True) as web,
         api.sync_playwright() as p,
     ):
         browser = p.chromium.launch(executable_path=CHROMIUM, args=args, headless=True)
@@ -80,4 +51,4 @@ def test_the_question_shows_in_its_row_and_the_answer_box_answers_it(
         finally:
             browser.close()
         subs = [r for r in web.model.requests if who(r) == 1]
-    assert _tool_json(subs[1], "ask_parent") == [{"success": True, "answer": "Blue"}]
+    assert tool_json(subs[1], "ask_parent") == [{"success": True, "answer": "Blue"}]

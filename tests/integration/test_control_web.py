@@ -4,17 +4,15 @@ answer box, the answer reaching the sub-agent, and the costs shown."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
 import sys
-import threading
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
+from control_web_helpers import asking_router, tool_json
 from subagent_helpers import Router, call, calls, finish, wait_until, who
 from web_helpers import running_web
 
@@ -25,35 +23,8 @@ from agentkit.webchat.serve import free_port
 pytestmark = pytest.mark.slow
 
 
-def _asking_router(answered: threading.Event | None = None) -> Router:
-    def after(request: dict[str, Any]) -> Any:
-        return finish("Painted it.")
-
-    return Router(
-        main=[
-            calls(
-                call(
-                    "create_sub_agent",
-                    agent_id=1,
-                    summary="paint",
-                    task="t",
-                    run_in_background=True,
-                )
-            ),
-            "Started.",
-            "Waiting for the user.",
-            "Done.",
-        ],  # fmt: skip
-        subs={1: [calls(call("ask_parent", question="Which colour?")), after]},
-    )
-
-
-def _tool_json(request: dict[str, Any], name: str) -> list[dict[str, Any]]:
-    return [json.loads(m["content"]) for m in request["messages"] if m.get("name") == name]
-
-
 def test_the_api_answers_refuses_and_counts(workspace: Path) -> None:
-    with running_web(workspace, _asking_router(), subagent_control=True) as web:
+    with running_web(workspace, asking_router(), subagent_control=True) as web:
         cid = web.new_conversation()
         assert web.post(f"/api/conversations/{cid}/messages", {"text": "go"}).status_code == 202
         session = web.server.app.state.agentkit.workspace.get(cid)
@@ -78,7 +49,7 @@ def test_the_api_answers_refuses_and_counts(workspace: Path) -> None:
         assert usage["total"]["tokens"] == usage["main"]["tokens"] + usage["subagents"][0]["tokens"]
         assert usage["total"]["cost_usd"] is None  # fake-model has no known price
         subs = [r for r in web.model.requests if who(r) == 1]
-    assert _tool_json(subs[1], "ask_parent") == [{"success": True, "answer": "Blue"}]
+    assert tool_json(subs[1], "ask_parent") == [{"success": True, "answer": "Blue"}]
 
 
 def test_the_api_refuses_with_control_off(workspace: Path) -> None:
