@@ -67,6 +67,11 @@ def open_session(
     return session
 
 
+def open_asking_writes(workspace: Path, server: FakeOpenAIServer, recorder: Recorder) -> Session:
+    """A session whose write_file calls wait for a person's approval."""
+    return open_session(workspace, settings_for(server, approvals={"write_file": "ask"}), recorder)
+
+
 def tool_results(request: dict[str, Any]) -> dict[str, str]:
     return {m["tool_call_id"]: m["content"] for m in request["messages"] if m["role"] == "tool"}
 
@@ -120,9 +125,7 @@ def test_ask_then_deny_quotes_the_reason_to_the_model_and_it_goes_on(
 ) -> None:
     script(model, [{"tool_calls": [WRITE]}, "understood"])
     recorder = Recorder()
-    with open_session(
-        workspace, settings_for(server, approvals={"write_file": "ask"}), recorder
-    ) as session:
+    with open_asking_writes(workspace, server, recorder) as session:
         future = later(session)
         asked = recorder.wait_for(ev.ApprovalRequested)[0]
         session.approve(asked.request_id, "deny", "keep notes out of the repo")
@@ -216,9 +219,7 @@ def test_the_other_calls_of_the_message_go_on_while_one_waits(
     }
     script(model, [{"tool_calls": [WRITE, other]}, "ok"])
     recorder = Recorder()
-    with open_session(
-        workspace, settings_for(server, approvals={"write_file": "ask"}), recorder
-    ) as session:
+    with open_asking_writes(workspace, server, recorder) as session:
         future = later(session)
         asked = recorder.wait_for(ev.ApprovalRequested)[0]
         # The command of the same message ran while the write waits for its answer.
@@ -282,9 +283,7 @@ def test_cancelling_the_round_withdraws_its_request(
 ) -> None:
     script(model, [{"tool_calls": [WRITE]}, "ok"])
     recorder = Recorder()
-    with open_session(
-        workspace, settings_for(server, approvals={"write_file": "ask"}), recorder
-    ) as session:
+    with open_asking_writes(workspace, server, recorder) as session:
         future = later(session)
         asked = recorder.wait_for(ev.ApprovalRequested)[0]
         assert session.cancel()
@@ -393,18 +392,22 @@ def sub_write(path: str = "notes.txt") -> dict[str, Any]:
     return calls(call("write_file", path=path, content="from the sub-agent\n"))
 
 
+def script_background_writer(model: Any, agent_id: int, **extra: Any) -> None:
+    """The main agent starts sub-agent ``agent_id`` in the background (``extra``: more
+    create_sub_agent arguments); the sub-agent writes its notes.txt and finishes."""
+    script(
+        model,
+        [calls(background(agent_id, **extra)), "started", "heard"],
+        {agent_id: [sub_write(f"sub_agent_results/agent_{agent_id}/notes.txt"), finish()]},
+    )
+
+
 def test_a_background_sub_agent_asks_while_the_main_agent_is_idle(
     workspace: Path, model: Any, server: FakeOpenAIServer
 ) -> None:
-    script(
-        model,
-        [calls(background(1)), "started", "heard"],
-        {1: [sub_write("sub_agent_results/agent_1/notes.txt"), finish()]},
-    )
+    script_background_writer(model, 1)
     recorder = Recorder()
-    with open_session(
-        workspace, settings_for(server, approvals={"write_file": "ask"}), recorder
-    ) as session:
+    with open_asking_writes(workspace, server, recorder) as session:
         assert session.send("start one", 60).background == [1]
         asked = recorder.wait_for(ev.ApprovalRequested, timeout=60)[0]
         assert asked.agent_id == 1 and asked.tool == "write_file"
@@ -420,15 +423,9 @@ def test_a_background_sub_agent_asks_while_the_main_agent_is_idle(
 def test_a_waiting_sub_agent_timeout_clock_is_paused(
     workspace: Path, model: Any, server: FakeOpenAIServer
 ) -> None:
-    script(
-        model,
-        [calls(background(2, timeout_seconds=1)), "started", "heard"],
-        {2: [sub_write("sub_agent_results/agent_2/notes.txt"), finish()]},
-    )
+    script_background_writer(model, 2, timeout_seconds=1)
     recorder = Recorder()
-    with open_session(
-        workspace, settings_for(server, approvals={"write_file": "ask"}), recorder
-    ) as session:
+    with open_asking_writes(workspace, server, recorder) as session:
         # The clock counts from the sub-agent's creation, its worker's start included,
         # which on a loaded machine alone outlasts one second: the test holds its own
         # pause of the clock (nested with the approval's) but for the wait under test.
@@ -511,15 +508,9 @@ def test_a_question_and_an_approval_at_once_keep_the_clock_paused_until_both_end
 def test_an_answer_after_the_sub_agent_ended_is_refused(
     workspace: Path, model: Any, server: FakeOpenAIServer
 ) -> None:
-    script(
-        model,
-        [calls(background(3)), "started", "heard"],
-        {3: [sub_write("sub_agent_results/agent_3/notes.txt"), finish()]},
-    )
+    script_background_writer(model, 3)
     recorder = Recorder()
-    with open_session(
-        workspace, settings_for(server, approvals={"write_file": "ask"}), recorder
-    ) as session:
+    with open_asking_writes(workspace, server, recorder) as session:
         session.send("start one", 60)
         asked = recorder.wait_for(ev.ApprovalRequested, timeout=60)[0]
         assert session.terminate_subagent(3)["success"]
