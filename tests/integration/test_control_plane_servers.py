@@ -8,7 +8,7 @@ import json
 import os
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +87,25 @@ def background(agent_id: int, summary: str = "后台任务") -> dict[str, Any]:
         task=f"任务{agent_id}",
         run_in_background=True,
     )
+
+
+def held_sub_agent(
+    main_text: str,
+) -> tuple[Callable[[dict[str, Any]], Any], Callable[[dict[str, Any]], Any]]:
+    """A sub-agent reply that finishes only once the main agent's next reply is asked for
+    (so the sub-agent still runs meanwhile; 30 s at most), and that main reply, which
+    releases it and says ``main_text``."""
+    release = threading.Event()
+
+    def held(request: dict[str, Any]) -> Any:
+        release.wait(30)
+        return finish()
+
+    def releasing(request: dict[str, Any]) -> Any:
+        release.set()
+        return main_text
+
+    return held, releasing
 
 
 def steer_text(message: str) -> str:
@@ -485,15 +504,7 @@ def test_wait_for_sub_agents_returns_their_rows_and_they_are_not_announced_again
 
 
 def test_wait_any_times_out_while_they_run(workspace: Path, model: FakeOpenAIServer) -> None:
-    release = threading.Event()
-
-    def held(request: dict[str, Any]) -> Any:
-        release.wait(30)
-        return finish()
-
-    def done_waiting(request: dict[str, Any]) -> Any:
-        release.set()
-        return "不等了。"
+    held, done_waiting = held_sub_agent("不等了。")
 
     model.handler = Router(
         main=[
@@ -563,15 +574,7 @@ def test_continue_runs_an_ended_sub_agent_with_its_history(
 
 
 def test_continue_refuses_a_running_sub_agent(workspace: Path, model: FakeOpenAIServer) -> None:
-    release = threading.Event()
-
-    def held(request: dict[str, Any]) -> Any:
-        release.wait(30)
-        return finish()
-
-    def go_on(request: dict[str, Any]) -> Any:
-        release.set()
-        return "好。"
+    held, go_on = held_sub_agent("好。")
 
     model.handler = Router(
         main=[
@@ -710,15 +713,7 @@ def test_a_sub_agent_terminated_while_it_asks_ends_and_its_question_is_withdrawn
 def test_continue_is_held_to_the_running_limit(workspace: Path, model: FakeOpenAIServer) -> None:
     """continue_sub_agent obeys create_sub_agent's limits: with one sub-agent allowed
     at a time and another running, continuing an ended one is refused (too_many)."""
-    release = threading.Event()
-
-    def held(request: dict[str, Any]) -> Any:
-        release.wait(30)
-        return finish()
-
-    def go_on(request: dict[str, Any]) -> Any:
-        release.set()
-        return "好。"
+    held, go_on = held_sub_agent("好。")
 
     model.handler = Router(
         main=[
