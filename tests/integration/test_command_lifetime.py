@@ -22,9 +22,9 @@ from typing import Any
 import psutil
 import pytest
 from cli_helpers import cli_env
+from shell_helpers import running_with
 from subagent_helpers import Router, call, calls, finish, wait_until
 
-from agentkit.process import tree as proctree
 from agentkit.settings import Settings
 from agentkit.testing import FakeOpenAIServer
 from agentkit.tools.base import ToolContext
@@ -36,16 +36,6 @@ REGISTRY = ToolRegistry(SHELL_TOOLS)
 
 # Every test twice: in the command sandbox and without it (conftest.command_sandbox).
 pytestmark = pytest.mark.usefixtures("command_sandbox")
-
-
-def running_with(text: str) -> list[psutil.Process]:
-    """Live, non-zombie processes whose command line starts with ``text`` (the
-    ``sleep N`` itself, not a shell or agent whose arguments mention it)."""
-    found = []
-    for proc in psutil.process_iter(["cmdline"]):
-        if " ".join(proc.info["cmdline"] or ()).startswith(text) and not proctree.is_gone(proc):
-            found.append(proc)
-    return found
 
 
 def marker() -> str:

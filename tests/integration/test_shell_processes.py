@@ -7,58 +7,22 @@ import re
 import threading
 import time
 import tracemalloc
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
-import psutil
 import pytest
+from shell_helpers import (
+    ctx_fixture,  # noqa: F401  (the ctx fixture)
+    make_ctx,
+    run,
+    running_with,
+)
 
 from agentkit.process import tree as proctree
-from agentkit.settings import Settings
 from agentkit.tools.base import ToolContext, ToolResult
-from agentkit.tools.registry import ToolRegistry
-from agentkit.tools.shell import SHELL_TOOLS, is_secret_var
-
-REGISTRY = ToolRegistry(SHELL_TOOLS)
+from agentkit.tools.shell import is_secret_var
 
 # Every test twice: in the command sandbox and without it (conftest.command_sandbox).
 pytestmark = pytest.mark.usefixtures("command_sandbox")
-
-
-def make_ctx(workspace: Path, **overrides: object) -> ToolContext:
-    settings = Settings(
-        model="test-model",
-        api_key="test-key",
-        language="en",
-        command_kill_grace=overrides.pop("command_kill_grace", 0.5),  # type: ignore[arg-type]
-        **overrides,  # type: ignore[arg-type]
-    )
-    return ToolContext(workspace=workspace, settings=settings, process_mark=f"t-{uuid.uuid4().hex}")
-
-
-def run(ctx: ToolContext, command: str, **args: object) -> ToolResult:
-    return REGISTRY.execute("run_command", {"command": command, **args}, ctx)
-
-
-def running_with(text: str) -> list[psutil.Process]:
-    """Live, non-zombie processes whose command line starts with ``text`` (the
-    ``sleep N`` itself, not a shell or agent whose arguments mention it)."""
-    found = []
-    for proc in psutil.process_iter(["cmdline"]):
-        if " ".join(proc.info["cmdline"] or ()).startswith(text) and not proctree.is_gone(proc):
-            found.append(proc)
-    return found
-
-
-@pytest.fixture
-def ctx(workspace: Path) -> Iterator[ToolContext]:
-    context = make_ctx(workspace)
-    yield context
-    assert context.process_mark
-    leftovers = proctree.processes_with_mark(context.process_mark)
-    proctree.kill_tree(None, context.process_mark, 0.5)  # clean up even when a test failed
-    assert leftovers == [], "a command left processes running"
 
 
 def test_output_exit_code_and_trailer(ctx: ToolContext) -> None:

@@ -2,50 +2,19 @@
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
+from shell_helpers import (
+    ctx_fixture,  # noqa: F401  (the ctx fixture)
+    run,
+)
 
 from agentkit.errors import ToolError
-from agentkit.process import tree as proctree
-from agentkit.settings import Settings
-from agentkit.tools.base import ToolContext, ToolResult
-from agentkit.tools.registry import ToolRegistry
-from agentkit.tools.shell import SHELL_TOOLS
+from agentkit.tools.base import ToolContext
 from agentkit.tools.shell._output import OutputCapture, resolve_cr, strip_ansi
 from agentkit.tools.shell._policy import check_interactive, check_policy
 
-REGISTRY = ToolRegistry(SHELL_TOOLS)
-
 # Every test twice: in the command sandbox and without it (conftest.command_sandbox).
 pytestmark = pytest.mark.usefixtures("command_sandbox")
-
-
-def make_ctx(workspace: Path, **overrides: object) -> ToolContext:
-    settings = Settings(
-        model="test-model",
-        api_key="test-key",
-        language="en",
-        command_kill_grace=overrides.pop("command_kill_grace", 0.5),  # type: ignore[arg-type]
-        **overrides,  # type: ignore[arg-type]
-    )
-    return ToolContext(workspace=workspace, settings=settings, process_mark=f"t-{uuid.uuid4().hex}")
-
-
-def run(ctx: ToolContext, command: str, **args: object) -> ToolResult:
-    return REGISTRY.execute("run_command", {"command": command, **args}, ctx)
-
-
-@pytest.fixture
-def ctx(workspace: Path) -> Iterator[ToolContext]:
-    context = make_ctx(workspace)
-    yield context
-    assert context.process_mark
-    leftovers = proctree.processes_with_mark(context.process_mark)
-    proctree.kill_tree(None, context.process_mark, 0.5)  # clean up even when a test failed
-    assert leftovers == [], "a command left processes running"
 
 
 def test_interactive_programs_refused_with_a_suggestion(ctx: ToolContext) -> None:
