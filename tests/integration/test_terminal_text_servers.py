@@ -29,19 +29,11 @@ from typing import Any
 import pytest
 from cli_helpers import REPO, agentkit, cli_env
 from subagent_helpers import Router, call, calls, finish, wait_until
+from terminal_cases import ANSWER, CONTROLS, TITLE
 
 from agentkit.cli.safe_text import terminal_safe
 from agentkit.testing import ErrorReply, FakeOpenAIServer
 
-# Every control a terminal could act on (C0 but TAB and LF, DEL, C1).
-CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-TITLE = "\x1b]0;PWNED-TITLE\x1b\\"
-CLIPBOARD = "\x1b]52;c;ZXZpbA==\x1b\\"
-ANSWER = (
-    f"Answer {TITLE}{CLIPBOARD} erase L\x1b[2KR colour C\x1b[31mD"
-    " csi8 E\x9b2JF bell\x07 del\x7f 中文答案 end"
-)
 FILE_NAME = "evil\x1b[7mname\x9b.txt"
 FILE_TEXT = "file-says \x1b]0;FILE-TITLE\x07 \x1b[2K 文件内容 \x9b31m done\n"
 # printf's octal escapes: OSC 52, erase line and the 8-bit CSI (UTF-8 C2 9B).

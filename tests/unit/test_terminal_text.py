@@ -1,13 +1,7 @@
-"""No model, tool, file or sub-agent text can drive the user's terminal.
-
-A unit test of agentkit.cli.safe_text over every code point from U+0000 to U+009F,
-then ``agentkit run`` (plain lines on a pipe, the live view on a pseudo-terminal,
-``--json``) and ``agentkit chat`` on a pseudo-terminal, as real processes against
-FakeOpenAIServer. The scripted model answers with escape sequences (window title,
-OSC 52 clipboard write, erase line, colour, the 8-bit CSI), reads a file whose name
-and content carry them, runs a command printing them, and starts a sub-agent whose
-summary and result carry them; none may reach the terminal as a control, while the
-visible text (Chinese included) does.
+"""No model, tool, file or sub-agent text can drive the user's terminal:
+agentkit.cli.safe_text over every code point from U+0000 to U+009F, JSON lines, the log
+handler and sub-agent rows. The same text through ``agentkit run`` and ``agentkit chat``
+as real processes is tests/integration/test_terminal_text_servers.py.
 """
 
 from __future__ import annotations
@@ -19,18 +13,9 @@ import re
 import sys
 
 import pytest
+from terminal_cases import ANSWER, CONTROLS
 
 from agentkit.cli.safe_text import SafeStderrHandler, json_line, terminal_safe
-
-# Every control a terminal could act on (C0 but TAB and LF, DEL, C1).
-CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-TITLE = "\x1b]0;PWNED-TITLE\x1b\\"
-CLIPBOARD = "\x1b]52;c;ZXZpbA==\x1b\\"
-ANSWER = (
-    f"Answer {TITLE}{CLIPBOARD} erase L\x1b[2KR colour C\x1b[31mD"
-    " csi8 E\x9b2JF bell\x07 del\x7f 中文答案 end"
-)
 
 
 # ------------------------------------------------------------------ the functions
