@@ -11,23 +11,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
+from confined_helpers import (
+    outside_fixture,  # noqa: F401  (the outside fixture)
+    tree,
+)
 from subagent_helpers import Gate, Router, call, calls, finish, scripted_settings
 
 from agentkit import Agent
 from agentkit.testing import FakeOpenAIServer
-
-
-@pytest.fixture
-def outside(tmp_path: Path) -> Path:
-    folder = tmp_path / "outside"
-    folder.mkdir()
-    (folder / "secret.txt").write_text("not the model's\n")
-    return folder
-
-
-def tree(folder: Path) -> list[str]:
-    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
 
 
 def test_a_running_sub_agents_folder_swapped_for_a_link_gets_no_write_outside(

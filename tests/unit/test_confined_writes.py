@@ -1,9 +1,9 @@
 """agentkit's own writes never leave the workspace through a link a command planted.
 
 A sandboxed command may write only inside the workspace, but it can replace a folder
-there by a symbolic link to anywhere. agentkit's own writes (sub-agent records, the
-deliverables folder, file tools, command logs, conversations) must then refuse, not
-follow the link: real processes, real files, the trial's own reproduction.
+there by a symbolic link to anywhere. Here the confined primitives (agentkit.confined,
+the file tools' atomic write) refuse such a link in process; the same through real
+processes is tests/integration/test_confined_writes_servers.py.
 """
 
 from __future__ import annotations
@@ -12,21 +12,13 @@ import os
 from pathlib import Path
 
 import pytest
+from confined_helpers import (
+    outside_fixture,  # noqa: F401  (the outside fixture)
+    tree,
+)
 
 from agentkit.confined import list_files, open_folder, write_text_atomic
 from agentkit.tools.files._fileio import atomic_write
-
-
-@pytest.fixture
-def outside(tmp_path: Path) -> Path:
-    folder = tmp_path / "outside"
-    folder.mkdir()
-    (folder / "secret.txt").write_text("not the model's\n")
-    return folder
-
-
-def tree(folder: Path) -> list[str]:
-    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
 
 
 @pytest.mark.parametrize("where", ["top", "middle", "last"])
