@@ -2,39 +2,22 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
+from link_helpers import (
+    linked_fixture,  # noqa: F401  (the linked fixture)
+    make_ctx,
+)
 
-from agentkit.settings import Settings
-from agentkit.tools.base import ToolContext
 from agentkit.tools.registry import ToolRegistry
 from agentkit.tools.search import SEARCH_TOOLS
 from agentkit.tools.search._ripgrep import find_rg
 
-SECRET = "root:$6$topsecrethash:19000:0:99999:7:::\n"
 ENGINES = [
     "python",
     pytest.param("ripgrep", marks=pytest.mark.skipif(find_rg() is None, reason="no rg")),
 ]
-
-
-def make_ctx(workspace: Path, **overrides: object) -> ToolContext:
-    settings = Settings(model="m", api_key="k", language="en", **overrides)  # type: ignore[arg-type]
-    return ToolContext(workspace=workspace, settings=settings)
-
-
-@pytest.fixture
-def linked(tmp_path: Path, workspace: Path) -> Path:
-    """A file outside the workspace (like /etc/shadow) with a hard link inside it."""
-    outside = tmp_path / "outside"
-    outside.mkdir()
-    secret = outside / "shadow"
-    secret.write_text(SECRET)
-    os.link(secret, workspace / "notes.txt")
-    (workspace / "plain.txt").write_text("root is fine here\n")
-    return secret
 
 
 @pytest.mark.parametrize("engine", ENGINES)

@@ -6,10 +6,13 @@ import os
 from pathlib import Path
 
 import pytest
+from link_helpers import (
+    SECRET,
+    linked_fixture,  # noqa: F401  (the linked fixture)
+    make_ctx,
+)
 
 from agentkit.errors import ToolError
-from agentkit.settings import Settings
-from agentkit.tools.base import ToolContext
 from agentkit.tools.files import (
     EditFileParams,
     ReadFileParams,
@@ -18,25 +21,6 @@ from agentkit.tools.files import (
     read_file,
     write_file,
 )
-
-SECRET = "root:$6$topsecrethash:19000:0:99999:7:::\n"
-
-
-def make_ctx(workspace: Path, **overrides: object) -> ToolContext:
-    settings = Settings(model="m", api_key="k", language="en", **overrides)  # type: ignore[arg-type]
-    return ToolContext(workspace=workspace, settings=settings)
-
-
-@pytest.fixture
-def linked(tmp_path: Path, workspace: Path) -> Path:
-    """A file outside the workspace (like /etc/shadow) with a hard link inside it."""
-    outside = tmp_path / "outside"
-    outside.mkdir()
-    secret = outside / "shadow"
-    secret.write_text(SECRET)
-    os.link(secret, workspace / "notes.txt")
-    (workspace / "plain.txt").write_text("root is fine here\n")
-    return secret
 
 
 def _error(fn, *args) -> ToolError:  # type: ignore[no-untyped-def]
