@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
+from wire_tools import registry, whole
 
 from agentkit import events as ev
 from agentkit.conversation import Conversation
@@ -17,37 +17,8 @@ from agentkit.llm import LLMClient
 from agentkit.settings import Settings
 from agentkit.testing import ErrorReply, FakeOpenAIServer, Reply
 from agentkit.tools.base import ToolContext
-from agentkit.tools.registry import ToolRegistry
-
-_whole = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
-
-
-def whole(body: dict[str, Any]) -> bytes:
-    """What the client sent before messages were encoded once."""
-    return _whole(body).encode("utf-8", "replace")
-
 
 # ------------------------------------------------------------------ a long run
-
-
-class TextParams(BaseModel):
-    text: str
-
-
-def registry() -> ToolRegistry:
-    tools = ToolRegistry()
-
-    @tools.tool
-    def big(p: TextParams) -> str:
-        """Returns a large output."""
-        return p.text * 300
-
-    @tools.tool
-    def echo(p: TextParams) -> str:
-        """Echoes the text's length."""
-        return f"echo of {len(p.text)} characters"
-
-    return tools
 
 
 OVERFLOW = ErrorReply(

@@ -5,13 +5,12 @@ with shrinking, compaction, a context-length refusal and repairs."""
 from __future__ import annotations
 
 import copy
-import json
 import pickle
 from pathlib import Path
 from typing import Any
 
 import pytest
-from pydantic import BaseModel
+from wire_tools import registry, whole
 
 from agentkit.conversation import Conversation
 from agentkit.engine import Engine
@@ -19,15 +18,6 @@ from agentkit.llm.wire import WireMessage, encode_body
 from agentkit.settings import Settings
 from agentkit.tokens import count_message, count_messages
 from agentkit.tools.base import ToolContext
-from agentkit.tools.registry import ToolRegistry
-
-_whole = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
-
-
-def whole(body: dict[str, Any]) -> bytes:
-    """What the client sent before messages were encoded once."""
-    return _whole(body).encode("utf-8", "replace")
-
 
 MESSAGES: list[dict[str, Any]] = [
     {"role": "system", "content": "sys"},
@@ -103,26 +93,6 @@ def test_counting_uses_the_count_a_wire_message_keeps() -> None:
 
 
 # ------------------------------------------------------------------ a long run
-
-
-class TextParams(BaseModel):
-    text: str
-
-
-def registry() -> ToolRegistry:
-    tools = ToolRegistry()
-
-    @tools.tool
-    def big(p: TextParams) -> str:
-        """Returns a large output."""
-        return p.text * 300
-
-    @tools.tool
-    def echo(p: TextParams) -> str:
-        """Echoes the text's length."""
-        return f"echo of {len(p.text)} characters"
-
-    return tools
 
 
 def test_compaction_keeps_the_encoding_of_messages_it_did_not_change(workspace: Path) -> None:
