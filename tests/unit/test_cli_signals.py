@@ -1,14 +1,7 @@
-"""Signals to ``agentkit run`` as a real process: once, twice, three times quickly.
-
-Three moments (issue 20 items 1 and 12): the main agent in a slow model call; a
-blocking sub-agent whose worker is stopped (SIGSTOP, so it reads nothing from its
-pipe) in a slow model call; a ``run_command`` child running. Whatever the count,
-the process must exit with 128 + the first signal, within a bound, and leave the
-conversation file and every sub-agent record final (never ``running``).
-
-A trial saw the old handler, which did the cancelling itself, deadlock when a
-second signal re-entered it during a pipe send (1 run in 40 hung until SIGKILL),
-and three quick signals exit at once with the records left ``running``.
+"""The Signals class of ``agentkit run`` (agentkit/cli/signals.py) in this process: a
+first signal absorbed or leaving, later ones ignored on the way out, the previous
+handlers restored. Signals to ``agentkit run`` as a real process are
+tests/integration/test_cli_signals_processes.py.
 """
 
 from __future__ import annotations
@@ -20,8 +13,6 @@ import pytest
 from subagent_helpers import wait_until
 
 pytestmark = pytest.mark.slow
-"""Seconds the process may take to exit after the signals (a hang detector: the
-command's own bound after a second signal is 5 s)."""
 
 
 # ------------------------------------------------------------- the Signals class

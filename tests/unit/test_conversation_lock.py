@@ -1,11 +1,7 @@
-"""One live session per conversation across real processes (agentkit/chat/lock.py).
-
-Regressions (trial): two processes opening one conversation at the same instant
-could both succeed (the claim was read, checked, then written); right after
-``kill -9`` of the holder a new opening was refused while the dead process was
-not reaped yet; a conversation open elsewhere but not saved yet was "not found".
-Every process here is a real one (tests/lock_child.py), started together with a
-shared start time.
+"""One live session per conversation (agentkit/chat/lock.py), within this process: an
+unknown id creates no folder, a claim left by an abandoned session passes on with its
+lock, a conversation file with damaged fields still opens. Across real processes:
+tests/integration/test_conversation_lock_processes.py.
 """
 
 from __future__ import annotations
