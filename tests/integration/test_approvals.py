@@ -10,14 +10,12 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from subagent_helpers import (
     Recorder,
-    Switch,
     call,
     calls,
     finish,
@@ -25,6 +23,10 @@ from subagent_helpers import (
     scripted_settings,
     wait_until,
     who,
+)
+from switch_fixtures import (
+    model_fixture,  # noqa: F401  (the model fixture)
+    server_fixture,  # noqa: F401  (the server fixture)
 )
 
 from agentkit import events as ev
@@ -34,19 +36,6 @@ from agentkit.settings import Settings
 from agentkit.testing import FakeOpenAIServer
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="module")
-def model() -> Iterator[tuple[FakeOpenAIServer, Switch]]:
-    switch = Switch()
-    with FakeOpenAIServer(switch) as server:
-        yield server, switch
-
-
-@pytest.fixture
-def server(model: tuple[FakeOpenAIServer, Switch]) -> FakeOpenAIServer:
-    model[0].clear()
-    return model[0]
 
 
 def settings_for(server: FakeOpenAIServer, **overrides: Any) -> Settings:

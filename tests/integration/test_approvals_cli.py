@@ -14,13 +14,16 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from cli_helpers import REPO, cli_env
-from subagent_helpers import Switch, call, calls, finish, script, wait_until, who
+from subagent_helpers import call, calls, finish, script, wait_until, who
+from switch_fixtures import (
+    model_fixture,  # noqa: F401  (the model fixture)
+    server_fixture,  # noqa: F401  (the server fixture)
+)
 from test_chat_cli_servers import JsonlChat, of_type
 
 from agentkit.testing import FakeOpenAIServer
@@ -29,19 +32,6 @@ pytestmark = pytest.mark.slow
 
 RULES = json.dumps({"write_file": "ask", "run_command:git push*": "ask"})
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07|\r")
-
-
-@pytest.fixture(scope="module")
-def model() -> Iterator[tuple[FakeOpenAIServer, Switch]]:
-    switch = Switch()
-    with FakeOpenAIServer(switch) as server:
-        yield server, switch
-
-
-@pytest.fixture
-def server(model: tuple[FakeOpenAIServer, Switch]) -> FakeOpenAIServer:
-    model[0].clear()
-    return model[0]
 
 
 def env_for(server: FakeOpenAIServer, tmp_path: Path, **extra: str) -> dict[str, str]:

@@ -10,13 +10,16 @@ import resource
 import shlex
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from subagent_helpers import Switch, script, scripted_settings, wait_until
+from subagent_helpers import script, scripted_settings, wait_until
+from switch_fixtures import (
+    model_fixture,  # noqa: F401  (the model fixture)
+    server_fixture,  # noqa: F401  (the server fixture)
+)
 
 from agentkit import events as ev
 from agentkit.chat import Session
@@ -40,19 +43,6 @@ update = json.loads(sys.argv[1])
 print(json.dumps({"hookSpecificOutput": {"hookEventName": "PreToolUse",
     "permissionDecision": "allow", "updatedInput": update}}))
 """
-
-
-@pytest.fixture(scope="module")
-def model() -> Iterator[tuple[FakeOpenAIServer, Switch]]:
-    switch = Switch()
-    with FakeOpenAIServer(switch) as server:
-        yield server, switch
-
-
-@pytest.fixture
-def server(model: tuple[FakeOpenAIServer, Switch]) -> FakeOpenAIServer:
-    model[0].clear()
-    return model[0]
 
 
 @pytest.fixture(autouse=True)

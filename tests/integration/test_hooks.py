@@ -8,14 +8,12 @@ import json
 import logging
 import shlex
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import psutil
 import pytest
 from subagent_helpers import (
-    Switch,
     call,
     calls,
     finish,
@@ -23,6 +21,10 @@ from subagent_helpers import (
     scripted_settings,
     wait_until,
     who,
+)
+from switch_fixtures import (
+    model_fixture,  # noqa: F401  (the model fixture)
+    server_fixture,  # noqa: F401  (the server fixture)
 )
 
 from agentkit import Agent
@@ -42,19 +44,6 @@ sys.stdout.write(out)
 sys.stderr.write(err)
 sys.exit(int(code))
 """
-
-
-@pytest.fixture(scope="module")
-def model() -> Iterator[tuple[FakeOpenAIServer, Switch]]:
-    switch = Switch()
-    with FakeOpenAIServer(switch) as server:
-        yield server, switch
-
-
-@pytest.fixture
-def server(model: tuple[FakeOpenAIServer, Switch]) -> FakeOpenAIServer:
-    model[0].clear()
-    return model[0]
 
 
 @pytest.fixture(autouse=True)
