@@ -1,9 +1,13 @@
-"""One real FakeOpenAIServer per test module, scripted per test through its Switch
-(tests/subagent_helpers.py: ``script(model, main, subs)``).
+"""One real FakeOpenAIServer per test module, in two styles.
 
-Import ``model_fixture`` and ``server_fixture`` into a test module to use the ``model``
-fixture (the module's server and its Switch) and the ``server`` fixture (that server,
-its recorded requests cleared for the test).
+Scripted through a Switch (tests/subagent_helpers.py: ``script(model, main, subs)``):
+import ``model_fixture`` and ``server_fixture`` for the ``model`` fixture (the module's
+server and its Switch) and the ``server`` fixture (that server, its recorded requests
+cleared for the test).
+
+Scripted by setting the server's handler in each test: import
+``handled_server_fixture`` and ``handled_model_fixture`` for the ``server`` fixture (the
+module's server) and the ``model`` fixture (that server, its requests cleared).
 """
 
 from __future__ import annotations
@@ -27,3 +31,16 @@ def model_fixture() -> Iterator[tuple[FakeOpenAIServer, Switch]]:
 def server_fixture(model: tuple[FakeOpenAIServer, Switch]) -> FakeOpenAIServer:
     model[0].clear()
     return model[0]
+
+
+@pytest.fixture(scope="module", name="server")
+def handled_server_fixture() -> Iterator[FakeOpenAIServer]:
+    """One model server for the module; each test sets its handler."""
+    with FakeOpenAIServer(lambda request: "unused") as model:
+        yield model
+
+
+@pytest.fixture(name="model")
+def handled_model_fixture(server: FakeOpenAIServer) -> FakeOpenAIServer:
+    server.clear()
+    return server

@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from subagent_helpers import Router, call, calls, finish, scripted_settings, who
+from switch_fixtures import (
+    handled_model_fixture,  # noqa: F401  (the model fixture)
+    handled_server_fixture,  # noqa: F401  (the server fixture)
+)
 
 from agentkit import Agent, prompts
 from agentkit import events as ev
@@ -30,18 +33,6 @@ PRICED = {
     "prompt_tokens_details": {"cached_tokens": 8_000},
 }
 PRICED_COST = 0.0012  # 2000 x 0.15e-6 + 8000 x 0.075e-6 + 500 x 0.6e-6
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[FakeOpenAIServer]:
-    with FakeOpenAIServer(lambda request: "unused") as model:
-        yield model
-
-
-@pytest.fixture
-def model(server: FakeOpenAIServer) -> FakeOpenAIServer:
-    server.clear()
-    return server
 
 
 def used(usage: dict[str, Any], reply: Any) -> Reply:

@@ -8,7 +8,7 @@ import json
 import os
 import signal
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,10 @@ from subagent_helpers import (
     wait_until,
     who,
 )
+from switch_fixtures import (
+    handled_model_fixture,  # noqa: F401  (the model fixture)
+    handled_server_fixture,  # noqa: F401  (the server fixture)
+)
 
 from agentkit import events as ev
 from agentkit import prompts
@@ -35,19 +39,6 @@ pytestmark = pytest.mark.slow
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 MAIN_EXTRA = ["message_sub_agent", "continue_sub_agent", "wait_for_sub_agents", "answer_sub_agent"]
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[FakeOpenAIServer]:
-    """One model server for the module; each test sets its handler."""
-    with FakeOpenAIServer(lambda request: "unused") as model:
-        yield model
-
-
-@pytest.fixture
-def model(server: FakeOpenAIServer) -> FakeOpenAIServer:
-    server.clear()
-    return server
 
 
 def control_session(workspace: Path, model: FakeOpenAIServer, **overrides: Any) -> Session:

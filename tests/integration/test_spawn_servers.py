@@ -12,13 +12,16 @@ import re
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
 from subagent_helpers import Router, call, calls, finish, scripted_settings, who
+from switch_fixtures import (
+    handled_model_fixture,  # noqa: F401  (the model fixture)
+    handled_server_fixture,  # noqa: F401  (the server fixture)
+)
 
 from agentkit import (
     Agent,
@@ -34,19 +37,6 @@ from agentkit.testing import FakeOpenAIServer
 pytestmark = pytest.mark.slow
 
 TASK = "Write a short report on the project into your deliverables folder."
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[FakeOpenAIServer]:
-    """One model server for the module; each test sets its handler."""
-    with FakeOpenAIServer(lambda request: "unused") as model:
-        yield model
-
-
-@pytest.fixture
-def model(server: FakeOpenAIServer) -> FakeOpenAIServer:
-    server.clear()
-    return server
 
 
 def make_agent(workspace: Path, model: FakeOpenAIServer, **overrides: Any) -> Agent:
