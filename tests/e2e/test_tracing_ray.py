@@ -1,7 +1,7 @@
-"""OpenTelemetry traces (agentkit.tracing) with the real SDK exporting OTLP over HTTP to a
-real receiver on 127.0.0.1 (tests/otlp_receiver.py, which keeps span kind, links and
-resources); the real openai client against FakeOpenAIServer; real worker processes.
-The same tree through Arize Phoenix is tests/e2e/test_tracing_phoenix.py."""
+"""OpenTelemetry traces across Ray nodes: sub-agents launched on a Ray cluster still make
+one trace with the main agent's round, exported over OTLP to a real receiver on 127.0.0.1.
+The same tree with local worker processes is tests/integration/test_tracing_servers.py;
+through Arize Phoenix, tests/e2e/test_tracing_phoenix.py."""
 
 from __future__ import annotations
 
