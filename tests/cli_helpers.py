@@ -1,5 +1,5 @@
-"""Running the ``agentkit`` command in tests: a clean environment for it and a
-one-shot run (used by the CLI, chat, ACP and terminal tests of every tier)."""
+"""Running the ``agentkit`` command in tests: a clean environment for it, a one-shot
+run and a started process (used by the CLI, chat, ACP and terminal tests of every tier)."""
 
 from __future__ import annotations
 
@@ -42,4 +42,22 @@ def agentkit(
         text=True,
         encoding="utf-8",
         timeout=timeout,
+    )
+
+
+def start_agentkit(
+    *args: str, env: dict[str, str], new_session: bool = False
+) -> subprocess.Popen[str]:
+    """Start ``python -m agentkit ARGS`` (stdin closed, stdout and stderr piped as text);
+    ``new_session``: in a session and process group of its own. The caller waits for the
+    process or kills it."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "agentkit", *args],
+        env=env,
+        cwd=REPO,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=new_session,
     )

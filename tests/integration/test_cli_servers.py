@@ -20,7 +20,7 @@ from typing import Any
 
 import psutil
 import pytest
-from cli_helpers import REPO, agentkit, cli_env
+from cli_helpers import REPO, agentkit, cli_env, start_agentkit
 from subagent_helpers import Router, call, calls, finish, running
 
 from agentkit.testing import ErrorReply, FakeOpenAIServer, Reply
@@ -267,15 +267,7 @@ def test_sigint_cancels_run_and_saves_conversation(workspace: Path) -> None:
         return Reply(content="too late", latency=3.0)
 
     with FakeOpenAIServer(slow) as server:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "agentkit", "run", "hi", "-w", str(workspace)],
-            env=cli_env(server.base_url),
-            cwd=REPO,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        proc = start_agentkit("run", "hi", "-w", str(workspace), env=cli_env(server.base_url))
         try:
             deadline = time.monotonic() + 20
             while not asked and time.monotonic() < deadline and proc.poll() is None:
@@ -312,15 +304,8 @@ def test_ctrl_c_to_the_process_group_ends_a_working_subagent(workspace: Path) ->
         subs={1: [sleepy, finish()]},
     )
     with FakeOpenAIServer(router) as server:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "agentkit", "run", "hi", "-w", str(workspace)],
-            env=cli_env(server.base_url),
-            cwd=REPO,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            start_new_session=True,
+        proc = start_agentkit(
+            "run", "hi", "-w", str(workspace), env=cli_env(server.base_url), new_session=True
         )
         try:
             deadline = time.monotonic() + 30

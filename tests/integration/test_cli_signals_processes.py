@@ -24,7 +24,7 @@ from typing import Any
 
 import psutil
 import pytest
-from cli_helpers import REPO, cli_env
+from cli_helpers import cli_env, start_agentkit
 from subagent_helpers import call, calls, running, wait_until, who
 
 from agentkit.testing import FakeOpenAIServer, Reply
@@ -130,15 +130,8 @@ def test_signals_end_the_run_with_final_files(
 ) -> None:
     server, script = model
     script.waiting.discard(moment)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "agentkit", "run", f"go {moment}", "-w", str(workspace)],
-        env=cli_env(server.base_url),
-        cwd=REPO,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
+    proc = start_agentkit(
+        "run", f"go {moment}", "-w", str(workspace), env=cli_env(server.base_url), new_session=True
     )
     family: list[Any] = []
     try:
@@ -212,14 +205,8 @@ def test_serve_leaves_cleanly_on_sigterm_and_sighup(
     server, script = model
     script.waiting.discard("slow-model")
     port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "agentkit", "serve", "-w", str(workspace), "--port", str(port)],
-        env=cli_env(server.base_url),
-        cwd=REPO,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+    proc = start_agentkit(
+        "serve", "-w", str(workspace), "--port", str(port), env=cli_env(server.base_url)
     )
     try:
         url = f"http://127.0.0.1:{port}/api/conversations"
