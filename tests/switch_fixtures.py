@@ -7,7 +7,9 @@ cleared for the test).
 
 Scripted by setting the server's handler in each test: import
 ``handled_server_fixture`` and ``handled_model_fixture`` for the ``server`` fixture (the
-module's server) and the ``model`` fixture (that server, its requests cleared).
+module's server) and the ``model`` fixture (that server, its requests cleared); or
+``handled_server_fixture`` and ``cleared_fixture`` for that ``server`` cleared before
+every test of the module.
 """
 
 from __future__ import annotations
@@ -44,3 +46,9 @@ def handled_server_fixture() -> Iterator[FakeOpenAIServer]:
 def handled_model_fixture(server: FakeOpenAIServer) -> FakeOpenAIServer:
     server.clear()
     return server
+
+
+@pytest.fixture(autouse=True, name="cleared")
+def cleared_fixture(server: FakeOpenAIServer) -> None:
+    """The module's server with no request recorded, before every test."""
+    server.clear()

@@ -15,6 +15,10 @@ from typing import Any
 
 import psutil
 import pytest
+from switch_fixtures import (
+    cleared_fixture,  # noqa: F401  (clears the server before each test)
+    handled_server_fixture,  # noqa: F401  (the server fixture)
+)
 
 pytest.importorskip("acp")
 
@@ -26,17 +30,6 @@ from agentkit.process.tree import AGENT_MARK_VAR
 from agentkit.testing import FakeOpenAIServer, Reply
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(scope="module")
-def server() -> Any:
-    with FakeOpenAIServer(lambda request: "unused") as fake:
-        yield fake
-
-
-@pytest.fixture(autouse=True)
-def _fresh(server: FakeOpenAIServer) -> None:
-    server.clear()
 
 
 def main_requests(server: FakeOpenAIServer) -> list[dict[str, Any]]:

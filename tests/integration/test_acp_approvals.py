@@ -10,6 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from switch_fixtures import (
+    cleared_fixture,  # noqa: F401  (clears the server before each test)
+    handled_server_fixture,  # noqa: F401  (the server fixture)
+)
 
 pytest.importorskip("acp")
 
@@ -23,17 +27,6 @@ from agentkit.testing import FakeOpenAIServer
 pytestmark = pytest.mark.slow
 
 RULES = json.dumps({"run_command:echo *": "ask", "run_command:touch *": "ask"})
-
-
-@pytest.fixture(scope="module")
-def server() -> Any:
-    with FakeOpenAIServer(lambda request: "unused") as fake:
-        yield fake
-
-
-@pytest.fixture(autouse=True)
-def _fresh(server: FakeOpenAIServer) -> None:
-    server.clear()
 
 
 def chose(option_id: str) -> RequestPermissionResponse:
