@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_helpers import cli_env
 from subagent_helpers import call, calls, who
 
 from agentkit.testing import FakeOpenAIServer
@@ -23,24 +24,6 @@ pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]
 ROUNDS = 3  # the race showed in 2 runs of 3
 Event = dict[str, Any]
-
-
-def cli_env(base_url: str) -> dict[str, str]:
-    """A clean environment for the CLI: the repo importable, the fake model, no retries."""
-    env = {
-        k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AGENTKIT_", "PYTEST"))
-    }
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
-    env.update(
-        AGENTKIT_MAX_RETRIES="0",
-        AGENTKIT_RETRY_BASE_DELAY="0.01",
-        AGENTKIT_LANGUAGE="en",
-        PYTHONUNBUFFERED="1",
-        OPENAI_BASE_URL=base_url,
-        OPENAI_API_KEY="k",
-        AGENTKIT_MODEL="fake-model",
-    )
-    return env
 
 
 class Chat:
@@ -112,7 +95,7 @@ def test_lines_written_together_while_a_command_runs_reach_its_next_boundary_in_
     round of its own), because lines read together were posted one round apart."""
     os.mkfifo(workspace / "gate.fifo")
     with FakeOpenAIServer(model) as server:
-        chat = Chat(workspace, cli_env(server.base_url))
+        chat = Chat(workspace, cli_env(server.base_url, OPENAI_API_KEY="k"))
         try:
             for n in range(ROUNDS):
                 chat.write(f"run {n}\n".encode())

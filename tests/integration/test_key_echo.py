@@ -10,14 +10,13 @@ from __future__ import annotations
 import base64
 import json
 import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 import pytest
+from cli_helpers import agentkit
 from otlp_receiver import CaptureReceiver
 from subagent_helpers import Router, call, calls, scripted_settings, step, who
 from tracing_helpers import HAVE_SDK, NO_SDK, named
@@ -222,16 +221,7 @@ def test_agentkit_run_shows_no_echoed_key_on_stderr_json_files_or_trace(
             OTEL_EXPORTER_OTLP_ENDPOINT=receiver.endpoint,
             OTEL_BSP_SCHEDULE_DELAY="50",
         )
-        proc = subprocess.run(
-            [sys.executable, "-m", "agentkit", "run", "hi", "-w", str(workspace), "--json"],
-            env=env,
-            cwd=REPO,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            encoding="utf-8",
-            timeout=120,
-        )
+        proc = agentkit("run", "hi", "-w", str(workspace), "--json", env=env, timeout=120)
     assert server.records and server.records[-1].headers["authorization"] == f"Bearer {KEY}"
     assert proc.returncode == 2, proc.stderr  # the endpoint refused the first request
     assert leaks(proc.stderr) == [] and MASK in proc.stderr
