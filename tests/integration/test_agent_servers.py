@@ -8,22 +8,12 @@ import threading
 import time
 from pathlib import Path
 
+from agent_settings import settings_for
 from pydantic import BaseModel
 
-from agentkit import Agent, Settings, Tool, ToolContext
+from agentkit import Agent, Tool, ToolContext
 from agentkit import events as ev
 from agentkit.testing import FakeOpenAIServer, Reply
-
-
-def settings_for(server: FakeOpenAIServer, **overrides: object) -> Settings:
-    return Settings(
-        model="m",
-        base_url=server.base_url,
-        api_key="k",
-        language="en",
-        retry_base_delay=0.01,
-        **overrides,
-    )
 
 
 class CityParams(BaseModel):

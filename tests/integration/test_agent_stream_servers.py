@@ -13,22 +13,12 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from agent_settings import settings_for
 from subagent_helpers import Router, call, calls, finish
 
 from agentkit import Agent, Settings
 from agentkit import events as ev
 from agentkit.testing import FakeOpenAIServer, Reply
-
-
-def settings_for(server: FakeOpenAIServer, **overrides: Any) -> Settings:
-    return Settings(
-        model="m",
-        base_url=server.base_url,
-        api_key="k",
-        language="en",
-        retry_base_delay=0.01,
-        **overrides,
-    )
 
 
 def slow_on(word: str, answer: str = "quick answer") -> Any:
