@@ -367,26 +367,22 @@ def test_run_without_a_terminal_denies_unless_yes(
     )
     env = env_for(server, tmp_path)
     argv = [sys.executable, "-m", "agentkit", "run", "write", "-w", str(workspace), "--json"]
-    done = subprocess.run(
-        argv,
-        env=env,
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        stdin=subprocess.DEVNULL,
-    )
+
+    def run_cli(*extra: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*argv, *extra],
+            env=env,
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
+        )
+
+    done = run_cli()
     assert done.returncode == 0, done.stderr
     assert '"no one to ask"' in results(server.requests[-1])["call_t2.txt"]
     assert not (workspace / "t2.txt").exists()
-    done = subprocess.run(
-        [*argv, "--yes"],
-        env=env,
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        stdin=subprocess.DEVNULL,
-    )
+    done = run_cli("--yes")
     assert done.returncode == 0, done.stderr
     assert (workspace / "t2.txt").exists()
