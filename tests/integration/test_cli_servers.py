@@ -21,7 +21,7 @@ from typing import Any
 import psutil
 import pytest
 from cli_helpers import REPO, agentkit, cli_env, start_agentkit
-from subagent_helpers import Router, call, calls, finish, running
+from subagent_helpers import Router, call, calls, finish, running, wait_until
 
 from agentkit.testing import ErrorReply, FakeOpenAIServer, Reply
 
@@ -312,9 +312,9 @@ def test_ctrl_c_to_the_process_group_ends_a_working_subagent(workspace: Path) ->
             while not busy and time.monotonic() < deadline and proc.poll() is None:
                 time.sleep(0.05)
             assert busy, "the sub-agent never asked the model"
-            time.sleep(0.5)  # let run_command start its child
-            family = psutil.Process(proc.pid).children(recursive=True)
-            assert any(p.name() == "sleep" for p in family)
+            # run_command's child starts a moment after the request (later under load).
+            assert wait_until(lambda: "sleep" in _names(_family(proc.pid), "sleep"))
+            family = _family(proc.pid)
             os.killpg(proc.pid, signal.SIGINT)
             out, err = proc.communicate(timeout=30)
         finally:
@@ -328,6 +328,25 @@ def test_ctrl_c_to_the_process_group_ends_a_working_subagent(workspace: Path) ->
     (saved,) = (workspace / ".agentkit" / "conversations").glob("*.json")
     (row,) = json.loads(saved.read_text())["subagents"]
     assert row["status"] == "terminated", row
+
+
+def _family(pid: int) -> list[psutil.Process]:
+    """The descendants of ``pid`` now (none once it is gone)."""
+    try:
+        return psutil.Process(pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
+
+
+def _names(processes: list[psutil.Process], *wanted: str) -> set[str]:
+    """Which of ``wanted`` run among ``processes`` (one ending meanwhile is skipped)."""
+    names = set()
+    for p in processes:
+        try:
+            names.add(p.name())
+        except psutil.NoSuchProcess:
+            continue
+    return names & set(wanted)
 
 
 # ------------------------------------------------------------ show, transcript
