@@ -16,6 +16,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+import pytest
 from cli_helpers import cli_env
 from subagent_helpers import Router, call, calls, finish
 
@@ -131,6 +132,7 @@ def test_a_one_turn_run_leaves_no_process_behind(workspace: Path) -> None:
     assert out["left"] == []  # no worker process server was started (nor left preloading)
 
 
+@pytest.mark.serial  # checks for leftovers at once: a loaded machine delays exits by moments
 def test_a_run_with_a_sub_agent_leaves_no_process_behind(workspace: Path) -> None:
     router = Router(
         main=[calls(call("create_sub_agent", agent_id=1, summary="s", task="t")), "All done."],
