@@ -94,6 +94,9 @@ def continue_subagent(
     refused = _refusal(session, agent_id, task)
     if refused is not None:
         return refused
+    runs = getattr(session, "runs", None)  # an agentkit.chat.Session's RunTasks
+    if runs is not None:
+        runs.expect(agent_id, task)  # its start event then carries the new task
     result = run_again(
         session.manager,
         agent_id,

@@ -34,6 +34,7 @@ from agentkit.chat.eventbus import Numbered
 from agentkit.chat.inbox import RoundResult
 from agentkit.chat.notices import log_notices, start_notices
 from agentkit.chat.policy import python_hooks
+from agentkit.chat.runs import RunTasks
 from agentkit.chat.setup import check_message, offer_tool
 from agentkit.chat.store import clean_title, default_title
 from agentkit.conversation import Conversation, ConversationState, conversations_dir
@@ -159,6 +160,7 @@ class Session:
         self._closed = False
         self._manager: SubAgentManager | None = None
         self._manager_lock = threading.Lock()
+        self.runs = RunTasks(self._saved_runs)  # continued runs' tasks, for people
         try:
             self._claim(conversation_id)
         except BaseException:
@@ -281,8 +283,16 @@ class Session:
         agent_id, summary, status, runtime_seconds, the four counters, last_action,
         deliverables_dir."""
         if self._manager is None:
-            return [dict(r) for r in self.conversation.subagents]
-        return self._manager.records()
+            return self.runs.rows([dict(r) for r in self.conversation.subagents])
+        return self.runs.rows(self._manager.records())
+
+    def _saved_runs(self, agent_id: int) -> int:
+        """The runs the conversation file's row of ``agent_id`` counts (1 without one)."""
+        conversation = getattr(self, "conversation", None)  # set once it is claimed
+        for row in conversation.subagents if conversation is not None else []:
+            if row.get("agent_id") == agent_id and isinstance(row.get("runs"), int):
+                return int(row["runs"])
+        return 1
 
     # --------------------------------------------------------------- messages
     def post(self, text: str) -> Future[RoundResult]:
@@ -462,6 +472,7 @@ class Session:
         self._emit(event)
 
     def _emit(self, event: ev.Event) -> None:
+        event = self.runs.enrich(event)  # a continued run's task and run number
         if not event.conversation_id:
             event = dataclasses.replace(event, conversation_id=self.conversation.id)
         self.bus.publish(event)

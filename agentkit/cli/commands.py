@@ -100,9 +100,10 @@ def status_rows_text(rows: list[dict[str, Any]]) -> list[str]:
     tokens and cost · last action``, and its pending question."""
     from agentkit.cli.progress import (
         counters_text,
-        format_runtime,
+        runtime_words,
         shorten,
         status_text,
+        task_words,
         usage_text,
     )
 
@@ -110,8 +111,8 @@ def status_rows_text(rows: list[dict[str, Any]]) -> list[str]:
     for row in rows:
         line = (
             f"#{row.get('agent_id')} {status_text(row.get('status'))}"
-            f" {format_runtime(row.get('runtime_seconds'))}"
-            f"  {shorten(row.get('summary', ''), 40)} · {counters_text(row)}"
+            f" {runtime_words(row)}"
+            f"  {shorten(task_words(row), 40)} · {counters_text(row)}"
         )
         if "tokens" in row:
             line += f" · {usage_text(row)}"
@@ -277,7 +278,10 @@ class ChatCommands:
 
     def _cmd_continue(self, args: list[str], rest: str) -> CommandResult:
         agent_id, task = _id_and_text("continue", rest, "TASK")
-        return _control_result("continue", agent_id, self.session.continue_subagent(agent_id, task))
+        done = _control_result("continue", agent_id, self.session.continue_subagent(agent_id, task))
+        if done.ok:  # the new task, not the summary it was created with
+            done.text = f"sub-agent #{agent_id} runs again, in the background, on: {task}"
+        return done
 
     def _cmd_show(self, args: list[str], rest: str) -> CommandResult:
         from agentkit.cli.show import (

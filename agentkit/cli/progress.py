@@ -67,6 +67,21 @@ STATUS_WORDS = {
 """A sub-agent's status as people read it (the web page's words); others as they are."""
 
 
+def runtime_words(info: dict[str, Any]) -> str:
+    """Return a status row's runtime: ``45s``, or ``3m05s in total over 2 runs`` for a
+    continued sub-agent (the row's ``runs``, added by agentkit.chat.runs)."""
+    text = format_runtime(info.get("runtime_seconds"))
+    runs = info.get("runs")
+    if isinstance(runs, int) and runs > 1:
+        text += f" in total over {runs} runs"
+    return text
+
+
+def task_words(info: dict[str, Any]) -> str:
+    """Return what a sub-agent works on: a continued run's task, else its summary."""
+    return str(info.get("task") or info.get("summary", ""))
+
+
 def status_text(status: Any) -> str:
     """Return a sub-agent status row's ``status`` in words (``timeout`` -> ``timed out``)."""
     return STATUS_WORDS.get(str(status), str(status))
@@ -106,15 +121,16 @@ def _event_text(event: ev.Event) -> str | None:
         return f"tool {event.name} {format_arguments(event.arguments)}"
     if isinstance(event, ev.SubAgentStarted):
         info = event.info
+        begun = f"runs again (run {info['runs']})" if info.get("task") else "started"
         return (
-            f"sub-agent #{info.get('agent_id')} started: {shorten(info.get('summary', ''), 80)}"
+            f"sub-agent #{info.get('agent_id')} {begun}: {shorten(task_words(info), 80)}"
             f" (deliverables: {info.get('deliverables_dir', '?')})"
         )
     if isinstance(event, ev.SubAgentFinished):
         info = event.info
         return (
             f"sub-agent #{info.get('agent_id')} {status_text(info.get('status', 'finished'))}"
-            f" after {format_runtime(info.get('runtime_seconds'))}: {counters_text(info)}"
+            f" after {runtime_words(info)}: {counters_text(info)}"
         )
     if isinstance(event, ev.SubAgentQuestion):
         return (
@@ -340,7 +356,7 @@ class LiveDisplay:
             # Text, not str: rich reads a str cell as markup ("[link=...]" from a model).
             table.add_row(
                 str(agent_id),
-                _one_line(shorten(str(info.get("summary", "")), 40)),
+                _one_line(shorten(task_words(info), 40)),
                 Text(status, style=style),
                 format_runtime(runtime),
                 *(counters if wide else []),

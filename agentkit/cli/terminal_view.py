@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from agentkit import events as ev
 from agentkit.chat.explain import round_failure, state_words
-from agentkit.cli.progress import event_line, shorten
+from agentkit.cli.progress import event_line, shorten, task_words
 from agentkit.cli.safe_text import terminal_safe
 
 if TYPE_CHECKING:
@@ -120,7 +120,7 @@ class TerminalView:
         elif isinstance(event, (ev.SubAgentStarted, ev.SubAgentFinished)):
             agent_id = event.info.get("agent_id")
             if isinstance(event, ev.SubAgentStarted) and isinstance(agent_id, int):
-                self.running[agent_id] = str(event.info.get("summary", ""))
+                self.running[agent_id] = task_words(event.info)
             elif isinstance(agent_id, int):
                 self.running.pop(agent_id, None)
             return [style(event_line(event) or "", "35")]

@@ -78,8 +78,13 @@ def test_chat_jsonl_shows_the_question_and_takes_answer_msg_and_continue(workspa
             chat.round_end()  # the completion's round
             again = chat.command("/continue 1 Add a summary")
             assert again["ok"] is True and again["result"]["status"] == "running"
-            chat.until(lambda e: e["type"] == "SubAgentFinished")
+            # The new task is shown, not the summary it was created with (issue 35).
+            assert again["text"].endswith("on: Add a summary")
+            ended = chat.until(lambda e: e["type"] == "SubAgentFinished")[-1]
+            assert (ended["info"]["task"], ended["info"]["runs"]) == ("Add a summary", 2)
             chat.round_end()
+            rows = chat.command("/status")["text"]
+            assert "in total over 2 runs  Add a summary" in rows, rows
             bad = chat.command("/msg one hello")
             assert bad["type"] == "Error" and "usage: /msg N TEXT" in bad["message"]
             code, err = chat.finish()

@@ -51,7 +51,7 @@ export function upsertAgent(page, info, showError) {
   row.querySelector(".line").replaceChildren(
     el("span", { class: "dot" }),
     el("b", {}, `#${info.agent_id} `),
-    el("span", { class: "summary" }, entry.info.summary || ""),
+    el("span", { class: "summary", "data-testid": "subagent-task" }, entry.info.task || entry.info.summary || ""),
     el("span", { class: "status" }, ` ${STATUS_WORDS[status] || status} `),
     el("span", { class: "runtime" }, runtime(entry)),
   );
@@ -109,7 +109,9 @@ export function setMainAgent(words, action, usage) {
 function runtime(entry) {
   let seconds = Number(entry.info.runtime_seconds || 0);
   if (entry.info.status === "running") seconds += (performance.now() - entry.at) / 1000;
-  return seconds < 60 ? `${seconds.toFixed(0)} s` : `${Math.floor(seconds / 60)} min ${Math.round(seconds % 60)} s`;
+  const text = seconds < 60 ? `${seconds.toFixed(0)} s` : `${Math.floor(seconds / 60)} min ${Math.round(seconds % 60)} s`;
+  // A continued sub-agent's runtime adds up its runs: say so (agentkit.chat.runs).
+  return entry.info.runs > 1 ? `${text} in total over ${entry.info.runs} runs` : text;
 }
 
 /** Tick the runtimes of running sub-agents once a second. */
@@ -128,7 +130,7 @@ export function closeAgentDetail(page) {
 
 function showDetailHead(page, info) {
   page.detailStatus = info.status;
-  $("agent-detail-title").textContent = `Sub-agent ${info.agent_id}: ${info.summary || ""}`;
+  $("agent-detail-title").textContent = `Sub-agent ${info.agent_id}: ${info.task || info.summary || ""}`;
   $("agent-detail-status").textContent = [STATUS_WORDS[info.status] || info.status, usageText(info), info.deliverables_dir]
     .filter(Boolean).join(" · ");
   const summary = $("agent-detail-summary");
