@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -113,11 +114,14 @@ class SubAgent:
     record_elsewhere: str | None = None
     record: dict[str, Any] | None = None
     # The timeout clock stops while the sub-agent waits for its parent or a person
-    # (a question, an approval): seconds paused so far, and open pauses.
+    # (a question, an approval): seconds paused so far, and open pauses. ``clock``
+    # reads the time (seconds, monotonic; ``started`` is on it): a test may put in a
+    # clock it moves on, so that a timeout is checked without waiting it out.
     paused_seconds: float = 0.0
     _pauses: int = 0
     _paused_since: float = 0.0
     _clock_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    clock: Callable[[], float] = field(default=time.monotonic, repr=False, compare=False)
     # The control plane (agentkit.subagent.control, docs/control-plane.md): tokens and
     # cost so far (all runs; cost None when a response had no known price; estimated
     # when a response came without the server's usage), the
@@ -138,11 +142,11 @@ class SubAgent:
 
     def pause_clock(self, now: float | None = None) -> None:
         """Stop the timeout clock (nested pauses count: it runs again when every
-        pause has been resumed). Thread-safe; ``now`` is ``time.monotonic()``."""
+        pause has been resumed). Thread-safe; ``now`` defaults to ``clock()``."""
         with self._clock_lock:
             self._pauses += 1
             if self._pauses == 1:
-                self._paused_since = time.monotonic() if now is None else now
+                self._paused_since = self.clock() if now is None else now
 
     def resume_clock(self, now: float | None = None) -> None:
         """End one pause of :meth:`pause_clock` (an unmatched call does nothing)."""
@@ -151,7 +155,7 @@ class SubAgent:
                 return
             self._pauses -= 1
             if self._pauses == 0:
-                now = time.monotonic() if now is None else now
+                now = self.clock() if now is None else now
                 self.paused_seconds += now - self._paused_since
 
     def clock_paused(self) -> bool:
@@ -161,7 +165,7 @@ class SubAgent:
     def timeout_elapsed(self, now: float | None = None) -> float:
         """Seconds counted against ``spec.timeout_seconds``: the time since start
         minus the paused time (an open pause counts up to now)."""
-        now = time.monotonic() if now is None else now
+        now = self.clock() if now is None else now
         with self._clock_lock:
             paused = self.paused_seconds
             if self._pauses:

@@ -195,8 +195,12 @@ def test_a_cancelled_prompt_withdraws_its_ask_and_the_editors_cancelled_decides_
 def test_an_answer_after_the_timeout_is_refused_and_the_agent_goes_on(
     server: FakeOpenAIServer, workspace: Path
 ) -> None:
+    denied = Gate()  # opened by the model's next request: the call was denied
     server.handler = Router(
-        main=[calls(call("run_command", command="touch late.txt")), "It was not approved."]
+        main=[
+            calls(call("run_command", command="touch late.txt")),
+            denied.release("It was not approved."),
+        ]
     )
     rec = Recorder()
 
@@ -204,7 +208,8 @@ def test_an_answer_after_the_timeout_is_refused_and_the_agent_goes_on(
         answered = asyncio.Event()
 
         async def answer(tool_call: Any, options: list[Any]) -> RequestPermissionResponse:
-            await asyncio.sleep(2.5)  # past approval_timeout_seconds: the call was denied
+            # Past approval_timeout_seconds: the agent went on without this answer.
+            assert await asyncio.to_thread(denied.event.wait, 30)
             answered.set()
             return chose("allow")
 

@@ -8,6 +8,7 @@ import json
 import os
 import signal
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -324,15 +325,43 @@ def test_a_message_to_a_worker_that_dies_first_is_not_delivered(
 
 
 # ------------------------------------------------------- ask_parent and answers
+class MovedClock:
+    """``time.monotonic()`` plus the seconds a test moved it on (a sub-agent's timeout
+    clock); ``read_after_move`` is set once its supervisor's monitor has read it after
+    a move, i.e. it has checked the timeout against the moved time."""
+
+    def __init__(self) -> None:
+        self.offset = 0.0
+        self.moved = threading.Event()
+        self.read_after_move = threading.Event()
+
+    def __call__(self) -> float:
+        if self.moved.is_set() and threading.current_thread().name.startswith("agentkit-monitor"):
+            self.read_after_move.set()
+        return time.monotonic() + self.offset
+
+    def move_on(self, seconds: float) -> None:
+        self.offset += seconds
+        self.moved.set()
+
+
 def test_ask_parent_when_idle_starts_a_round_and_the_answer_comes_back(
     workspace: Path, model: FakeOpenAIServer
 ) -> None:
     """The question starts a round (the user template) while the main agent is idle;
     its answer is ask_parent's result; the sub-agent's timeout clock is paused
-    meanwhile (a 5 s timeout, a 6 s wait: it still completes)."""
+    meanwhile (a 5 s timeout; its clock moves on 6 s while the main agent answers, and
+    the monitor checks it: it still completes)."""
+    clock = MovedClock()
+    opened: list[Session] = []
+
+    def ask(request: dict[str, Any]) -> Any:
+        opened[0].manager.agents[1].clock = clock  # before it asks: the pause is on it
+        return calls(call("ask_parent", question="用哪个数据库？"))
 
     def slow_answer(request: dict[str, Any]) -> Any:
-        threading.Event().wait(6)  # longer than the sub-agent's whole timeout
+        clock.move_on(6)  # longer than the sub-agent's whole timeout
+        assert clock.read_after_move.wait(30)  # a timeout would be seen by now
         return calls(call("answer_sub_agent", agent_id=1, answer="用 PostgreSQL"))
 
     model.handler = Router(
@@ -352,10 +381,11 @@ def test_ask_parent_when_idle_starts_a_round_and_the_answer_comes_back(
             "已回答。",
             "完成了。",
         ],  # fmt: skip
-        subs={1: [calls(call("ask_parent", question="用哪个数据库？")), finish("表已建好。")]},
+        subs={1: [ask, finish("表已建好。")]},
     )
     seen = Recorder()
     with control_session(workspace, model) as session:
+        opened.append(session)
         session.subscribe(seen)
         session.send("建表")
         assert session.wait_idle(40)

@@ -12,7 +12,7 @@ import os
 import signal
 import subprocess
 import sys
-import time
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -114,6 +114,10 @@ def test_the_living_parent_replaces_a_workers_account_of_losing_it(tmp_path: Pat
 
 
 # ------------------------------------------------------------------- item 9
+def thread_names() -> set[str]:
+    return {thread.name for thread in threading.enumerate()}
+
+
 def fd_count() -> int:
     return len(os.listdir("/proc/self/fd"))
 
@@ -126,7 +130,8 @@ def test_finished_sub_agents_hold_no_file_descriptors(workspace: Path) -> None:
         manager = agent.manager
         assert manager.create(agent_id=1, summary="warm up", task="t")["status"] == "completed"
         assert wait_until(lambda: manager.agents[1].handle.exit_code is not None)
-        time.sleep(0.5)  # the first monitor's clean-up
+        # The first monitor's clean-up is over once its thread has ended.
+        assert wait_until(lambda: "agentkit-monitor-1" not in thread_names())
         before = fd_count()
         for agent_id in range(2, 7):
             result = manager.create(agent_id=agent_id, summary="s", task="t")
