@@ -37,6 +37,10 @@ agent's death SIGKILLs the whole namespace. Policy, in mount order (later wins):
   ``ToolContext.write_scope`` and run_command passes to :func:`confine`; the rest of the
   workspace read-only); ``command_writable_paths``. ``<workspace>/.agentkit`` and a
   sub-agent's ``.subagent`` record folder stay read-only. ``read-only``: nothing.
+* An isolated sub-agent (agentkit.isolation; its scope's ``hidden`` and ``shown``): its
+  real workspace is hidden, its copy and its deliverables folder are bound writable on
+  top, the copy's git folder read-only (git status and diff work; no commit can move
+  the repository's branches or change its configuration and hooks).
 * ``--unshare-pid --unshare-ipc``; ``--unshare-net`` unless ``command_network = all``
   (a private loopback works: a test suite may start its own servers); capabilities
   dropped when run as root; ``TMPDIR=/tmp``.
@@ -65,7 +69,7 @@ import stat
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -76,6 +80,7 @@ from agentkit.process.loopback import relay as _relay
 from agentkit.process.loopback.ports import listening_ports
 from agentkit.process.sandbox_folders import (
     BLANKED,
+    WriteScope,
     ancestors,
     hidden_folders,
     socket_folders,
@@ -118,21 +123,6 @@ def narrow_mode(*modes: str | None) -> str:
         if mode not in MODES:
             raise ValueError(f"unknown sandbox mode {mode!r}: one of {', '.join(MODES)}")
     return min(given, key=MODES.index) if given else "workspace-write"
-
-
-@dataclass(frozen=True)
-class WriteScope:
-    """Where a sub-agent's commands may write in the workspace (workspace-write mode).
-
-    Attributes:
-        folders: absolute folders (the deliverables folder), shown as ``label``.
-        files: returns the absolute files claimed so far (called per command).
-        label: how notes name the scope to the model.
-    """
-
-    folders: tuple[Path, ...]
-    files: Callable[[], Iterable[Path]]
-    label: str
 
 
 @dataclass(frozen=True)
@@ -209,7 +199,8 @@ def bwrap_argv(
         network: ``none``, ``loopback`` or ``all``.
         read_only: extra folders shown read-only (``read_only_roots``).
         writable: extra writable folders (``command_writable_paths``; workspace-write).
-        scope: a sub-agent's write scope; None: the whole workspace is writable.
+        scope: a sub-agent's write scope (with an isolated sub-agent's hidden and shown
+            folders); None: the whole workspace is writable.
         relay: with ``loopback``, the relay's folder
             (:attr:`agentkit.process.loopback.relay.Relay.folder`); the argv then ends with
             the bridge, ``python -I -S BRIDGE SOCKET PORT... --``, which execs what follows.
@@ -223,11 +214,13 @@ def bwrap_argv(
         if os.path.exists(secret):
             argv += ["--ro-bind", "/dev/null", secret]
     hidden = hidden_folders()
+    if scope is not None:  # after the usual ones: a real workspace may lie below /tmp
+        hidden += [h for h in scope.hidden if h not in hidden]
     for folder in hidden:
         argv += ["--tmpfs", str(folder)]
     # "/" is read-only already: binding it again would undo /dev, /proc and the hiding.
     roots = [r for r in (Path(p).resolve() for p in read_only) if r != Path("/")]
-    shown = [*toolchain_paths(hidden), *roots]
+    shown = [*toolchain_paths(hidden), *roots, *(scope.shown if scope is not None else ())]
     if network == "all":
         shown.append(Path("/run/systemd/resolve"))
     for path in dict.fromkeys(shown):

@@ -8,7 +8,8 @@ sockets (:func:`socket_folders`), above all the multiprocessing forkserver's, wh
 runs any pickle sent to it: reaching it would be an escape, as trials showed with
 ``TMPDIR`` outside ``/tmp``, inside the workspace, or under ``read_only_roots``. Shown again
 inside hidden ones, read-only: the agent's Python and the ``PATH`` folders with their
-toolchain-manager roots. Blanked: the shadow password files.
+toolchain-manager roots. Blanked: the shadow password files. :class:`WriteScope`: where a
+sub-agent's commands may write, and what an isolated one's sandbox hides and shows.
 """
 
 from __future__ import annotations
@@ -16,12 +17,15 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 from agentkit.process.loopback.folders import PREFIX as LOOPBACK_PREFIX
 
 __all__ = [
     "BLANKED",
+    "WriteScope",
     "ancestors",
     "SOCKET_DIRS_VAR",
     "hidden_folders",
@@ -30,6 +34,31 @@ __all__ = [
     "temp_folder",
     "toolchain_paths",
 ]
+
+
+@dataclass(frozen=True)
+class WriteScope:
+    """Where a sub-agent's commands may write in the workspace (workspace-write mode).
+
+    Attributes:
+        folders: absolute folders (the deliverables folder), shown as ``label``.
+        files: returns the absolute files claimed so far (called per command).
+        label: how notes name the scope to the model.
+        hidden: absolute folders covered by an empty tmpfs before the workspace and
+            ``folders`` are bound (an isolated sub-agent's real workspace: its copy and
+            deliverables folder, inside it, are bound again on top); the agent's
+            Python and ``PATH`` folders inside them are shown again read-only.
+        shown: absolute folders shown read-only after ``hidden`` is covered (the
+            copy's git folder, so that git works in the copy but cannot change the
+            repository's branches, configuration or hooks).
+    """
+
+    folders: tuple[Path, ...]
+    files: Callable[[], Iterable[Path]]
+    label: str
+    hidden: tuple[Path, ...] = ()
+    shown: tuple[Path, ...] = ()
+
 
 _HIDDEN = ("/tmp", "/var/tmp", "/run", "/home", "/root")
 BLANKED = ("/etc/shadow", "/etc/gshadow")

@@ -93,6 +93,12 @@ class ToolContext:
             agentkit.subagent.worker.sandbox_scope); None: the whole workspace.
         gate: approval rules and tool hooks every call passes (agentkit.tools.gate),
             or None: calls run as they are.
+        shared_roots: absolute folders outside the workspace that the file tools may
+            read and write as if they were inside it (agentkit.tools.paths). An isolated
+            sub-agent works in its own copy of the workspace (agentkit.isolation), but
+            its deliverables folder is the real workspace's, reached from the copy
+            through a symbolic link at the same relative path: that real folder is its
+            shared root, so its report lands where the parent reads it. Empty: none.
     """
 
     workspace: Path
@@ -105,6 +111,7 @@ class ToolContext:
     owner: str | None = None
     write_scope: WriteScope | None = None
     gate: ToolGate | None = None
+    shared_roots: tuple[Path, ...] = ()
 
     @property
     def language(self) -> str:

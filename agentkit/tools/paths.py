@@ -6,13 +6,17 @@ ancestor is resolved and the remaining components appended), then checked with
 ``Path.is_relative_to`` against the resolved root, never with a string prefix test.
 ``Settings.read_only_roots`` are extra roots that may be read but never written, and the
 workspace's own ``.agentkit`` folder (agentkit's records and logs) is never written either,
-nor a ``.subagent`` folder at any depth (a sub-agent's record). :func:`resolved_subject`
+nor a ``.subagent`` folder at any depth (a sub-agent's record). ``ToolContext.shared_roots``
+are folders outside the workspace that may be read and written (an isolated sub-agent's
+deliverables folder, reached from its copy through a link: :func:`shared_root`); a path
+there is shown by the spelling that reaches it from the workspace. :func:`resolved_subject`
 gives the approval rules and hooks the file a call's path reaches after links.
 Hard links are checked where files are opened (:func:`check_links`).
 
 Public API (kept small and stable, other tool modules import it):
-``resolve_path(ctx, path, *, write=False) -> Path``, ``display_path(ctx, path) -> str`` and
-``resolved_subject(ctx, tool, arguments) -> str | None``.
+``resolve_path(ctx, path, *, write=False) -> Path``, ``display_path(ctx, path) -> str``,
+``resolved_subject(ctx, tool, arguments) -> str | None``, ``shared_root(ctx, path)`` and
+``write_root(ctx, path) -> Path``.
 """
 
 from __future__ import annotations
@@ -25,7 +29,15 @@ from agentkit.conversation import STATE_DIR
 from agentkit.errors import ToolError
 from agentkit.tools.base import ToolContext
 
-__all__ = ["PATH_ARGUMENTS", "display_path", "resolve_path", "resolved_subject", "workspace_root"]
+__all__ = [
+    "PATH_ARGUMENTS",
+    "display_path",
+    "resolve_path",
+    "resolved_subject",
+    "shared_root",
+    "workspace_root",
+    "write_root",
+]
 
 RECORD_DIR = ".subagent"
 """A sub-agent's record folder, at any depth (agentkit.subagent.record.RECORD_DIR): never
@@ -51,11 +63,30 @@ def _inside(path: Path, root: Path) -> bool:
     return path == root or path.is_relative_to(root)
 
 
+def shared_root(ctx: ToolContext, path: Path) -> Path | None:
+    """The resolved ``ctx.shared_roots`` folder that holds ``path`` (absolute and
+    resolved), or None. Each root is resolved at every call: what counts is where the
+    folder is now, never where a link once pointed."""
+    for shared in ctx.shared_roots:
+        real = Path(os.path.realpath(shared))
+        if _inside(path, real):
+            return real
+    return None
+
+
+def write_root(ctx: ToolContext, path: Path) -> Path:
+    """The trusted folder below which a write of ``path`` (as :func:`resolve_path`
+    returned it) opens every folder without following links (agentkit.confined): the
+    shared root that holds it, else the workspace root."""
+    return shared_root(ctx, path) or workspace_root(ctx)
+
+
 def resolve_path(ctx: ToolContext, path: str, *, write: bool = False) -> Path:
     """Resolve a tool's ``path`` argument to an absolute, symlink-free path inside the workspace.
 
     Args:
-        ctx: the tool context (``ctx.workspace`` is the root; ``ctx.settings.read_only_paths()``
+        ctx: the tool context (``ctx.workspace`` is the root; ``ctx.shared_roots`` are
+            extra roots allowed for reads and writes; ``ctx.settings.read_only_paths()``
             are extra roots allowed when ``write`` is False).
         path: relative to the workspace, or absolute inside it. ``~`` is expanded so that a
             home-relative path is refused clearly instead of creating a folder named ``~``.
@@ -67,7 +98,7 @@ def resolve_path(ctx: ToolContext, path: str, *, write: bool = False) -> Path:
     Raises:
         ToolError("invalid_argument"): empty path or a NUL byte in it.
         ToolError("outside_workspace"): the path, after ``..`` and symlinks, leaves the
-            workspace (and, for reads, every read-only root); or ``write`` is True and the
+            workspace and every shared root (and, for reads, every read-only root); or ``write`` is True and the
             path is inside a read-only root only, or inside the workspace's ``.agentkit``
             state folder (readable, never writable by the tools), or inside a ``.subagent``
             folder at any depth, spelled or reached through a link (a sub-agent's record).
@@ -94,7 +125,13 @@ def resolve_path(ctx: ToolContext, path: str, *, write: bool = False) -> Path:
     if _inside(resolved, root):
         if write:
             _refuse_state_folder(path, resolved, root)
-            _refuse_record_folder(path, Path(os.path.normpath(joined)), resolved, root)
+            _refuse_record_folder(path, Path(os.path.normpath(joined)), resolved, (root,))
+        return resolved
+    shared = shared_root(ctx, resolved)
+    if shared is not None:
+        if write:
+            spelled = Path(os.path.normpath(joined))
+            _refuse_record_folder(path, spelled, resolved, (root, shared))
         return resolved
     for extra in ctx.settings.read_only_paths():
         extra_root = Path(os.path.realpath(extra))
@@ -131,23 +168,27 @@ def _refuse_state_folder(path: str, resolved: Path, root: Path) -> None:
         )
 
 
-def _refuse_record_folder(path: str, spelled: Path, resolved: Path, root: Path) -> None:
+def _refuse_record_folder(
+    path: str, spelled: Path, resolved: Path, roots: tuple[Path, ...]
+) -> None:
     # A sub-agent's record (<deliverables>/.subagent/conversations.json and its journal)
     # is the audit transcript `agentkit show` and the web page display, and what
     # continue_sub_agent replays: no agent may forge another's (or its own). Both the
-    # spelled path and the file it reaches through links are checked.
+    # spelled path and the file it reaches through links are checked, against the
+    # workspace and the shared root that holds the file.
     for candidate in (spelled, resolved):
-        try:
-            parts = candidate.relative_to(root).parts
-        except ValueError:
-            continue
-        if any(part.casefold() == RECORD_DIR for part in parts):
-            raise ToolError(
-                "outside_workspace",
-                f"{path} is inside a {RECORD_DIR}/ folder, a sub-agent's record (its "
-                "conversation, shown by agentkit show and the web page); the file tools may "
-                "read it but never write or edit there. Write your files elsewhere.",
-            )
+        for root in roots:
+            try:
+                parts = candidate.relative_to(root).parts
+            except ValueError:
+                continue
+            if any(part.casefold() == RECORD_DIR for part in parts):
+                raise ToolError(
+                    "outside_workspace",
+                    f"{path} is inside a {RECORD_DIR}/ folder, a sub-agent's record (its "
+                    "conversation, shown by agentkit show and the web page); the file tools "
+                    "may read it but never write or edit there. Write your files elsewhere.",
+                )
 
 
 def _leaves_by_symlink(joined: Path, root: Path) -> bool:
@@ -175,8 +216,10 @@ def resolved_subject(ctx: ToolContext, tool: str, arguments: dict[str, object]) 
 def display_path(ctx: ToolContext, path: Path) -> str:
     """Return ``path`` for tool output: workspace-relative with forward slashes.
 
-    The root itself is ``"."``; a path outside the workspace (a read-only root) is shown
-    absolute, with forward slashes.
+    The root itself is ``"."``; a path in a shared root (``ctx.shared_roots``) is shown
+    by the workspace-relative spelling that reaches that root through a link (e.g.
+    ``sub_agent_results/agent_1/report.md``); any other path outside the workspace (a
+    read-only root) is shown absolute, with forward slashes.
     """
     root = workspace_root(ctx)
     p = Path(path)
@@ -185,12 +228,30 @@ def display_path(ctx: ToolContext, path: Path) -> str:
     try:
         rel = p.relative_to(root)
     except ValueError:
+        real = Path(os.path.realpath(p))
         try:
-            rel = Path(os.path.realpath(p)).relative_to(root)
+            rel = real.relative_to(root)
         except ValueError:
-            return p.as_posix()
+            shown = _shared_spelling(ctx, root, real)
+            return shown if shown is not None else p.as_posix()
     text = rel.as_posix()
     return text if text else "."
+
+
+def _shared_spelling(ctx: ToolContext, root: Path, real: Path) -> str | None:
+    """``real`` (resolved, in a shared root) spelled from the workspace: the shared
+    root's last components, as few as reach it from ``root`` now (its link sits at the
+    same relative path in the copy as the folder in the real workspace). None when no
+    such spelling reaches it (the link was moved or swapped)."""
+    shared = shared_root(ctx, real)
+    if shared is None:
+        return None
+    parts = shared.parts
+    for count in range(1, len(parts)):
+        spelled = Path(*parts[-count:])
+        if os.path.realpath(root / spelled) == str(shared):
+            return (spelled / real.relative_to(shared)).as_posix()
+    return None
 
 
 def check_links(ctx: ToolContext, path: Path, st: os.stat_result) -> None:

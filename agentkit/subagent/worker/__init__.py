@@ -131,6 +131,9 @@ class Worker:
         endpoint: the worker's end of the link to the parent.
 
     Attributes:
+        workspace: the folder its tools and commands work in: the workspace, or an
+            isolated sub-agent's own copy (set by setup.prepare).
+        record_root: the real workspace, below which its record is written.
         link: the :class:`ParentLink`; ``transcript``: the record's writer (a
         journal line a save, agentkit.subagent.transcript); conversation: the
         sub-agent's conversation (its record's messages and archive).
@@ -147,9 +150,10 @@ class Worker:
         self.started_at = _started_at()
         self.runtime_before = earlier_runtime(spec)  # a continued run's earlier runs
         self.deliverables = Path(spec.deliverables_path)
-        self.workspace = Path(spec.workspace)
+        self.workspace = Path(spec.workspace)  # an isolated one's copy once prepared
+        self.record_root = Path(spec.workspace)  # records: no link below it is followed
         self.link = ParentLink(endpoint, self.parent_gone)
-        self.transcript: TranscriptWriter = transcript_writer(self.deliverables, self.workspace)
+        self.transcript: TranscriptWriter = transcript_writer(self.deliverables, self.record_root)
         self.conversation = Conversation(id=spec.sub_conversation_id)
         self.status: EndStatus = "failed"
         self.result_summary = ""
@@ -319,7 +323,9 @@ class Worker:
             return
         if wrote is None:  # nothing saved yet: no turn ran, so nothing disagrees
             write_record(
-                self.deliverables, self.record("terminated", Ending(why, why)), root=self.workspace
+                self.deliverables,
+                self.record("terminated", Ending(why, why)),
+                root=self.record_root,
             )
 
     def _write_final(self, record: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None]:

@@ -19,6 +19,7 @@ from agentkit.policy.hooks import HookRunner
 from agentkit.settings import Settings
 from agentkit.subagent.contract import WorkerSpec
 from agentkit.subagent.record import record_path
+from agentkit.subagent.worker.isolated import workspace_of
 from agentkit.tools.gate import Asker, ToolGate
 
 __all__ = ["worker_gate"]
@@ -43,7 +44,7 @@ def worker_gate(spec: WorkerSpec, settings: Settings, profile: Any, ask: Asker) 
         )
         hooks = HookRunner(
             HookConfig.from_dict(given["config"]),
-            workspace=Path(spec.workspace),
+            workspace=workspace_of(spec),  # an isolated sub-agent's hooks: its copy
             settings=settings,
             base=base,
         )

@@ -5,7 +5,8 @@ settings (the profile's, the narrower command sandbox), the opening messages
 (:func:`opening`: the seed's system prompt and first user message, or a continued
 run's saved history and new task), finish_task (:func:`finish_tool`: the seed's, or
 typed under a profile's output_schema), the tools, the tool context (write scope,
-approval gate) and the Engine. The worker's life (signals, run, report, parent_gone)
+approval gate) and the Engine; an isolated sub-agent's own copy (agentkit.subagent.worker.
+isolated) becomes its workspace. The worker's life (signals, run, report, parent_gone)
 is agentkit.subagent.worker's.
 """
 
@@ -25,6 +26,12 @@ from agentkit.subagent.contract import WorkerSpec
 from agentkit.subagent.worker.approvals import worker_gate
 from agentkit.subagent.worker.continued import continued_start
 from agentkit.subagent.worker.hooks import SubAgentHooks, make_finish_tool
+from agentkit.subagent.worker.isolated import (
+    check_deliverables_link,
+    isolated_writes,
+    own_copy,
+    workspace_of,
+)
 from agentkit.subagent.worker.registry import worker_profile, worker_tools
 from agentkit.subagent.worker.sandbox_scope import command_settings, confine_writes
 from agentkit.subagent.worker.steering import WorkerControl, make_ask_parent_tool
@@ -48,8 +55,12 @@ def prepare(worker: Worker) -> Engine:
     if profile is not None:
         settings = profile.apply(settings)
     worker.conversation.model = settings.model
-    with confined_folder(worker.workspace, worker.deliverables, create=True):
+    copy = own_copy(spec)
+    with confined_folder(worker.record_root, worker.deliverables, create=True):
         pass  # through no link below the workspace (a command may have planted one)
+    if copy is not None:  # it works in its own copy; its deliverables folder is shared
+        check_deliverables_link(spec, copy)
+        worker.workspace = Path(copy.root)
     continued = continued_start(
         spec, settings.language, lambda when: opening(spec, settings, profile, when)[0]
     )
@@ -66,7 +77,10 @@ def prepare(worker: Worker) -> Engine:
     tools = agentkit.tools.base_tools() + (extra if settings.subagent_control else [])
     finish = finish_tool(hooks, settings, profile)
     worker.tools = worker_tools(spec, settings, tools, finish)
-    claim, scope = confine_writes(spec, worker.link.claim)
+    if copy is None:
+        claim, scope = confine_writes(spec, worker.link.claim)
+    else:
+        claim, scope = isolated_writes(spec, copy)
     ctx = ToolContext(
         workspace=worker.workspace,
         settings=settings,
@@ -75,6 +89,7 @@ def prepare(worker: Worker) -> Engine:
         process_mark=spec.process_mark,
         write_scope=scope,
         gate=worker_gate(spec, settings, profile, worker.link.ask_approval),
+        shared_roots=() if copy is None else (worker.deliverables,),
     )
     return Engine(
         model=LLMClient(settings),
@@ -105,9 +120,10 @@ def opening(
     """The sub-agent's system prompt and first user message (docs/specification.md §3,
     §5); a profile's text comes after the seed's prompt, which stays word for word, then
     AGENTS.md and the skill list the parent resolved (agentkit.conventions). ``when``:
-    the prompt's ``{current_time}`` (None: now)."""
+    the prompt's ``{current_time}`` (None: now); its ``{workspace}`` is the folder the
+    sub-agent works in (an isolated one's copy)."""
     language = settings.language
-    values = prompt_values(Path(spec.workspace))
+    values = prompt_values(workspace_of(spec))
     if when is not None:
         values["current_time"] = when
     system = prompts.render(language, "subagent/system.txt", **values)

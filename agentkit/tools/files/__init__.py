@@ -48,7 +48,7 @@ from agentkit.tools.files._text import (
     human_size,
     sniff_binary,
 )
-from agentkit.tools.paths import display_path, resolve_path, workspace_root
+from agentkit.tools.paths import display_path, resolve_path, write_root
 
 __all__ = [
     "ReadFileParams",
@@ -224,7 +224,7 @@ def _write_locked(ctx: ToolContext, path: Path, content: str, force: bool = Fals
     ctx.claim_write(path)
     try:
         _ensure_parent(ctx, path)
-        atomic_write(path, raw, None if st is None else st.st_mode & 0o7777, workspace_root(ctx))
+        atomic_write(path, raw, None if st is None else st.st_mode & 0o7777, write_root(ctx, path))
         new_st = os.stat(path)
     except OSError as exc:
         raise os_error(ctx, path, exc, "write") from None
@@ -271,7 +271,7 @@ def _ensure_parent(ctx: ToolContext, path: Path) -> None:
         )
     from agentkit.confined import folder
 
-    with folder(workspace_root(ctx), parent, create=True):  # through no link below the root
+    with folder(write_root(ctx, parent), parent, create=True):  # no link below the root
         pass
 
 
@@ -355,7 +355,7 @@ def _edit_locked(ctx: ToolContext, path: Path, params: EditFileParams) -> ToolRe
         now = os.stat(path)
         if (now.st_mtime_ns, now.st_size) != (st.st_mtime_ns, st.st_size):
             raise stale_error(ctx, path, None)  # changed while we were matching
-        atomic_write(path, out, st.st_mode & 0o7777, workspace_root(ctx))
+        atomic_write(path, out, st.st_mode & 0o7777, write_root(ctx, path))
         new_st = os.stat(path)
     except OSError as exc:
         raise os_error(ctx, path, exc, "write") from None

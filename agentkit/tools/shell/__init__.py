@@ -35,7 +35,7 @@ from agentkit.process import tree as proctree
 from agentkit.process.secrets import is_secret_var, scrub_env
 from agentkit.tools.base import Tool, ToolContext, ToolResult
 from agentkit.tools.os_errors import os_error_kind
-from agentkit.tools.paths import display_path, resolve_path, workspace_root
+from agentkit.tools.paths import display_path, resolve_path, shared_root, workspace_root
 from agentkit.tools.shell._output import OutputCapture
 from agentkit.tools.shell._policy import check_interactive, check_policy
 from agentkit.tools.shell._run import (
@@ -105,7 +105,8 @@ def command_env(mark: str, command_id: str, settings: Settings | None = None) ->
 def _resolve_cwd(ctx: ToolContext, cwd: str) -> Path:
     path = resolve_path(ctx, cwd or ".")
     root = workspace_root(ctx)
-    if path != root and not path.is_relative_to(root):
+    # A shared root (an isolated sub-agent's deliverables folder) is as good as inside.
+    if path != root and not path.is_relative_to(root) and shared_root(ctx, path) is None:
         raise ToolError("outside_workspace", f"cwd {cwd} is outside the workspace {root}")
     if not path.exists():
         raise ToolError("not_found", f"cwd {cwd} does not exist")
