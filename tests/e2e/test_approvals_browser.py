@@ -7,6 +7,7 @@ Skipped when Playwright or /usr/bin/chromium is missing (.ci/run installs both).
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 from typing import Any
@@ -129,22 +130,22 @@ def test_deny_sends_the_reason_typed_on_the_card_to_the_model(
     assert not (web.workspace / "b2.txt").exists()
 
 
-def test_always_allow_asks_no_more_in_this_conversation(
+def test_always_allow_answers_allow_always(
     served: tuple[Web, Switch], web: Web, context: Any
 ) -> None:
-    script(
-        served, [{"tool_calls": [write("b3.txt")]}, "one", {"tool_calls": [write("b4.txt")]}, "two"]
-    )
+    """The card's Always button answers ``allow_always`` (that the conversation then
+    asks no more is tests/unit/test_approval_logic.py's)."""
+    script(served, [{"tool_calls": [write("b3.txt")]}, "one"])
     tab = new_conversation(context, web)
     expect(cards(tab)).to_have_count(1)
     expect(cards(tab).get_by_test_id("approval-always")).to_contain_text("write_file")
     cards(tab).get_by_test_id("approval-always").click()
     expect(tab.locator("[data-testid=message][data-role=assistant]")).to_have_text("one")
-    tab.get_by_test_id("composer").fill("again")
-    tab.get_by_test_id("send").click()
-    expect(tab.locator("[data-testid=message][data-role=assistant]").last).to_have_text("two")
     expect(cards(tab)).to_have_count(0)
-    assert (web.workspace / "b4.txt").exists()
+    assert (web.workspace / "b3.txt").exists()
+    files = (web.workspace / ".agentkit" / "conversations").glob("*.json")
+    kept = [json.loads(f.read_text(encoding="utf-8")).get("approvals") for f in files]
+    assert {"always": ["write_file"]} in kept
 
 
 def test_a_background_sub_agents_card_is_on_its_row_and_answered_while_the_agent_is_idle(

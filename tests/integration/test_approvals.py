@@ -1,6 +1,8 @@
 """Approvals end to end through a chat session: the main agent's calls and its sub-agents'
 (real worker processes), over the real openai client and FakeOpenAIServer
-(docs/approvals.md; issue 22)."""
+(docs/approvals.md; issue 22). What an answer does (deny's note, one of two answers
+winning, the timeout) is tests/unit/test_approval_logic.py's; here, what a Session adds:
+its callback, its file, its rounds and its sub-agents."""
 
 from __future__ import annotations
 
@@ -9,7 +11,6 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -109,23 +110,6 @@ def test_ask_then_allow_runs_the_call_and_the_request_is_in_the_file_meanwhile(
         assert tool_results(server.requests[-1])["call_w"].startswith("Created notes.txt")
 
 
-def test_ask_then_deny_quotes_the_reason_to_the_model_and_it_goes_on(
-    workspace: Path, model: Any, server: FakeOpenAIServer
-) -> None:
-    script(model, [{"tool_calls": [WRITE]}, "understood"])
-    recorder = Recorder()
-    with open_asking_writes(workspace, server, recorder) as session:
-        future = later(session)
-        asked = recorder.wait_for(ev.ApprovalRequested)[0]
-        session.approve(asked.request_id, "deny", "keep notes out of the repo")
-        assert future.result(30).status == "done"
-    result = tool_results(server.requests[-1])["call_w"]
-    assert result.startswith("Error: denied: the user denied this write_file call")
-    assert '"keep notes out of the repo"' in result
-    assert not (workspace / "notes.txt").exists()
-    assert recorder.of(ev.ApprovalAnswered)[0].note == "keep notes out of the repo"
-
-
 def test_allow_always_is_remembered_in_the_conversation_file(
     workspace: Path, model: Any, server: FakeOpenAIServer
 ) -> None:
@@ -183,21 +167,6 @@ def test_no_one_to_ask_denies_unless_approvals_default_allows(
     assert (workspace / "notes.txt").exists()
 
 
-def test_a_deny_rule_refuses_at_once_without_asking(
-    workspace: Path, model: Any, server: FakeOpenAIServer
-) -> None:
-    script(model, [{"tool_calls": [WRITE]}, "ok"])
-    recorder = Recorder()
-    with open_session(
-        workspace, settings_for(server, approvals={"write_file:*.txt": "deny"}), recorder
-    ) as session:
-        session.send("go", 30)
-    assert recorder.of(ev.ApprovalRequested) == []
-    assert tool_results(server.requests[-1])["call_w"].startswith(
-        "Error: denied: the approvals rule 'write_file:*.txt' refuses write_file calls"
-    )
-
-
 def test_the_other_calls_of_the_message_go_on_while_one_waits(
     workspace: Path, model: Any, server: FakeOpenAIServer
 ) -> None:
@@ -219,54 +188,6 @@ def test_the_other_calls_of_the_message_go_on_while_one_waits(
     assert (workspace / "notes.txt").exists()
 
 
-def test_two_answers_at_once_one_wins_and_the_call_runs_once(
-    workspace: Path, model: Any, server: FakeOpenAIServer
-) -> None:
-    counter = workspace / "count.txt"
-    command = {
-        "name": "run_command",
-        "id": "call_c",
-        "arguments": {"command": "echo x >> count.txt"},
-    }
-    script(model, [{"tool_calls": [command]}, "ok"])
-    recorder = Recorder()
-    with open_session(
-        workspace, settings_for(server, approvals={"run_command": "ask"}), recorder
-    ) as session:
-        future = later(session)
-        asked = recorder.wait_for(ev.ApprovalRequested)[0]
-        barrier = threading.Barrier(8)
-        outcomes: list[str] = []
-
-        def answer(decision: str) -> None:
-            barrier.wait()
-            try:
-                session.approve(asked.request_id, decision)
-                outcomes.append("ok")
-            except ApprovalError as exc:
-                outcomes.append(exc.code)
-
-        threads = [
-            threading.Thread(target=answer, args=("allow" if i % 2 else "deny",)) for i in range(8)
-        ]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(30)
-        future.result(30)
-        assert sorted(outcomes) == ["answered"] * 7 + ["ok"]
-        assert len(recorder.of(ev.ApprovalAnswered)) == 1
-        with pytest.raises(ApprovalError, match="already answered"):
-            session.approve(asked.request_id, "allow")
-        with pytest.raises(ApprovalError, match="no approval request 'ap_nope'") as caught:
-            session.approve("ap_nope", "allow")
-        assert caught.value.code == "unknown"
-        with pytest.raises(ApprovalError, match="allow, allow_always or deny"):
-            session.approve(asked.request_id, "yes")
-    allowed = recorder.of(ev.ApprovalAnswered)[0].decision == "allow"
-    assert counter.read_text() == ("x\n" if allowed else "") if counter.exists() else not allowed
-
-
 def test_cancelling_the_round_withdraws_its_request(
     workspace: Path, model: Any, server: FakeOpenAIServer
 ) -> None:
@@ -284,19 +205,6 @@ def test_cancelling_the_round_withdraws_its_request(
         assert caught.value.code == "withdrawn"
         assert session.pending_approvals() == []
     assert not (workspace / "notes.txt").exists()
-
-
-def test_an_unanswered_request_is_denied_after_approval_timeout_seconds(
-    workspace: Path, model: Any, server: FakeOpenAIServer
-) -> None:
-    script(model, [{"tool_calls": [WRITE]}, "ok"])
-    recorder = Recorder()
-    settings = settings_for(server, approvals={"write_file": "ask"}, approval_timeout_seconds=0.2)
-    with open_session(workspace, settings, recorder) as session:
-        assert session.send("go", 30).status == "done"
-    [answered] = recorder.of(ev.ApprovalAnswered)
-    assert (answered.decision, answered.by) == ("deny", "timeout")
-    assert "within 0.2 s" in tool_results(server.requests[-1])["call_w"]
 
 
 def test_requests_are_unchanged_when_no_rule_and_no_hook_acts(

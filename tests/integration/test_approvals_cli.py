@@ -77,7 +77,7 @@ def test_jsonl_ask_allow_deny_and_always(
     script(
         model,
         [{"tool_calls": [write("one.txt")]}, "one", {"tool_calls": [write("two.txt")]}, "two",
-         {"tool_calls": [write("three.txt")]}, "three", {"tool_calls": [write("four.txt")]}, "four"],
+         {"tool_calls": [write("three.txt")]}, "three"],
     )  # fmt: skip
     chat = JsonlChat(workspace, env_for(server, tmp_path))
     try:
@@ -94,17 +94,15 @@ def test_jsonl_ask_allow_deny_and_always(
         request = asked(chat)
         done, _ = answer(chat, f"/deny {request['request_id']} not in this folder")
         assert done["decision"] == "deny" and done["note"] == "not in this folder"
-        assert '"not in this folder"' in results(server.requests[-1])["call_two.txt"]
         chat.send("write three")
         request = asked(chat)
-        # "Always" remembers what was asked (docs/approvals.md): here the rule, so it
-        # covers four.txt too, and the line says so before anyone chooses it.
+        # "Always" remembers what was asked (docs/approvals.md): here the rule, and the
+        # line says so before anyone chooses it (what it then allows is
+        # tests/unit/test_approval_logic.py's).
         assert request["key"] == "write_file"
         assert request["always"] == "every call the approvals rule 'write_file' asks about"
         done, _ = answer(chat, f"/approve-always {request['request_id']}")
         assert done["decision"] == "allow_always"
-        chat.send("write four")  # allowed for the conversation: no request
-        chat.round_end()
         again = chat.command(f"/approve {request['request_id']}")
         assert again["type"] == "Error" and "already answered" in again["message"]
         assert chat.command("/approve ap_unknown")["type"] == "Error"
@@ -113,8 +111,7 @@ def test_jsonl_ask_allow_deny_and_always(
     finally:
         chat.kill()
     assert code == 0
-    assert [p.name for p in sorted(workspace.glob("*.txt"))] == ["four.txt", "one.txt", "three.txt"]
-    assert len(of_type(chat.seen, "ApprovalRequested")) == 3
+    assert [p.name for p in sorted(workspace.glob("*.txt"))] == ["one.txt", "three.txt"]
 
 
 def test_jsonl_a_background_sub_agent_is_answered_while_the_main_agent_is_idle(

@@ -104,30 +104,29 @@ def test_the_conversation_lists_a_pending_request_and_an_answer_runs_the_call(
     assert [e["decision"] for e in reader.events if e["type"] == "ApprovalAnswered"] == ["allow"]
 
 
-def test_a_deny_with_a_reason_reaches_the_model(served: tuple[Web, Switch], web: Web) -> None:
-    script(served, [{"tool_calls": [write("a2.txt")]}, "ok"])
-    cid, reader = start(web)
-    [asked] = requested(reader)
-    assert answer(web, cid, asked["request_id"], "deny", "wrong folder").status_code == 200
-    assert wait_until(lambda: "AllWorkDone" in reader.types())
-    reader.close()
-    assert '"wrong folder"' in last_results(web)["call_a2.txt"]
-    assert not (web.workspace / "a2.txt").exists()
-
-
-def test_allow_always_through_the_api(served: tuple[Web, Switch], web: Web) -> None:
+def test_the_api_answers_deny_with_its_note_and_allow_always(
+    served: tuple[Web, Switch], web: Web
+) -> None:
+    """The body's decision and note are the answer (what each does is
+    tests/unit/test_approval_logic.py's)."""
     script(
-        served, [{"tool_calls": [write("a3.txt")]}, "one", {"tool_calls": [write("a4.txt")]}, "two"]
+        served, [{"tool_calls": [write("a2.txt")]}, "one", {"tool_calls": [write("a3.txt")]}, "two"]
     )
     cid, reader = start(web)
     [asked] = requested(reader)
-    assert answer(web, cid, asked["request_id"], "allow_always").status_code == 200
+    denied = answer(web, cid, asked["request_id"], "deny", "wrong folder")
+    assert denied.status_code == 200 and denied.json()["request_id"] == asked["request_id"]
     assert wait_until(lambda: reader.types().count("RoundFinished") == 1)
     assert web.post(f"/api/conversations/{cid}/messages", {"text": "again"}).status_code == 202
+    second = requested(reader, 2)[1]
+    assert answer(web, cid, second["request_id"], "allow_always").status_code == 200
     assert wait_until(lambda: reader.types().count("RoundFinished") == 2)
     reader.close()
-    assert reader.types().count("ApprovalRequested") == 1
-    assert (web.workspace / "a4.txt").exists()
+    answered = [e for e in reader.events if e["type"] == "ApprovalAnswered"]
+    assert [(e["request_id"], e["decision"], e["note"]) for e in answered] == [
+        (asked["request_id"], "deny", "wrong folder"),
+        (second["request_id"], "allow_always", None),
+    ]
 
 
 def test_two_tabs_answering_at_once_one_wins_the_other_hears_why(
