@@ -23,7 +23,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 from agentkit import events as ev
 from agentkit import prompts
@@ -423,13 +423,16 @@ class Agent:
         profile: str | AgentProfile | None = None,
         deliverables_dir: str | None = None,
         timeout_seconds: int | None = None,
+        isolation: Literal["shared", "isolated"] | None = None,
     ) -> SubAgentHandle:
         """Start a sub-agent of the current conversation on ``task`` from code, as the
         model's create_sub_agent does in the background (its limits, records, events;
         the main agent is told of its start and its end). ``summary`` None: the task's
         start; ``profile``: a profile's name or an AgentProfile; ``deliverables_dir``
         None: the default folder; ``timeout_seconds`` 60-3600, None: the profile's,
-        else ``subagent_default_timeout`` (600 s). Returns a SubAgentHandle
+        else ``subagent_default_timeout`` (600 s); ``isolation``: ``isolated`` (its
+        own copy of the workspace) or ``shared``, None: as ``subagent_isolation``
+        and the profile say (docs/isolation.md). Returns a SubAgentHandle
         (agentkit.spawn: ``result()``, ``cancel()``, ``message()``) once its worker
         started. Raises SubAgentRefused with the tool's refusal (a bad argument, too
         many running...), ConfigurationError for a closed Agent."""
@@ -444,6 +447,7 @@ class Agent:
             profile=profile,
             deliverables_dir=deliverables_dir,
             timeout_seconds=timeout_seconds,
+            isolation=isolation,
         )
 
     async def aspawn(
@@ -454,6 +458,7 @@ class Agent:
         profile: str | AgentProfile | None = None,
         deliverables_dir: str | None = None,
         timeout_seconds: int | None = None,
+        isolation: Literal["shared", "isolated"] | None = None,
     ) -> AsyncSubAgentHandle:
         """:meth:`spawn` for asyncio, started in a thread of its own: the same
         arguments and errors; returns an AsyncSubAgentHandle (``await result()``,
@@ -467,6 +472,7 @@ class Agent:
                 profile=profile,
                 deliverables_dir=deliverables_dir,
                 timeout_seconds=timeout_seconds,
+                isolation=isolation,
             )
 
         return AsyncSubAgentHandle(await in_thread(start, name="agentkit-spawn"))

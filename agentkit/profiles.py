@@ -28,8 +28,10 @@ the key), ``temperature``, ``max_turns``,
 ``timeout_seconds`` (the default when create_sub_agent gives none), ``max_tokens`` (the
 token budget of one run, instead of ``subagent_max_tokens``), ``output_schema`` (a
 JSON Schema: finish_task then takes a ``result`` object valid against it;
-docs/control-plane.md) and ``approvals`` (approval rules for its sub-agents, over
-``Settings.approvals``: agentkit.policy.approvals; docs/approvals.md). The body is
+docs/control-plane.md), ``isolation`` (``shared`` or ``isolated``: its sub-agents'
+default when ``subagent_isolation`` is ``available``; docs/isolation.md) and
+``approvals`` (approval rules for its sub-agents, over ``Settings.approvals``:
+agentkit.policy.approvals; docs/approvals.md). The body is
 appended after the seed's sub-agent system prompt, which stays word for word.
 
 In Python, ``AgentProfile(..., output_type=Model)`` (a pydantic model class) gives the
@@ -51,7 +53,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, Field, ValidationError, field_validator
 
@@ -102,6 +104,7 @@ class _Header(StrictModel):
     output_schema: Any = None
     approvals: Any = None
     output_type: str | None = None  # agentkit.output.register_type's key (Python only)
+    isolation: Literal["shared", "isolated"] | None = None
 
     @field_validator("name", mode="before")
     @classmethod
@@ -140,6 +143,7 @@ class AgentProfile:
     source: str = "python"
     approvals: dict[str, str] = field(default_factory=dict)
     output_type: type[BaseModel] | None = None
+    isolation: Literal["shared", "isolated"] | None = None
 
     def __post_init__(self) -> None:
         if self.output_type is not None:
@@ -154,6 +158,8 @@ class AgentProfile:
         data = asdict(self)
         data["tools"] = list(self.tools) if self.tools is not None else None
         data["skills"] = list(self.skills) if self.skills is not None else None
+        if self.isolation is None:  # absent: the dict stays as before isolation existed
+            del data["isolation"]
         if self.output_type is None:
             del data["output_type"]
         else:
@@ -196,6 +202,7 @@ class AgentProfile:
             approvals=approvals,
             # None in a worker (the class lives in the parent: the schema is checked)
             output_type=registered_type(header.output_type),
+            isolation=header.isolation,
         )
 
     def allows(self, tool: str) -> bool:

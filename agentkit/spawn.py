@@ -18,13 +18,14 @@ hears of them at its next round.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import ValidationError
 
 from agentkit import prompts
 from agentkit.errors import AgentkitError, Cancelled
 from agentkit.spawn_handles import AsyncSubAgentHandle, SubAgentHandle, SubAgentResult
+from agentkit.subagent.isolated import refusal
 
 if TYPE_CHECKING:
     from agentkit.chat.session import Session
@@ -67,6 +68,7 @@ def spawn_in(
     profile: str | AgentProfile | None = None,
     deliverables_dir: str | None = None,
     timeout_seconds: int | None = None,
+    isolation: Literal["shared", "isolated"] | None = None,
 ) -> SubAgentHandle:
     """Start a background sub-agent of ``session``'s conversation on ``task``, as
     create_sub_agent does, with the next free id.
@@ -82,6 +84,10 @@ def spawn_in(
             (``sub_agent_results/agent_{id}``, or the manager's choice when shared).
         timeout_seconds: 60-3600 (``subagent_timeout_min``/``_max``); None: the
             profile's, else ``Settings.subagent_default_timeout`` (600 s).
+        isolation: ``isolated`` (its own copy of the workspace, merged back later) or
+            ``shared``; None: as ``subagent_isolation`` and the profile say
+            (agentkit.subagent.isolated.choose). Asking what the setting rules out
+            (``isolated`` with it off, ``shared`` with ``always``) is refused.
 
     Returns the SubAgentHandle once its worker started. Raises SubAgentRefused with
     the tool's refusal when it cannot start, Cancelled when the session is closed.
@@ -91,10 +97,14 @@ def spawn_in(
     if isinstance(task, str) and task.strip():
         session.settle_language(task)  # the conversation's first text settles an auto one
     manager = session.manager
+    why = refusal(session.settings, isolation)
+    if why is not None:
+        raise SubAgentRefused(why, {"success": False, "error": why})
     profile_dict, timeout = _profile_and_timeout(session, profile, timeout_seconds)
     first = summary if summary is not None else _summary_of(task)
     arguments = _checked(session, task, first, deliverables_dir, timeout)
     before = session.bus.last_seq  # what events() replays from
+    arguments["isolation"] = isolation
     result, agent_id = session.outside_round(lambda: _create(session, profile_dict, arguments))
     refused = "status" not in result  # a worker that could not start has one: "failed"
     if refused:

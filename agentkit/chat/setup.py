@@ -95,8 +95,10 @@ def check_policy(settings: Settings) -> None:
 
 def builtin_tool_names() -> list[str]:
     """The names ``builtin_tools`` may give, in the order they are offered: the
-    built-in tools, the seed's three sub-agent tools, the control plane's four."""
+    built-in tools, the seed's three sub-agent tools, the control plane's four, the
+    two of isolation."""
     from agentkit.subagent.control_tools import make_control_tools
+    from agentkit.subagent.isolation_tools import ISOLATION_TOOLS
     from agentkit.subagent.seed_tools import make_main_tools
     from agentkit.tools import base_tools
 
@@ -104,7 +106,7 @@ def builtin_tool_names() -> list[str]:
         raise ConfigurationError("names only")
 
     tools = [*base_tools(), *make_main_tools(nobody), *make_control_tools(nobody)]
-    return [tool.name for tool in tools]
+    return [tool.name for tool in tools] + list(ISOLATION_TOOLS)
 
 
 def check_builtin_tools(builtin: Iterable[str] | None) -> frozenset[str] | None:
@@ -136,7 +138,9 @@ def build_registry(
 ) -> ToolRegistry:
     """Return the main agent's tools: the built-in ones, the three sub-agent tools
     bound to ``manager()`` (called at each use) when ``subagents`` (and the four of
-    the control plane with ``subagent_control``), then ``extra`` (except tools for
+    the control plane with ``subagent_control``, the two of isolation with
+    ``subagent_isolation`` not off; create_sub_agent's ``isolation`` with
+    ``available``), then ``extra`` (except tools for
     sub-agents only). ``builtin``: only the built-in tools of these names
     (:func:`check_builtin_tools`; None: all). With ``workspace`` and ``settings``: also
     the tools of ``Settings.tools`` and of the MCP servers (add_main_extensions), and
@@ -148,11 +152,16 @@ def build_registry(
         from agentkit.subagent.seed_tools import make_main_tools
 
         known = (workspace, settings) if workspace is not None and settings is not None else None
-        offered += make_main_tools(manager, known)
+        isolation = settings.subagent_isolation if settings is not None else "off"
+        offered += make_main_tools(manager, known, isolation=isolation)
         if settings is not None and settings.subagent_control:
             from agentkit.subagent.control_tools import make_control_tools
 
             offered += make_control_tools(manager)
+        if isolation != "off":
+            from agentkit.subagent.isolation_tools import make_isolation_tools
+
+            offered += make_isolation_tools(manager)
     registry = ToolRegistry([t for t in offered if builtin is None or t.name in builtin])
     for tool in extra:
         if tool.agents != "subagents":

@@ -7,7 +7,8 @@ of agentkit.cli imports a private name of another and a flag is declared once:
 * :func:`agent_args`: the one set of options of every command that runs an agent
   (``run``, ``chat``, ``serve``, ``acp``), built from :func:`workspace_arg`,
   :func:`endpoint_args` (``--model --base-url --api-key --lang``) and
-  :func:`control_arg` (``--subagent-control``); :func:`check_endpoint_flags`;
+  :func:`control_arg` (``--subagent-control``) and :func:`isolation_arg`
+  (``--subagent-isolation``); :func:`check_endpoint_flags`;
   :func:`workspace`;
 * :func:`settings_from_args` and :func:`make_settings` (flags over the environment);
 * :func:`way_back` (the line that ends a chat). Signals are agentkit.cli.signals'.
@@ -37,6 +38,7 @@ __all__ = [
     "control_arg",
     "endpoint_args",
     "err",
+    "isolation_arg",
     "make_settings",
     "print_json",
     "settings_from_args",
@@ -102,11 +104,24 @@ def control_arg(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def isolation_arg(parser: argparse.ArgumentParser) -> None:
+    """Add ``--subagent-isolation`` (Settings.subagent_isolation: off, available or
+    always; docs/isolation.md) to ``parser`` (part of :func:`agent_args`)."""
+    parser.add_argument(
+        "--subagent-isolation",
+        choices=("off", "available", "always"),
+        default=None,
+        help="sub-agents on their own copy of the workspace, merged back by the main "
+        "agent: off, available (create_sub_agent chooses) or always "
+        "(env AGENTKIT_SUBAGENT_ISOLATION)",
+    )
+
+
 def agent_args(parser: argparse.ArgumentParser, command: str) -> None:
     """Add the options every command that runs an agent shares to ``parser``:
     ``-w/--workspace``, ``--model --base-url --api-key --lang``, ``--demo``,
-    ``--local``, ``--log-level``, ``--subagent-control`` and, where someone is asked
-    about tool calls (``run``, ``chat``, ``acp``), ``--yes``.
+    ``--local``, ``--log-level``, ``--subagent-control``, ``--subagent-isolation``
+    and, where someone is asked about tool calls (``run``, ``chat``, ``acp``), ``--yes``.
 
     Args:
         parser: the subcommand's parser.
@@ -138,6 +153,7 @@ def agent_args(parser: argparse.ArgumentParser, command: str) -> None:
         help="what agentkit logs on standard error (default warning)",
     )
     control_arg(parser)
+    isolation_arg(parser)
     if command in ("run", "chat", "acp"):
         parser.add_argument(
             "--yes",
@@ -204,8 +220,8 @@ def check_cli_settings(settings: Settings) -> None:
 def settings_from_args(args: argparse.Namespace, base: dict[str, Any] | None = None) -> Settings:
     """Settings from the flags that were given: they override ``base`` (field name →
     value), which overrides the environment. Reads ``--model --base-url --api-key
-    --lang`` and, where the subcommand has them, ``--max-turns``, ``--no-stream`` and
-    ``--subagent-control``.
+    --lang`` and, where the subcommand has them, ``--max-turns``, ``--no-stream``,
+    ``--subagent-control`` and ``--subagent-isolation``.
 
     Raises:
         UsageError: a value is invalid (see :func:`make_settings`).
@@ -219,6 +235,8 @@ def settings_from_args(args: argparse.Namespace, base: dict[str, Any] | None = N
         given["stream"] = False
     if getattr(args, "subagent_control", None):
         given["subagent_control"] = True
+    if getattr(args, "subagent_isolation", None):
+        given["subagent_isolation"] = args.subagent_isolation
     return make_settings(given)
 
 

@@ -78,6 +78,10 @@ class SubAgentFields(BaseModel):
         default=False,
         description="The two-way control plane: the main agent gets message_sub_agent, continue_sub_agent, wait_for_sub_agents and answer_sub_agent, sub-agents get ask_parent; status rows and notifications show tokens and cost. Off: every request is as without it.",
     )
+    subagent_isolation: Literal["off", "available", "always"] = Field(
+        default="off",
+        description="Isolated sub-agents (docs/isolation.md): off (every request as without it), available (create_sub_agent gains isolation: shared or isolated, default shared; a profile may set its default) or always (every sub-agent works on its own copy of the workspace). An isolated sub-agent's changes reach the workspace only through merge_sub_agent (or are dropped by discard_sub_agent_changes), tools the main agent gets whenever this is not off.",
+    )
     ask_parent_max_wait_seconds: Seconds = Field(
         default=900.0,
         gt=0,

@@ -1,10 +1,11 @@
 """Write claims: no two running sub-agents write the same file (docs/specification.md §8.2).
 
 Each running agent claims its deliverables_dir at creation and every file at its
-first write or edit. A claim ends with its agent. The table lives in the parent
-process; workers ask over their pipe. A folder claim also holds the folder's OS
-lock (agentkit.subagent.folder_lock: other processes see it), released once the
-agent's record is final.
+first write or edit. A claim ends with its agent. An isolated sub-agent (its own
+copy of the workspace, docs/isolation.md) claims no file and never refuses the main
+agent's write. The table lives in the parent process; workers ask over their pipe.
+A folder claim also holds the folder's OS lock (agentkit.subagent.folder_lock: other
+processes see it), released once the agent's record is final.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ class Claims:
     folders: dict[int, Path] = field(default_factory=dict)
     files: dict[Path, int] = field(default_factory=dict)
     holds: dict[int, FolderHold] = field(default_factory=dict)
+    isolated: set[int] = field(default_factory=set)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def folder_overlap(self, folder: Path) -> int | None:
@@ -43,6 +45,15 @@ class Claims:
         with self._lock:
             self.folders[owner] = folder
 
+    def mark_isolated(self, owner: int) -> None:
+        """``owner`` works on its own copy of the workspace (docs/isolation.md): it
+        claims no file (:meth:`claim_file` grants without recording) and never
+        refuses the main agent's write (:meth:`owner_of` skips it); the merge is the
+        arbiter. Its deliverables folder, the real one, stays claimed against other
+        sub-agents."""
+        with self._lock:
+            self.isolated.add(owner)
+
     def hold(self, owner: int, hold: FolderHold) -> None:
         """Keep ``hold``, the OS lock on ``owner``'s folder, until :meth:`release_hold`."""
         with self._lock:
@@ -56,7 +67,7 @@ class Claims:
             if owner is not None and owner != asking:
                 return owner
             for agent, folder in self.folders.items():
-                if agent != asking and _inside(path, folder):
+                if agent != asking and agent not in self.isolated and _inside(path, folder):
                     return agent
         return None
 
@@ -64,6 +75,8 @@ class Claims:
         """Claim ``path`` for ``owner``; returns the conflicting owner instead when
         another agent holds it (and claims nothing)."""
         with self._lock:
+            if owner in self.isolated:  # its own copy: nothing to keep apart
+                return None
             current = self.files.get(path)
             if current is not None and current != owner:
                 return current
@@ -79,6 +92,7 @@ class Claims:
         process taking the folder would archive or sweep a record still being written)."""
         with self._lock:
             self.folders.pop(owner, None)
+            self.isolated.discard(owner)
             for path in [p for p, o in self.files.items() if o == owner]:
                 del self.files[path]
 

@@ -8,7 +8,8 @@ but the id's (timeout bounds, five running, no overlapping folder:
 admission.admit_continued); the run gets its own timeout and budget. Its record keeps
 its sub-conversation id and every run's messages, its stats add up and ``runs`` counts
 the runs (agentkit.subagent.record.may_replace lets a later run replace the final
-record). The result is exactly create_sub_agent's, blocking or background, and a
+record). An isolated sub-agent continues in its own copy unless that was merged or
+discarded (then in a fresh one: agentkit.subagent.isolated.continued). The result is exactly create_sub_agent's, blocking or background, and a
 background run's end is announced with the seed's templates.
 """
 
@@ -23,6 +24,7 @@ from agentkit.conventions import subagent_extra
 from agentkit.conversation import known_cost
 from agentkit.subagent import starts
 from agentkit.subagent.admission import admit_continued, resolve_deliverables
+from agentkit.subagent.isolated import continued, from_record
 from agentkit.subagent.record import read_record
 from agentkit.subagent.state import SubAgent, worker_spec
 
@@ -81,6 +83,9 @@ def continue_subagent(
             return refuse("record_gone", dir=rel)
         what = (agent_id, summary, task)
         agent = _agent(manager, record, what, timeout, resolved, profile, run_in_background)
+        earlier = manager.table.get(agent_id)
+        previous = earlier.isolation if earlier is not None else from_record(record)
+        agent.isolation = continued(settings, previous, profile)  # its copy, or a fresh one
         why = starts.reserve(manager, agent)  # its folder's OS lock too
         if why is not None:
             return {"success": False, "agent_id": agent_id, "error": why}

@@ -4,7 +4,7 @@ One job: the parent side of a sub-agent's end after its status is decided
 (agentkit.subagent.supervisor.Supervisor.finish): the summary that says how it ended
 (:func:`end_summary`), the record made final and its word taken (:func:`finalise`: the
 record's first final write decides the status, its counters are the ones saved with its
-transcript), and the final records no disk took whole written later
+transcript; an isolated agent's copy saved and its changes counted), and the final records no disk took whole written later
 (:func:`write_kept_records`, at every save of the conversation).
 """
 
@@ -17,6 +17,7 @@ from agentkit import prompts
 from agentkit.conversation import SEED_COUNTERS
 from agentkit.subagent.contract import EndStatus
 from agentkit.subagent.finalise import finalise_record, retry_final
+from agentkit.subagent.isolated import end_copy
 from agentkit.subagent.record import FINAL_STATUSES, Ending, record_path
 from agentkit.subagent.state import SubAgent
 from agentkit.subagent.table import SubAgentTable
@@ -58,16 +59,20 @@ def finalise(
 ) -> None:
     """Make ``agent``'s record final (agentkit.subagent.finalise.finalise_record) and
     take from it what it says (its counters; its status when it was first), under
-    ``table``'s lock. A record not whole in its folder stays on the agent
+    ``table``'s lock; an isolated agent's copy is saved and its changes counted
+    (agentkit.subagent.isolated.end_copy). A record not whole in its folder stays on the agent
     (``agent.record``, for :func:`write_kept_records`)."""
     record, where = finalise_record(
         agent.spec, status, agent.stats(), agent.token_usage, ending, worker_record
     )
     final = record_path(agent.deliverables_path)
     elsewhere = shown(workspace, where) if where is not None and where != final else None
+    isolation = end_copy(agent, workspace)  # its copy saved, its changes counted
 
     def take(agent: SubAgent) -> None:
         _adopt(agent, record)
+        if isolation is not None:
+            agent.isolation = isolation
         if where != final:
             agent.record = record  # not whole in its folder: kept for write_kept_records
         if elsewhere is not None:

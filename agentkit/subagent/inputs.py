@@ -1,9 +1,10 @@
 """What the seed tools accept as arguments, and how a bad argument is refused.
 
 One job: the input rules of create_sub_agent, terminate_sub_agent,
-get_sub_agent_status and finish_task, and of the control plane's tools
+get_sub_agent_status and finish_task, of the control plane's tools
 (docs/control-plane.md §1: their texts are non-empty and at most
-:data:`CONTROL_TEXT_MAX` characters, ``mode`` is ``all`` or ``any``)
+:data:`CONTROL_TEXT_MAX` characters, ``mode`` is ``all`` or ``any``) and of
+create_sub_agent's ``isolation`` (``shared`` or ``isolated``, docs/isolation.md)
 (docs/specification.md §1 gives the seed tools' types: ``agent_id``
 int, ``agent_ids`` list[int], ``timeout_seconds`` int, ``run_in_background`` and
 ``success`` bool, ``summary``/``task``/``deliverables_dir`` str), as pydantic
@@ -187,6 +188,14 @@ def wait_mode(value: Any) -> str:
     if isinstance(value, str) and value.strip().lower() in ("all", "any"):
         return value.strip().lower()
     raise _refuse("arg_not_mode", value)
+
+
+def isolation_mode(value: Any) -> str:
+    """Return create_sub_agent's ``isolation`` (``shared`` or ``isolated``, any case);
+    raises PydanticCustomError ``arg_not_isolation`` otherwise."""
+    if isinstance(value, str) and value.strip().lower() in ("shared", "isolated"):
+        return value.strip().lower()
+    raise _refuse("arg_not_isolation", value)
 
 
 def _optional_text(value: Any) -> Any:

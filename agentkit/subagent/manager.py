@@ -10,7 +10,8 @@ workers through a Launcher, handing them to the Supervisor (both steps are
 agentkit.subagent.starts'), and answers create/terminate/get_status in the
 seed's JSON shapes. Watching, killing and
 finishing workers is agentkit.subagent.supervisor's; messages, questions, waits and usage
-its ``control`` plane's (agentkit.subagent.control); continuing is agentkit.subagent.continuation's.
+its ``control`` plane's (agentkit.subagent.control); continuing is agentkit.subagent.continuation's;
+an isolated sub-agent's merge and discard agentkit.subagent.merging's.
 """
 
 from __future__ import annotations
@@ -24,14 +25,16 @@ from agentkit import events as ev
 from agentkit import prompts
 from agentkit.conversation import Conversation, new_conversation_id
 from agentkit.errors import ToolError
+from agentkit.isolation.types import Changes, MergeReport
 from agentkit.settings import Settings
-from agentkit.subagent import starts
+from agentkit.subagent import merging, starts
 from agentkit.subagent.admission import Request
 from agentkit.subagent.budget import Meter
 from agentkit.subagent.claims import Claims
 from agentkit.subagent.contract import Launcher
 from agentkit.subagent.control import ControlPlane
 from agentkit.subagent.endings import write_kept_records
+from agentkit.subagent.isolated import choose
 from agentkit.subagent.launchers import make_launcher
 from agentkit.subagent.record_folder import list_deliverables
 from agentkit.subagent.results import asked_result, blocking_result, capped_summary
@@ -152,12 +155,14 @@ class SubAgentManager:
         timeout_seconds: int = 600,
         cancel: threading.Event | None = None,
         profile: dict[str, Any] | None = None,
+        isolation: str | None = None,
     ) -> dict[str, Any]:
         """create_sub_agent (docs/specification.md §1). Blocking: returns when the agent ends, with
         deliverables_files, result_summary, sub_conversation_id and stats.
         Background: returns at once with ``status: running``. ``cancel`` (the main
         run's) ends a blocking wait and terminates the agent. ``profile``: an
-        AgentProfile's dict, given to the worker (WorkerSpec.extra)."""
+        AgentProfile's dict, given to the worker (WorkerSpec.extra). ``isolation``:
+        ``shared``/``isolated`` or None (agentkit.subagent.isolated.choose)."""
         if self.language == "auto":  # started from code before any message: its task settles it
             self.adopt(self._settled(task))
         extra = starts.spec_extra(self, profile, run_in_background)
@@ -171,6 +176,7 @@ class SubAgentManager:
                 background=run_in_background,
                 extra=extra,
                 profile=profile,
+                isolated=choose(self.settings, isolation, profile),
             )
             if isinstance(placed, str):
                 return {"success": False, "agent_id": agent_id, "error": placed}
@@ -290,6 +296,27 @@ class SubAgentManager:
     def status(self, agent_ids: list[int]) -> dict[str, Any]:
         """get_sub_agent_status (docs/specification.md §1): agentkit.subagent.results.status_result."""
         return self.table.status(agent_ids, self.settings)
+
+    # ------------------------------------- isolated copies (agentkit.subagent.merging)
+    def changes(self, agent_id: int) -> Changes:
+        """What isolated sub-agent ``agent_id`` changed (merging.changes; raises)."""
+        return merging.changes(self, agent_id)
+
+    def diff(self, agent_id: int) -> str:
+        """Its changes as a unified diff (merging.diff; raises)."""
+        return merging.diff(self, agent_id)
+
+    def merge(self, agent_id: int, *, dry_run: bool = False) -> MergeReport:
+        """Its changes applied onto the workspace (merging.merge; raises)."""
+        return merging.merge(self, agent_id, dry_run=dry_run)
+
+    def discard(self, agent_id: int) -> None:
+        """Its copy and branch dropped (merging.discard; raises)."""
+        merging.discard(self, agent_id)
+
+    def unmerged(self) -> list[dict[str, Any]]:
+        """The copies waiting for a merge or a discard (merging.unmerged)."""
+        return merging.unmerged(self)
 
     # ----------------------------------------------------- notifications
     def take_finished(self) -> list[SubAgent]:

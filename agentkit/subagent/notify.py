@@ -7,8 +7,9 @@ One job: the text of those messages.
   the user template (it starts a round while the main agent is idle); agents that end
   together share one message. When each is used is agentkit.chat.rounds' job. After
   an agent's text come, when there are any, its typed result (output_schema), the
-  messages it never read, and with subagent_control its tokens and cost
-  (docs/control-plane.md).
+  messages it never read, with subagent_control its tokens and cost
+  (docs/control-plane.md), and for an isolated agent its changes and what decides
+  them (:func:`isolation_line`, docs/isolation.md).
 * :func:`render_questions`: a sub-agent's ask_parent question, told the same two ways.
 * :func:`recovery_notes`: when a saved conversation is loaded (after a restart, a
   crash, or a switch back to it), every sub-agent its file still lists as running has
@@ -36,12 +37,14 @@ from agentkit.subagent.sweep import repair_ended_rows, sweep_rows
 if TYPE_CHECKING:
     from agentkit.conversation import Conversation
     from agentkit.settings import Settings
+    from agentkit.subagent.isolated import Isolation
     from agentkit.subagent.manager import SubAgentManager
     from agentkit.subagent.state import SubAgent
 
 __all__ = [
     "closing_notes",
     "is_notification",
+    "isolation_line",
     "recovery_notes",
     "render_notifications",
     "render_questions",
@@ -90,7 +93,8 @@ def render_notifications(
 
 
 def _extras(language: str, agent: SubAgent, control: bool) -> list[str]:
-    """Lines after an agent's notification: typed result, unread messages, usage."""
+    """Lines after an agent's notification: typed result, unread messages, usage, an
+    isolated agent's changes."""
     import json
 
     lines = []
@@ -110,7 +114,20 @@ def _extras(language: str, agent: SubAgent, control: bool) -> list[str]:
             lines.append(prompts.phrase(language, "notify_usage", tokens=agent.tokens, cost=cost))
         if agent.usage_estimated:
             lines.append(prompts.phrase(language, "notify_usage_estimated"))
+    if agent.isolation is not None and agent.isolation.copy is not None:
+        lines.append(isolation_line(language, agent.spec.agent_id, agent.isolation))
     return lines
+
+
+def isolation_line(language: str, agent_id: int, state: Isolation) -> str:
+    """The line an isolated agent's notification ends with: its changes (files, lines
+    added and removed) and that merge_sub_agent or discard_sub_agent_changes decides."""
+    if state.changes is None:
+        reason = state.error or "unknown"
+        return prompts.phrase(language, "notify_isolated_unknown", agent_id=agent_id, reason=reason)
+    if not state.changes.get("files"):
+        return prompts.phrase(language, "notify_isolated_none", agent_id=agent_id)
+    return prompts.phrase(language, "notify_isolated", agent_id=agent_id, **state.changes)
 
 
 def render_questions(language: str, agents: list[SubAgent], role: str) -> str:

@@ -6,7 +6,8 @@ The seed's fields (agent_id, summary, created_at, completed_at, messages, stats 
 runtime_seconds, the four seed counters and token_usage) plus status (running,
 completed, failed, timeout, terminated), result_summary, task, sub_conversation_id and
 error, ``conventions`` (the AGENTS.md files and skills it was given) when there were
-any, ``archive`` (the originals of messages shrunk or compacted to fit the context
+any, ``isolation`` (an isolated sub-agent's copy; the parent adds ``changes``,
+``merged`` and ``discarded``: agentkit.subagent.isolated), ``archive`` (the originals of messages shrunk or compacted to fit the context
 window: nothing the sub-agent saw is lost) and ``journal_seq``. The worker saves it
 after every turn through agentkit.subagent.transcript: a line in the journal beside it,
 and now and then the whole file, atomically (temp file + rename); every reader here
@@ -128,6 +129,8 @@ def build_record(
     }
     if (conventions := record_metadata(spec.extra)) is not None:
         record["conventions"] = conventions  # the AGENTS.md files and skills it was given
+    if isinstance(copy := spec.extra.get("isolation"), dict):
+        record["isolation"] = copy  # its own copy (agentkit.subagent.isolated)
     if worker_pid is not None:
         record["worker_pid"] = worker_pid
         record["worker_started"] = worker_started

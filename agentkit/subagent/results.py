@@ -7,7 +7,8 @@ result_summary, sub_conversation_id, stats), with its summary capped; plus, with
 control plane (docs/control-plane.md), ``result`` (a typed result, output_schema) and
 ``tokens``/``cost_usd`` in ``stats``, and the early return of a blocking call whose
 sub-agent asked a question (it then goes on in the background); and the seed's
-get_sub_agent_status rows (:func:`status_result`).
+get_sub_agent_status rows (:func:`status_result`). An isolated sub-agent's result and
+rows add ``changes`` and ``merged`` (docs/isolation.md); a shared one's are the seed's.
 """
 
 from __future__ import annotations
@@ -25,7 +26,13 @@ if TYPE_CHECKING:
     from agentkit.settings import Settings
     from agentkit.subagent.state import SubAgent
 
-__all__ = ["asked_result", "blocking_result", "capped_summary", "status_result"]
+__all__ = [
+    "asked_result",
+    "blocking_result",
+    "capped_summary",
+    "isolation_fields",
+    "status_result",
+]
 
 
 def capped_summary(agent: SubAgent, settings: Settings) -> str:
@@ -80,11 +87,29 @@ def blocking_result(agent: SubAgent, settings: Settings, workspace: Path) -> dic
         "sub_conversation_id": spec.sub_conversation_id,
         "stats": stats,
     }
+    result.update(isolation_fields(agent))
     if agent.result is not None:
         result["result"] = agent.result
     if agent.unread:
         result["unread_messages"] = list(agent.unread)
     return result
+
+
+def isolation_fields(agent: SubAgent) -> dict[str, Any]:
+    """``changes`` (``{files, insertions, deletions}``) and ``merged`` of an isolated
+    agent with a copy (agentkit.subagent.isolated), ``{}`` for a shared one."""
+    return agent.isolation.fields() if agent.isolation is not None else {}
+
+
+def _earlier_row(row: dict[str, Any]) -> dict[str, Any]:
+    """An earlier run's status row: STATUS_KEYS, and an isolated agent's ``changes``
+    and ``merged``."""
+    shown = {key: row.get(key) for key in STATUS_KEYS}
+    if isinstance(row.get("isolation"), dict):
+        shown.update(changes=row.get("changes"), merged=row.get("merged") is True)
+        if row.get("discarded") is True:
+            shown["discarded"] = True
+    return shown
 
 
 def asked_result(agent: SubAgent, question: str, language: str) -> dict[str, Any]:
@@ -122,15 +147,14 @@ def status_result(
     for agent_id in dict.fromkeys(agent_ids):
         agent = agents.get(agent_id)
         if agent is None and agent_id in previous:
-            earlier = previous[agent_id]
-            rows.append({key: earlier.get(key) for key in STATUS_KEYS})
+            rows.append(_earlier_row(previous[agent_id]))
         elif agent is None:
             error = prompts.phrase(settings.language, "unknown_agent", agent_id=agent_id)
             rows.append({"agent_id": agent_id, "status": "not_found", "error": error})
         elif settings.subagent_control:  # tokens, cost and its question too
             rows.append(agent.view_row())
         else:
-            rows.append(agent.status_row())
+            rows.append({**agent.status_row(), **isolation_fields(agent)})
     if rows and all(r["status"] == "not_found" for r in rows):
         return {"success": False, "agents": rows, "error": rows[0]["error"]}
     return {"success": True, "agents": rows}

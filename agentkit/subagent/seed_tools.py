@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -49,6 +49,39 @@ class CreateWithProfileParams(CreateSubAgentParams):
     )
 
 
+_ISOLATION_DOC = (
+    "Optional: shared (the default: it works in the workspace itself) or isolated (it "
+    "works on its own copy; its changes reach the workspace only through merge_sub_agent)."
+)
+
+
+class CreateIsolationParams(CreateSubAgentParams):
+    """create_sub_agent's parameters with ``subagent_isolation: available``: the seed's
+    plus ``isolation`` (docs/isolation.md)."""
+
+    isolation: Annotated[
+        Literal["shared", "isolated"], inputs.or_default(inputs.isolation_mode, "shared")
+    ] = Field(default="shared", description=_ISOLATION_DOC)
+
+
+class CreateWithProfileIsolationParams(CreateWithProfileParams):
+    """create_sub_agent's parameters with agent profiles and ``subagent_isolation:
+    available``: the seed's plus ``profile`` and ``isolation``."""
+
+    isolation: Annotated[
+        Literal["shared", "isolated"], inputs.or_default(inputs.isolation_mode, "shared")
+    ] = Field(default="shared", description=_ISOLATION_DOC)
+
+
+def create_params(with_profiles: bool, isolation: str) -> type[CreateSubAgentParams]:
+    """create_sub_agent's parameter class: the seed's, plus ``profile`` when agent
+    profiles exist and ``isolation`` when ``subagent_isolation`` is ``available``
+    (with ``off`` or ``always`` the schema is exactly the seed's)."""
+    if isolation == "available":
+        return CreateWithProfileIsolationParams if with_profiles else CreateIsolationParams
+    return CreateWithProfileParams if with_profiles else CreateSubAgentParams
+
+
 class TerminateSubAgentParams(BaseModel):
     """Parameters of terminate_sub_agent (docs/specification.md §1)."""
 
@@ -64,13 +97,16 @@ class GetSubAgentStatusParams(BaseModel):
 def make_main_tools(
     get_manager: Callable[[], SubAgentManager],
     profiles_from: tuple[Path, Settings] | None = None,
+    *,
+    isolation: str = "off",
 ) -> list[Tool]:
     """Return the main agent's three sub-agent tools, bound to ``get_manager()``
     (called at each use, so a new conversation gets a new manager).
 
     ``profiles_from`` (workspace, Settings): when agent profiles exist there,
     create_sub_agent gains the optional ``profile`` parameter (profiles are re-read at
-    each call); with none, its schema is exactly the seed's."""
+    each call); ``isolation`` (Settings.subagent_isolation) ``available``: it gains
+    ``isolation``; with neither, its schema is exactly the seed's."""
     from agentkit.profiles import load_profiles
 
     with_profiles = profiles_from is not None and bool(load_profiles(*profiles_from)[0])
@@ -87,7 +123,7 @@ def make_main_tools(
     return [
         Tool(
             "create_sub_agent",
-            CreateWithProfileParams if with_profiles else CreateSubAgentParams,
+            create_params(with_profiles, isolation),
             create,
             on_invalid_arguments=inputs.refusal_hook("create_sub_agent"),
         ),
@@ -128,6 +164,8 @@ def create_sub_agent(
         profile = chosen.to_dict()
         if not given and chosen.timeout_seconds:
             timeout = chosen.timeout_seconds
+    # Not given: the profile's default, else shared (agentkit.subagent.isolated.choose).
+    isolation = getattr(p, "isolation", None) if "isolation" in p.model_fields_set else None
     return manager.create(
         agent_id=p.agent_id,
         summary=p.summary,
@@ -137,6 +175,7 @@ def create_sub_agent(
         timeout_seconds=timeout,
         cancel=ctx.cancel,
         profile=profile,
+        isolation=isolation,
     )
 
 

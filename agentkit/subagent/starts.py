@@ -7,8 +7,9 @@ listing, tool hooks, budget), whether any sub-agent may start now (closing, the
 conversation's budget spent), admission and placement (the seed's default folder, or
 this conversation's own when another conversation's sub-agent holds it:
 agentkit.subagent.placement), the reservation (folder claim and OS lock, id, running
-count) and the worker's start (folder prepared, earlier files set aside, the
-Supervisor adopting it). Every function takes the conversation's SubAgentManager.
+count) and the worker's start (folder prepared, earlier files set aside, an
+isolated run's copy of the workspace made, the Supervisor adopting it). Every
+function takes the conversation's SubAgentManager.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from agentkit.confined import folder as confined_folder
 from agentkit.conventions import subagent_extra
 from agentkit.subagent.admission import Request, admit, take_folder
 from agentkit.subagent.budget import carve
+from agentkit.subagent.isolated import Isolation, make_copy
 from agentkit.subagent.placement import folder_choices
 from agentkit.subagent.record import Ending
 from agentkit.subagent.record_folder import archive_record
@@ -84,11 +86,13 @@ def place(
     background: bool,
     extra: dict[str, Any],
     profile: dict[str, Any] | None,
+    isolated: bool = False,
 ) -> SubAgent | str:
     """Admit ``request`` and reserve its agent (the caller holds ``table.locked()``),
     or return the refusal text. Without a deliverables_dir it takes the seed's
     default folder, or this conversation's own when a sub-agent of another
-    conversation holds the default (agentkit.subagent.placement)."""
+    conversation holds the default (agentkit.subagent.placement). ``isolated``: it
+    gets its own copy of the workspace when its worker starts (agentkit.subagent.isolated)."""
     choices = folder_choices(request.deliverables_dir, request.agent_id, manager.folder_key)
     own = choices[-1] if len(choices) > 1 else None
     admitted = closed_or_spent(manager) or admit(
@@ -115,6 +119,7 @@ def place(
         extra={**extra, **subagent_extra(manager.workspace, manager.settings, path, profile)},
     )
     agent = SubAgent(spec=spec, background=background, started=time.monotonic())
+    agent.isolation = Isolation() if isolated else None
     may_move = own is not None and rel != own  # the default, held by another conversation
     refused = reserve(manager, agent, name_holder=not may_move)
     if refused is not None and may_move:
@@ -127,6 +132,7 @@ def place(
             background=background,
             extra=extra,
             profile=profile,
+            isolated=isolated,
         )
     return refused or agent
 
@@ -148,16 +154,19 @@ def reserve(manager: SubAgentManager, agent: SubAgent, *, name_holder: bool = Tr
     if refused is not None:
         return refused
     manager.claims.claim_folder(agent.spec.agent_id, agent.deliverables_path)
+    if agent.isolation is not None:  # its writes go to its own copy: it claims no file
+        manager.claims.mark_isolated(agent.spec.agent_id)
     manager.table.add(agent)
     return None
 
 
 def start_worker(manager: SubAgentManager, agent: SubAgent, *, archive: bool = True) -> bool:
-    """Prepare the reserved agent's folder, start its worker and watch it (not
-    under the lock). False when it did not start (it then ended as failed) or was
-    ended meanwhile (Supervisor.adopt). ``archive`` False keeps the folder's record
-    (a continued run extends it)."""
-    spec, path, workspace = agent.spec, agent.deliverables_path, manager.workspace
+    """Prepare the reserved agent's folder, make an isolated agent's copy of the
+    workspace (agentkit.subagent.isolated.make_copy), start its worker and watch it
+    (not under the lock). False when it did not start (it then ended as failed) or
+    was ended meanwhile (Supervisor.adopt). ``archive`` False keeps the folder's
+    record (a continued run extends it)."""
+    path, workspace = agent.deliverables_path, manager.workspace
     try:
         # Through no link below the workspace: a command may have swapped it.
         with confined_folder(workspace, path, create=True):
@@ -166,7 +175,10 @@ def start_worker(manager: SubAgentManager, agent: SubAgent, *, archive: bool = T
         if archive:  # another conversation's files and record, set aside
             set_aside_earlier(path, workspace, manager.table.sub_conversation_ids())
             archive_record(path, workspace)
-        handle = manager.launcher.start(spec)
+        if agent.isolation is not None and (why := make_copy(manager, agent)) is not None:
+            manager.supervisor.finish(agent, "failed", Ending(None, why))
+            return False
+        handle = manager.launcher.start(agent.spec)  # with its copy, when isolated
     except Exception as exc:  # cannot start: the agent fails, the main loop goes on
         why = f"could not start the worker: {exc}"
         manager.supervisor.finish(agent, "failed", Ending(None, why))

@@ -24,6 +24,7 @@ from agentkit.subagent.record import record_relpath
 if TYPE_CHECKING:
     from agentkit.settings import Settings
     from agentkit.subagent.contract import WorkerHandle
+    from agentkit.subagent.isolated import Isolation
 
 # A get_sub_agent_status row's keys (docs/specification.md §1), in order.
 STATUS_KEYS = (
@@ -139,6 +140,8 @@ class SubAgent:
     result: Any = None
     runtime_before: int = 0
     runs: int = 1
+    # Its own copy of the workspace (agentkit.subagent.isolated), None when shared.
+    isolation: Isolation | None = None
 
     def pause_clock(self, now: float | None = None) -> None:
         """Stop the timeout clock (nested pauses count: it runs again when every
@@ -218,12 +221,13 @@ class SubAgent:
     def view_row(self) -> dict[str, Any]:
         """The row events carry (SubAgentStarted/Progress/Finished, for the chat front
         ends, never the model): the status row, ``token_usage`` (``prompt``,
-        ``completion``, ``total`` tokens so far; empty before the first turn) and
-        :meth:`usage_fields`."""
+        ``completion``, ``total`` tokens so far; empty before the first turn),
+        :meth:`usage_fields` and, isolated, ``changes`` and ``merged``."""
         return {
             **self.status_row(),
             "token_usage": dict(self.token_usage),
             **self.usage_fields(),
+            **(self.isolation.fields() if self.isolation is not None else {}),
         }
 
     def conversation_row(self) -> dict[str, Any]:
@@ -238,6 +242,7 @@ class SubAgent:
             "result_summary": self.result_summary,
             "transcript": self.record_elsewhere or record_relpath(self.spec.deliverables_dir),
             **self._profile_name(),
+            **(self.isolation.marks() if self.isolation is not None else {}),
         }
 
     def _profile_name(self) -> dict[str, str]:

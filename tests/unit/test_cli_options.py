@@ -17,7 +17,13 @@ import pytest
 from rich.console import Console
 
 from agentkit.cli import build_parser, main
-from agentkit.cli.common import AGENT_COMMANDS, UsageError, check_cli_settings, make_settings
+from agentkit.cli.common import (
+    AGENT_COMMANDS,
+    UsageError,
+    check_cli_settings,
+    make_settings,
+    settings_from_args,
+)
 from agentkit.cli.guide import GROUPS, NEW_HERE, option_hint
 from agentkit.cli.progress import LiveDisplay
 
@@ -32,6 +38,7 @@ SHARED = (
     "--local",
     "--log-level",
     "--subagent-control",
+    "--subagent-isolation",
 )
 
 
@@ -51,16 +58,18 @@ def test_every_agent_command_has_every_shared_option(command: str) -> None:
     assert set(SHARED) <= options, sorted(set(SHARED) - options)
     # --yes where someone is asked about tool calls: the terminal, the editor.
     assert ("--yes" in options) == (command in ("run", "chat", "acp"))
-    assert "--subagent-isolation" not in options  # the setting does not exist yet
 
 
 @pytest.mark.parametrize("command", AGENT_COMMANDS)
 def test_the_shared_options_parse_alike_on_every_agent_command(command: str) -> None:
     words = [command, "-w", "/tmp", "--lang", "en", "--log-level", "debug", "--demo"]
-    words += ["--subagent-control"] + (["a task"] if command == "run" else [])
+    words += ["--subagent-control", "--subagent-isolation", "available"]
+    words += ["a task"] if command == "run" else []
     args = build_parser().parse_args(words)
     assert (args.workspace, args.lang, args.log_level, args.demo) == ("/tmp", "en", "debug", True)
     assert args.subagent_control is True and args.local is False
+    assert args.subagent_isolation == "available"
+    assert settings_from_args(args).subagent_isolation == "available"
 
 
 @pytest.mark.parametrize("command", AGENT_COMMANDS)
