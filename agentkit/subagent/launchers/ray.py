@@ -19,7 +19,9 @@ replaces it.
 
 Requirements: agentkit (same version) installed on every node, and the workspace
 on storage every node mounts at the same path (docs/guide/ray.md, "The
-workspace must be shared"). The endpoint's API key travels to the worker's node inside the spec,
+workspace must be shared"), except for isolated sub-agents: their copy travels
+with the job and their work comes back before their end is reported
+(agentkit.subagent.launchers.ray_isolation). The endpoint's API key travels to the worker's node inside the spec,
 as it travels over the pipe locally; use Ray's TLS on networks you do not trust.
 """
 
@@ -31,20 +33,19 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import ray
 
-from agentkit.conversation import SEED_COUNTERS
 from agentkit.settings import MiB, Settings
 from agentkit.subagent.contract import (
     Channel,
     ParentMessage,
-    Progress,
+    Result,
     WorkerMessage,
     WorkerSpec,
 )
+from agentkit.subagent.launchers import ray_isolation
 from agentkit.subagent.launchers.ray_channel import RayEndpoint
 from agentkit.subagent.launchers.ray_host import (
     MARKER_NAME,
@@ -53,15 +54,19 @@ from agentkit.subagent.launchers.ray_host import (
     write_marker,
 )
 from agentkit.subagent.launchers.ray_pool import Host, HostPool, Ticket, join_pool
+from agentkit.subagent.launchers.ray_waiting import STARTING, WAITING, note_waiting
 
 __all__ = [
     "MARKER_NAME",
+    "STARTING",
+    "WAITING",
     "RayLauncher",
     "RayWorker",
     "actor_options",
     "check_shared_workspace",
     "connect",
     "marker_path",
+    "note_waiting",
     "write_marker",
 ]
 
@@ -69,6 +74,9 @@ log = logging.getLogger("agentkit")
 NAMESPACE = "agentkit"
 # Seconds the driver waits for host calls that should answer at once.
 CALL_TIMEOUT = 30.0
+# Seconds the driver waits for an isolated sub-agent's work to be packed on its node
+# (its worker is ending: a large copy takes a while to save and bundle).
+COLLECT_TIMEOUT = 600.0
 
 _connect_lock = threading.Lock()
 
@@ -120,8 +128,10 @@ class RayWorker:
     endpoint: RayEndpoint
     channel: Channel[ParentMessage, WorkerMessage]
     spec: WorkerSpec
-    token: str  # the shared-workspace marker's
+    token: str  # the shared-workspace marker's ("" for an isolated sub-agent)
+    carried: ray_isolation.Outbound | None = None  # an isolated sub-agent's copy
     _where: tuple[str, int | None] | None = None
+    _brought: bool = False  # its work was brought back (or that was tried)
     _code: int | None = None
     _ended: bool = False
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -158,7 +168,7 @@ class RayWorker:
         if host is None:
             self.endpoint.fail(f"no Ray host actor became free: {self.ticket.why}")
             return False
-        host.actor.start.remote(self.job, self.spec, self.token)
+        host.actor.start.remote(self.job, self.spec, self.token, self.carried)
         self.endpoint.attach(host.actor, self.job)
         return True
 
@@ -236,10 +246,33 @@ class RayWorker:
             code = self._call("kill", grace, timeout=grace + CALL_TIMEOUT)
             if code is not None:
                 self._code = code
+        self.bring_back(None)
         self._end_job()
+
+    def bring_back(self, result: Result | None) -> Result | None:
+        """An isolated sub-agent's end: take its packed work from the node and put it in
+        place (ray_isolation.bring_back), once; then the node may drop its folder, or
+        keeps it when that failed, and ``result`` (returned) and the record say so.
+        A shared sub-agent's ``result`` is returned as it is."""
+        with self._lock:
+            if self.carried is None or self._brought or self.host is None:
+                return result
+            self._brought = True
+        returned = self._call("collect", COLLECT_TIMEOUT, timeout=COLLECT_TIMEOUT + CALL_TIMEOUT)
+        why: str | None
+        if returned is None:
+            why, where = "its Ray node answers no more", f"node {self.host.node_id}"
+        else:
+            why, where = ray_isolation.bring_back(self.spec, returned), returned.where
+            self._call("acknowledge", why is None)
+        if why is None:
+            return result
+        log.warning("agentkit: sub-agent %s: %s (kept in %s)", self.spec.agent_id, why, where)
+        return ray_isolation.with_note(self.spec, result, why, where)
 
     def close(self) -> None:
         """End the job (nothing of it is left on the node) and the channel; idempotent."""
+        self.bring_back(None)
         self._end_job()
         self.channel.close()
 
@@ -322,20 +355,31 @@ class RayLauncher:
 
     def start(self, spec: WorkerSpec) -> RayWorker:
         """Take a host from the pool for ``spec`` and start its worker there
-        (asynchronously); return the handle. When no warm actor is free the handle
+        (asynchronously); return the handle. An isolated sub-agent's copy is packed
+        here and sent with the job (ray_isolation; raises IsolationError when it cannot
+        be); no marker is written for it. When no warm actor is free the handle
         comes at once all the same, the sub-agent waiting for one (its record and
         status say so; its timeout runs). Joins the cluster on first use (raises
         when none answers: the agent then fails with the reason). The marker is
         written first; a node that cannot read it fails the agent."""
         pool = self._joined()
-        token = write_marker(spec)
+        carried = None
+        if ray_isolation.is_isolated(spec):  # its copy travels: no shared workspace needed
+            carried, token = ray_isolation.outbound(spec), ""
+        else:
+            token = write_marker(spec)
         ticket = pool.request()
+        workers: list[RayWorker] = []
 
         def ending() -> None:
             if ticket.host is not None:
                 pool.ending(ticket.host)
 
-        endpoint = RayEndpoint(on_end=ending)
+        def on_result(result: Result) -> Result:
+            brought = workers[0].bring_back(result)  # before the end is reported
+            return brought if brought is not None else result
+
+        endpoint = RayEndpoint(on_end=ending, on_result=on_result if carried else None)
         worker = RayWorker(
             pool=pool,
             ticket=ticket,
@@ -343,7 +387,9 @@ class RayLauncher:
             channel=Channel(endpoint),
             spec=spec,
             token=token,
+            carried=carried,
         )
+        workers.append(worker)
         if ticket.filled.is_set():  # a warm actor: the worker starts now
             worker.attach()
             target: Callable[[], object] = worker._placement  # asked later, a killed actor is mute
@@ -359,37 +405,3 @@ class RayLauncher:
             pool, self._pool, self._closed = self._pool, None, True
         if pool is not None:
             pool.leave()
-
-
-# What a sub-agent waiting for a host says (its status row's last_action, its record's
-# waiting_for) until its worker's first progress.
-WAITING = "Waiting for Ray cluster resources to start its worker ({need} per sub-agent)"
-STARTING = Progress(
-    counters=dict.fromkeys(SEED_COUNTERS, 0),
-    last_action="Starting its worker on a Ray node",
-    turns=0,
-    token_usage={},
-)
-
-
-def note_waiting(spec: WorkerSpec, endpoint: RayEndpoint, options: dict[str, Any]) -> None:
-    """Say that ``spec``'s sub-agent waits for cluster resources: a running record
-    with ``waiting_for`` (the worker's own record replaces it) and a Progress whose
-    last_action says so. A record that cannot be written is only logged."""
-    from agentkit.subagent.launchers.ray_channel import empty_progress
-    from agentkit.subagent.record import NO_TOKENS, build_record, write_record
-
-    need = [f"{options.get('num_cpus') or 0:g} CPU"]
-    if options.get("memory"):
-        need.append(f"{options['memory'] // MiB} MiB")
-    need += [f"{v:g} {k}" for k, v in sorted((options.get("resources") or {}).items())]
-    text = WAITING.format(need=", ".join(need))
-    stats = {"runtime_seconds": 0, **empty_progress().counters, "token_usage": dict(NO_TOKENS)}
-    record = build_record(spec, "running", messages=[], stats=stats)
-    record["waiting_for"] = text
-    try:
-        write_record(Path(spec.deliverables_path), record, root=Path(spec.workspace))
-    except OSError as exc:
-        log.warning("agentkit: could not write sub-agent %s's record: %s", spec.agent_id, exc)
-    counters = empty_progress().counters
-    endpoint.note(Progress(counters=counters, last_action=text, turns=0, token_usage={}))

@@ -144,11 +144,17 @@ class RayEndpoint:
     that never got one. ``send`` raises OSError after :meth:`close`; ``recv`` raises
     EOFError at the end of the link. Thread-safety: sends are serialised by the
     Channel; one reader. ``on_end``: called once when the worker's Result arrives or
-    the link ends (the pool then knows the actor is about to be free).
+    the link ends (the pool then knows the actor is about to be free). ``on_result``:
+    called with the worker's Result before the reader gets it, and may replace it (an
+    isolated sub-agent's work is brought back there).
     """
 
     def __init__(
-        self, actor: Any = None, job: int = 0, on_end: Callable[[], None] | None = None
+        self,
+        actor: Any = None,
+        job: int = 0,
+        on_end: Callable[[], None] | None = None,
+        on_result: Callable[[Result], Result] | None = None,
     ) -> None:
         import ray
 
@@ -167,6 +173,8 @@ class RayEndpoint:
         self._progress: Progress | None = None
         self.exit_code: int | None = None
         self._on_end = on_end  # called once, at the Result or the end of the link
+        # Called with the worker's Result before the reader gets it (it may replace it).
+        self._on_result = on_result
 
     def stop(self) -> None:
         """The parent ends the actor on purpose: its death is no failure to report."""
@@ -251,6 +259,8 @@ class RayEndpoint:
         for seq, message in messages:
             if seq > self._last:
                 self._last = seq
+                if isinstance(message, Result) and self._on_result is not None:
+                    message = self._on_result(message)
                 self._note(message)
                 self._buffer.append(message)
         if closed:

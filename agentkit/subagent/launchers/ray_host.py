@@ -12,6 +12,9 @@ the current one answer as for an ended worker.
 Also the shared-workspace check: the driver writes a random token into
 ``<deliverables>/.subagent/shared-workspace-check`` (:func:`write_marker`) and the
 actor reads it back before it starts the worker (:func:`check_shared_workspace`).
+An isolated sub-agent skips it: its copy comes with the job and goes back at its end
+(agentkit.subagent.launchers.ray_isolation); the node's folder for it stays until the
+driver has both (:meth:`SubAgentHost.acknowledge`).
 
 Why a host process and not the worker inside the actor: Ray ends a dead owner's
 actors by force (no handler runs), so a worker living in the actor could neither
@@ -23,19 +26,30 @@ die as EOF, exactly as a local worker sees its parent die, and then records
 from __future__ import annotations
 
 import contextlib
+import logging
 import secrets
+import shutil
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import ray
 
-from agentkit.subagent.contract import ChannelClosed, WorkerSpec
+from agentkit.subagent.contract import ChannelClosed, Result, WorkerSpec
 from agentkit.subagent.launchers.ray_channel import Mailbox, failed_result
+from agentkit.subagent.launchers.ray_isolation import (
+    NodeCopy,
+    Outbound,
+    Returned,
+    arrive,
+    depart,
+)
 from agentkit.subagent.record import RECORD_DIR
 
 if TYPE_CHECKING:
     from agentkit.subagent.launchers.local import LocalWorker
+
+log = logging.getLogger("agentkit")
 
 MARKER_NAME = "shared-workspace-check"
 """File the main process writes in ``<deliverables>/.subagent/`` for the node to read."""
@@ -94,6 +108,10 @@ class _Job:
         self.started = threading.Event()
         self.killed = False
         self.lock = threading.Lock()  # start, kill and release, one at a time
+        self.node: NodeCopy | None = None  # an isolated sub-agent's copy on this node
+        self.returned: Returned | None = None  # its work, packed once the worker ended
+        self.packed = threading.Event()  # returned is final (or there is nothing)
+        self.acknowledged = False  # the driver has it: the node's folder may go
 
 
 class SubAgentHost:
@@ -141,9 +159,12 @@ class SubAgentHost:
                 self._last, self._job = number, _Job(number)
             return self._job
 
-    def start(self, number: int, spec: WorkerSpec, token: str) -> None:
-        """Check the shared workspace, then start the job's worker (failures become a
-        ``failed`` Result)."""
+    def start(
+        self, number: int, spec: WorkerSpec, token: str, carried: Outbound | None = None
+    ) -> None:
+        """Check the shared workspace (or, with ``carried``, an isolated sub-agent's
+        copy: unpack it into a node-local folder instead), then start the job's worker
+        (failures become a ``failed`` Result)."""
         from agentkit.subagent.launchers.local import LocalLauncher
 
         job = self._get(number)
@@ -153,13 +174,16 @@ class SubAgentHost:
             if job.started.is_set():
                 return
             job.mark = spec.process_mark
-            why = None if job.killed else check_shared_workspace(spec, token)
+            why = None
+            if not job.killed:
+                spec, why = self._arrive(job, spec, token, carried)
             if why is None and not job.killed:
                 try:
                     job.local = LocalLauncher(self.start_method).start(spec)  # type: ignore[arg-type]
                 except Exception as exc:
                     why = f"could not start the worker on the Ray node: {exc}"
             if job.local is None:
+                self._pack(job)  # a copy unpacked for nothing goes back as it came
                 job.mailbox.put(failed_result(why or "the worker was ended before it started"))
                 job.mailbox.close(None)
             else:
@@ -169,17 +193,65 @@ class SubAgentHost:
                 ).start()
             job.started.set()
 
+    @staticmethod
+    def _arrive(
+        job: _Job, spec: WorkerSpec, token: str, carried: Outbound | None
+    ) -> tuple[WorkerSpec, str | None]:
+        """``(the spec the worker runs with, why it cannot start or None)``."""
+        if carried is None:
+            return spec, check_shared_workspace(spec, token)
+        try:
+            job.node = arrive(spec, carried)
+        except Exception as exc:
+            return spec, f"could not set up the sub-agent's own copy on the Ray node: {exc}"
+        return job.node.spec, None
+
     def _relay(self, job: _Job) -> None:
         local = job.local
         assert local is not None
+        held: Result | None = None  # an isolated job's Result waits for its packed work
         while True:
             try:
                 message = local.channel.receive()
             except ChannelClosed:
                 break
+            if job.node is not None and isinstance(message, Result):
+                held = message
+                continue
             job.mailbox.put(message)
         local.join(5)
+        self._pack(job)
+        if held is not None:
+            job.mailbox.put(held)
         job.mailbox.close(local.exit_code)
+
+    @staticmethod
+    def _pack(job: _Job) -> None:
+        """Pack an isolated job's work once its worker ended (packed set either way)."""
+        if job.node is not None and not job.packed.is_set():
+            job.returned = depart(job.node)
+        job.packed.set()
+
+    def collect(self, number: int, timeout: float) -> Returned | None:
+        """Job ``number``'s packed work (an isolated sub-agent's), waiting up to
+        ``timeout`` seconds for its worker to end; None when there is none."""
+        job = self._started(number)
+        if job is None or job.node is None:
+            return None
+        job.packed.wait(timeout)
+        return job.returned
+
+    def acknowledge(self, number: int, brought: bool) -> None:
+        """The driver took job ``number``'s work: with ``brought`` the node's folder is
+        removed, else it is kept (its path logged)."""
+        job = self._get(number)
+        if job is None or job.node is None:
+            return
+        job.acknowledged = True
+        if brought:
+            shutil.rmtree(job.node.folder, ignore_errors=True)
+        else:
+            log.warning("agentkit: sub-agent work kept on this node in %s", job.node.folder)
 
     def take(
         self, number: int, after: int, timeout: float
@@ -254,6 +326,8 @@ class SubAgentHost:
         )
         if local is not None:
             local.close()
+        if job.node is not None and not job.acknowledged:  # never removed unasked
+            log.warning("agentkit: sub-agent work kept on this node in %s", job.node.folder)
         with self._lock:
             if self._job is job:
                 self._job = None
