@@ -154,6 +154,9 @@ def _add_show_parsers(sub: Any) -> None:
     workspace_arg(transcript)
     transcript.add_argument("--json", action="store_true", help="print the raw JSON document")
     transcript.add_argument("--full", action="store_true", help="do not shorten tool results")
+    transcript.add_argument(
+        "--system", action="store_true", help="print the system prompt (else one line)"
+    )
 
 
 # --------------------------------------------------------------------- commands
@@ -192,7 +195,11 @@ def cmd_transcript(args: argparse.Namespace) -> int:
     if args.json:
         print_json(doc)
     else:
-        print(terminal_safe(render_transcript(doc, tool_chars=0 if args.full else 800)))
+        hint = f"agentkit transcript {args.target} --system"
+        text = render_transcript(
+            doc, tool_chars=0 if args.full else 800, system=args.system, system_hint=hint
+        )
+        print(terminal_safe(text))
     return 0
 
 

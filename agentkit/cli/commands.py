@@ -37,7 +37,7 @@ HELP = """\
 /switch ID      continue conversation ID (or its number in /list); the current one's sub-agents end
 /status         the conversation's state and its sub-agents
 /stop N         terminate sub-agent N
-/show N         sub-agent N's transcript
+/show N         sub-agent N's task, status, result and transcript (--system: its system prompt too)
 /rename TITLE   rename the conversation
 /msg N TEXT     send running sub-agent N a message (--subagent-control)
 /answer N TEXT  answer sub-agent N's question (--subagent-control)
@@ -291,13 +291,15 @@ class ChatCommands:
             subagent_transcript,
         )
 
-        agent_id = _agent_id("show", args)
+        whole = "--system" in args  # the system prompt whole; else one line saying this
+        agent_id = _agent_id("show", [a for a in args if a != "--system"])
         row = next((r for r in self.session.subagents() if r.get("agent_id") == agent_id), None)
         if row is None:
             raise CommandError(f"no sub-agent #{agent_id} in this conversation")
         try:
             path = subagent_transcript(self.workspace.path, row)
-            text = render_transcript(load_document(path))
+            hint = f"/show {agent_id} --system"
+            text = render_transcript(load_document(path), system=whole, system_hint=hint)
         except InspectError as exc:
             raise CommandError(str(exc)) from None
         return CommandResult("show", True, text, {"agent_id": agent_id, "path": str(path)})

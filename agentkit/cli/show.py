@@ -300,23 +300,29 @@ def _call_text(call: Any) -> str:
     return f"{name}({args})"
 
 
-def render_transcript(doc: dict[str, Any], *, tool_chars: int = 800, text_chars: int = 0) -> str:
-    """Return a main conversation or sub-agent record as readable text.
+def render_transcript(
+    doc: dict[str, Any],
+    *,
+    tool_chars: int = 800,
+    text_chars: int = 0,
+    system: bool = False,
+    system_hint: str = "agentkit transcript TARGET --system",
+) -> str:
+    """Return a main conversation or sub-agent record as readable text: first the
+    head (a sub-agent's summary, task, status, result and the tool calls it made, in
+    order), then the messages.
 
     Args:
         doc: a conversation file or a sub-agent conversations.json (docs/specification.md §6).
         tool_chars: cut tool results to this many chars (0: keep all).
         text_chars: cut system/user/assistant texts to this many chars (0: keep all).
+        system: print system prompts whole; by default each is one line saying its
+            size and how to see it (``system_hint``, the command that shows it).
+        system_hint: the command named in a folded system prompt's line.
     """
-    if "agent_id" in doc:
-        head = f"sub-agent #{doc.get('agent_id')}: {_flat(doc.get('summary', ''), 100)}"
-        head += f"  status: {doc.get('status', '?')}"
-    else:
-        head = f"conversation {doc.get('conversation_id', '?')}  state: {doc.get('state', '?')}"
-    lines = [head, "=" * min(len(head), 80)]
-    for message in doc.get("messages") or []:
-        if not isinstance(message, dict):
-            continue
+    messages = [m for m in doc.get("messages") or [] if isinstance(m, dict)]
+    lines = _transcript_head(doc, messages)
+    for message in messages:
         role = message.get("role", "?")
         text = _content_text(message.get("content"))
         if role == "tool":
@@ -324,6 +330,9 @@ def render_transcript(doc: dict[str, Any], *, tool_chars: int = 800, text_chars:
             lines.append(label)
             if text:
                 lines.append(_indent(_clip(text, tool_chars)))
+        elif role == "system" and not system:
+            count = len(text.splitlines())
+            lines.append(f"[system] the system prompt, {count} lines: {system_hint} shows it")
         else:
             lines.append(f"[{role}]")
             if message.get("reasoning_content"):
@@ -335,14 +344,54 @@ def render_transcript(doc: dict[str, Any], *, tool_chars: int = 800, text_chars:
             for call in message.get("tool_calls") or []:
                 lines.append(_indent("-> " + _clip(_call_text(call), tool_chars)))
         lines.append("")
-    if doc.get("result_summary"):
-        lines.append(f"result: {doc['result_summary']}")
     if doc.get("final_text") and "agent_id" not in doc:
         lines.append(f"final: {_flat(doc['final_text'], 300)}")
     if doc.get("error"):
         lines.append(f"error: {_flat(doc['error'], 300)}")
     lines.append("stats: " + stats_line(doc.get("stats") or {}))
     return "\n".join(lines)
+
+
+def _transcript_head(doc: dict[str, Any], messages: list[dict[str, Any]]) -> list[str]:
+    """The lines before the messages: what it is, its task, status and result, and
+    the names of its tool calls in order (``read_file ×3, run_command``)."""
+    if "agent_id" in doc:
+        head = f"sub-agent #{doc.get('agent_id')}: {_flat(doc.get('summary', ''), 100)}"
+    else:
+        head = f"conversation {doc.get('conversation_id', '?')}"
+    lines = [head, "=" * min(len(head), 80)]
+    if doc.get("task"):
+        lines.append(f"task: {_flat(doc['task'], 300)}")
+    lines.append(f"status: {doc.get('status') or doc.get('state') or '?'}")
+    if doc.get("result_summary"):
+        lines.append(f"result: {doc['result_summary']}")
+    names = [
+        _call_name(call)
+        for m in messages
+        if m.get("role") == "assistant"
+        for call in m.get("tool_calls") or []
+    ]
+    lines.append(f"tool calls: {_runs_of(names) or 'none'}")
+    lines.append("")
+    return lines
+
+
+def _call_name(call: Any) -> str:
+    inner = call.get("function") if isinstance(call, dict) else None
+    function = inner if isinstance(inner, dict) else call if isinstance(call, dict) else {}
+    return str(function.get("name") or "?")
+
+
+def _runs_of(names: list[str]) -> str:
+    """``read_file ×3, run_command``: the names in order, repeats folded."""
+    parts: list[str] = []
+    count = 0
+    for index, name in enumerate(names):
+        count += 1
+        if index + 1 == len(names) or names[index + 1] != name:
+            parts.append(name if count == 1 else f"{name} ×{count}")
+            count = 0
+    return ", ".join(parts)
 
 
 def _indent(text: str) -> str:

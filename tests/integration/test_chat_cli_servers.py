@@ -379,14 +379,19 @@ def test_show_renders_a_subagent_transcript(workspace: Path) -> None:
             chat.send("go")
             chat.until(lambda e: e["type"] == "AllWorkDone")
             shown = chat.command("/show 1")
+            whole = chat.command("/show 1 --system")
             code, err = chat.finish()
         finally:
             chat.kill()
     assert code == 0, err
     assert shown["ok"] and shown["path"].endswith("conversations.json")
-    assert (
-        shown["text"].startswith("sub-agent #1: Quick one") and "quick result here" in shown["text"]
-    )
+    text = shown["text"]
+    assert text.startswith("sub-agent #1: Quick one") and "quick result here" in text
+    # Task, status, result and tool calls first; the system prompt one line (issue 35).
+    head = text.split("\n[system]")[0]
+    assert "status: completed" in head and "tool calls: finish_task" in head
+    assert "/show 1 --system shows it" in text, text
+    assert len(whole["text"]) > len(text) + 500  # the system prompt, whole
 
 
 def test_sigterm_ends_subagents_and_saves(workspace: Path) -> None:
