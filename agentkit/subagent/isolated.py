@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from agentkit.isolation.types import Copy, IsolationError
-from agentkit.subagent.record import read_record, write_record
+from agentkit.subagent.record import add_to_final
 
 if TYPE_CHECKING:
     from agentkit.settings import Settings
@@ -179,16 +179,11 @@ def mark_record(
     ``deliverables`` when it is ``sub_conversation_id``'s. Returns whether it wrote
     (False: no such record, or it could not be written: the caller's state still
     holds them)."""
+    fields = state.marks()
+    if state.error:
+        fields["isolation_error"] = state.error
     try:
-        # Read, then written whole by the parent under the folder lock (write_record:
-        # a final record may be rewritten with the same end); no other writer is left.
-        record = read_record(deliverables)
-        if not record or record.get("sub_conversation_id") != sub_conversation_id:
-            return False
-        record.update(state.marks())
-        if state.error:
-            record["isolation_error"] = state.error
-        return write_record(deliverables, record, by_parent=True, root=workspace)
+        return add_to_final(deliverables, sub_conversation_id, fields, root=workspace)
     except OSError as exc:
         log.warning("the record in %s could not be updated: %s", deliverables, exc)
         return False

@@ -302,6 +302,29 @@ def write_record(
     return guarded(deliverables, record, write, by_parent, root=root)
 
 
+def add_to_final(
+    deliverables: Path, sub_conversation_id: str, fields: dict[str, Any], *, root: Path
+) -> bool:
+    """Add ``fields`` to the final record of ``sub_conversation_id`` in ``deliverables``
+    (the parent's notes after the end, e.g. an isolated sub-agent's ``changes`` and
+    ``merged``), atomically under the folder lock; its end stays as it is. Returns
+    whether it wrote (False: no final record of that sub-conversation there). Raises
+    OSError (``root``: as write_record's)."""
+    path = record_path(deliverables)
+    with folder_lock(deliverables, root):
+        record = read_record(deliverables)
+        if (
+            not record
+            or record.get("sub_conversation_id") != sub_conversation_id
+            or record.get("status") not in FINAL_STATUSES
+        ):
+            return False
+        record.update(fields)
+        write_json_atomic(path, record, root=root)
+        drop_journal(path.parent, root)  # the record holds it all now
+    return True
+
+
 def transcript_writer(deliverables: Path, root: Path) -> TranscriptWriter:
     """Return the worker's TranscriptWriter of the record, whose every whole write
     obeys may_replace (``root``: as write_record's)."""
