@@ -48,7 +48,34 @@ class ConfigurationError(AgentkitError):
     """
 
 
-class LLMError(AgentkitError):
+class OutsideTextError(AgentkitError):
+    """Base class of the errors whose message may carry text from outside (a model
+    server's reply, a web page, an MCP server's answer).
+
+    Its ``message`` (and so ``str()`` and ``args``) is scrubbed of every known secret
+    whenever it is set, at construction or later
+    (:func:`agentkit.process.redact.scrub_error`): a server that echoes the key it was
+    sent cannot put it on any surface. Subclasses call ``super().__init__(message)``.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__()
+        self.message = message
+
+    @property
+    def message(self) -> str:
+        """The error's text, scrubbed of known secrets."""
+        return self._message
+
+    @message.setter
+    def message(self, text: str) -> None:
+        from agentkit.process.redact import scrub_error  # errors.py imports nothing eagerly
+
+        self._message = scrub_error(text)
+        self.args = (self._message,)
+
+
+class LLMError(OutsideTextError):
     """A model request failed after classification (and retries, when transient).
 
     Attributes:
@@ -61,9 +88,7 @@ class LLMError(AgentkitError):
         retryable: whether the failure is transient (retried by LLMClient).
         retry_after: a server hint in seconds, or None.
 
-    The message (and so ``str()`` and ``args``) is scrubbed of every known secret
-    when set (:func:`agentkit.process.redact.scrub_error`): a server that echoes the
-    key it was sent cannot put it on any surface.
+    The message is scrubbed of known secrets (:class:`OutsideTextError`).
     """
 
     def __init__(
@@ -78,23 +103,10 @@ class LLMError(AgentkitError):
     ) -> None:
         super().__init__(message)
         self.kind: LLMErrorKind = kind
-        self.message = message
         self.status = status
         self.retryable = retryable
         self.retry_after = retry_after
         self.code = code
-
-    @property
-    def message(self) -> str:
-        """The error's text, scrubbed of known secrets."""
-        return self._message
-
-    @message.setter
-    def message(self, text: str) -> None:
-        from agentkit.process.redact import scrub_error
-
-        self._message = scrub_error(text)
-        self.args = (self._message,)
 
     def one_line(self) -> str:
         """Return ``"<kind> (HTTP <status>): <message>"`` on one line, for people."""
@@ -129,31 +141,18 @@ class ContextLengthExceeded(LLMError):
         self.requested_tokens = requested_tokens
 
 
-class ToolError(AgentkitError):
+class ToolError(OutsideTextError):
     """Raised inside a tool to return a clean ``Error: <code>: <message>`` to the model.
 
     The registry catches it; it never reaches the engine loop. ``code`` is one of the
     stable strings of docs/tools.md ("not_found", "outside_workspace", ...). The
-    message is scrubbed of known secrets like LLMError's (a web page, a search
-    provider or a server may echo a key).
+    message is scrubbed of known secrets (:class:`OutsideTextError`: a web page, a
+    search provider or a server may echo a key).
     """
 
     def __init__(self, code: str, message: str) -> None:
         super().__init__(message)
         self.code = code
-        self.message = message
-
-    @property
-    def message(self) -> str:
-        """The error's text, scrubbed of known secrets."""
-        return self._message
-
-    @message.setter
-    def message(self, text: str) -> None:
-        from agentkit.process.redact import scrub_error
-
-        self._message = scrub_error(text)
-        self.args = (self._message,)
 
 
 class Cancelled(AgentkitError):

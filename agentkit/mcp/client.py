@@ -34,9 +34,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from agentkit import tracing
-from agentkit.errors import AgentkitError
+from agentkit.errors import OutsideTextError
 from agentkit.mcp.config import MCPServer
-from agentkit.process.redact import remember, scrub_error
+from agentkit.process.redact import remember
 from agentkit.process.secrets import is_secret_var, scrub_env
 from agentkit.process.spawn import owned_argv
 from agentkit.process.tree import AGENT_MARK_VAR
@@ -52,13 +52,10 @@ CLOSE_TIMEOUT = 6.0
 stdin closes, then SIGTERM, 2 s, SIGKILL)."""
 
 
-class MCPFailure(AgentkitError):
+class MCPFailure(OutsideTextError):
     """An MCP server could not be reached or answered with a protocol error; the message
     is one line for the model and the log, scrubbed of known secrets (a server may
-    echo its environment: agentkit.process.redact)."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(scrub_error(message))
+    echo its environment: :class:`agentkit.errors.OutsideTextError`)."""
 
 
 class _Loop:

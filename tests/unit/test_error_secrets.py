@@ -10,11 +10,12 @@ from __future__ import annotations
 import base64
 import json
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import pytest
 
-from agentkit.errors import ContextLengthExceeded, LLMError, ToolError
+from agentkit.errors import ContextLengthExceeded, LLMError, OutsideTextError, ToolError
 from agentkit.llm._errors import classify
 from agentkit.mcp.client import MCPFailure
 from agentkit.process.redact import MIN_SECRET_CHARS, known_secrets, remember, scrub_error
@@ -85,6 +86,25 @@ def test_tool_and_mcp_errors_are_scrubbed() -> None:
     assert KEY not in error.message and KEY not in str(error) and MASK in error.message
     failure = MCPFailure(f"MCP server 'docs': token {quote(KEY, safe='')} refused")
     assert str(failure) == f"MCP server 'docs': token {MASK} refused"
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda text: LLMError("authentication", text),
+        lambda text: ToolError("http_error", text),
+        MCPFailure,
+        type("ThirdError", (OutsideTextError,), {}),  # a new error from outside text
+    ],
+)
+def test_every_error_built_from_outside_text_is_scrubbed_now_and_later(make: Any) -> None:
+    error = make(f"echoed {KEY}")
+    assert isinstance(error, OutsideTextError)
+    for shown in (error.message, str(error), repr(error), *error.args):
+        assert KEY not in shown
+    assert error.message == f"echoed {MASK}"
+    error.message = f"{KEY} (gave up)"  # a message set later is scrubbed too
+    assert str(error) == error.message == f"{MASK} (gave up)" and error.args == (error.message,)
 
 
 def test_a_key_cut_in_half_by_the_excerpt_does_not_leak() -> None:
