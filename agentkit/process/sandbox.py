@@ -38,9 +38,9 @@ agent's death SIGKILLs the whole namespace. Policy, in mount order (later wins):
   workspace read-only); ``command_writable_paths``. ``<workspace>/.agentkit`` and a
   sub-agent's ``.subagent`` record folder stay read-only. ``read-only``: nothing.
 * An isolated sub-agent (agentkit.isolation; its scope's ``hidden`` and ``shown``): its
-  real workspace is hidden, its copy and its deliverables folder are bound writable on
-  top, the copy's git folder read-only (git status and diff work; no commit can move
-  the repository's branches or change its configuration and hooks).
+  real workspace is hidden (a read-only tmpfs), its copy and its deliverables folder are
+  bound writable on top, the copy's git folder read-only (git status and diff work; no
+  commit can move the repository's branches or change its configuration and hooks).
 * ``--unshare-pid --unshare-ipc``; ``--unshare-net`` unless ``command_network = all``
   (a private loopback works: a test suite may start its own servers); capabilities
   dropped when run as root; ``TMPDIR=/tmp``.
@@ -234,6 +234,10 @@ def bwrap_argv(
         bridge = [sys.executable, "-I", "-S", f"{mount_at}/{_relay.BRIDGE_NAME}",
                   f"{mount_at}/{_relay.SOCKET_NAME}", *map(str, ports), "--"]  # fmt: skip
     argv += _socket_tmpfs(hidden, {str(b) for b in (*shown, workspace, *extra)})
+    for folder in scope.hidden if scope is not None else ():
+        # Last, once every mount inside it is made: a write there fails at once
+        # ("Read-only file system") instead of vanishing with the tmpfs.
+        argv += ["--remount-ro", str(folder)]
     argv += _base_flags()
     if network != "all":
         argv.append("--unshare-net")

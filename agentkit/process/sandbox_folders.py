@@ -46,8 +46,9 @@ class WriteScope:
         label: how notes name the scope to the model.
         hidden: absolute folders covered by an empty tmpfs before the workspace and
             ``folders`` are bound (an isolated sub-agent's real workspace: its copy and
-            deliverables folder, inside it, are bound again on top); the agent's
-            Python and ``PATH`` folders inside them are shown again read-only.
+            deliverables folder, inside it, are bound again on top), made read-only
+            once every mount is made; the agent's Python and ``PATH`` folders inside
+            them are shown again read-only.
         shown: absolute folders shown read-only after ``hidden`` is covered (the
             copy's git folder, so that git works in the copy but cannot change the
             repository's branches, configuration or hooks).

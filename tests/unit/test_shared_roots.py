@@ -203,6 +203,7 @@ def test_an_isolated_sandbox_hides_the_real_workspace_and_binds_the_copy(layout:
     assert hidden < at[("--ro-bind-try", str(layout.real / ".git"))]
     assert hidden < at[("--bind-try", copy_root)] and hidden < at[("--bind-try", deliverables)]
     assert at[("--bind-try", deliverables)] < at[("--ro-bind-try", f"{deliverables}/.subagent")]
+    assert at[("--remount-ro", real)] > at[("--ro-bind-try", f"{deliverables}/.subagent")]
     # The real workspace is never bound writable (only its copy and deliverables folder).
     assert not any(flag in ("--bind", "--bind-try") and path == real for flag, path in pairs)
     # Without isolation the argv is what it was: no tmpfs on the workspace.
