@@ -17,6 +17,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import pytest
 from subagent_helpers import Router, call, calls, finish, scripted_settings
 
 from agentkit.subagent.contract import ClaimAnswer, ClaimRequest, Result, WorkerSpec
@@ -141,3 +142,45 @@ def test_an_isolated_worker_works_in_its_copy(tmp_path: Path, command_sandbox: s
     # The branch and the user's HEAD are where they were: nothing was committed.
     assert git(real, "rev-parse", "HEAD") == git(real, "rev-parse", BRANCH)
     assert git(real, "status", "--short") == ""
+
+
+@pytest.mark.parametrize("kind", ["git", "plain"])
+def test_a_copy_made_by_the_engine(tmp_path: Path, command_sandbox: str, kind: str) -> None:
+    # The copy as the parent makes it (agentkit.isolation), in a repository and in a
+    # plain folder (a private snapshots repository): the sub-agent's edits and its
+    # command's output are its changes; its deliverables are not.
+    from agentkit.isolation import Copy, changes, create_copy, link_deliverables
+
+    real = (tmp_path / "ws").resolve()
+    (real / "src").mkdir(parents=True)
+    (real / "src/app.py").write_text("real = 1\n")
+    if kind == "git":
+        git(real, "init", "-q", "-b", "main")
+        git(real, "add", "-A")
+        git(real, "commit", "-q", "-m", "base")
+    made = create_copy(real, "conv", 1, exclude=[DELIVERABLES])
+    link_deliverables(made, DELIVERABLES, real / DELIVERABLES)
+    script = [
+        calls(call("edit_file", path="src/app.py", old_string="real", new_string="copy")),
+        calls(call("write_file", path=f"{DELIVERABLES}/report.md", content="# Report\n")),
+        calls(call("run_command", command="echo x > out.txt && git status --short")),
+        finish(),
+    ]
+    with FakeOpenAIServer(Router([], {1: script})) as server:
+        settings = scripted_settings(server, "en", command_sandbox=command_sandbox)
+        spec = WorkerSpec(
+            agent_id=1, summary="s", task="t", timeout_seconds=120,
+            deliverables_dir=DELIVERABLES, deliverables_path=str(real / DELIVERABLES),
+            workspace=str(real), sub_conversation_id="conv_sub_1",
+            settings=settings.model_dump(), process_mark=f"agentkit-test-{uuid.uuid4().hex}",
+            created_at="2026-01-01T00:00:00Z", extra={"isolation": made.to_dict()},
+        )  # fmt: skip
+        result, claims = run_worker(spec)
+    assert result.status == "completed", result.error
+    assert claims == []
+    assert (real / "src/app.py").read_text() == "real = 1\n"
+    assert (real / DELIVERABLES / "report.md").read_text() == "# Report\n"
+    status = tool_outputs(real / DELIVERABLES)[2]
+    assert "src/app.py" in status and "out.txt" in status, status
+    found = changes(Copy.from_dict(made.to_dict()))
+    assert sorted(f.path for f in found.files) == ["out.txt", "src/app.py"]
