@@ -307,6 +307,53 @@ def test_always_isolates_every_sub_agent_of_a_plain_folder(workspace: Path) -> N
     assert not (workspace / ".git").exists()  # a plain folder stays one
 
 
+def test_continue_sub_agent_goes_on_in_its_copy_and_after_a_merge_in_a_fresh_one(
+    workspace: Path,
+) -> None:
+    make_repo(workspace, {"log.txt": "start\n"})
+
+    def sub(request: dict[str, Any]) -> Any:
+        """Each run appends one line with a command in its copy, then finishes."""
+        last = request["messages"][-1]
+        if last["role"] == "tool":
+            return finish("Appended this run's line to log.txt as asked.")
+        runs = sum(
+            1
+            for m in request["messages"]
+            for c in m.get("tool_calls") or ()
+            if c["function"]["name"] == "run_command"
+        )
+        return calls(call("run_command", command=f"echo 'run {runs + 1}' >> log.txt"))
+
+    router = Router(
+        main=[
+            calls(create(1, "add a line", isolation="isolated")),
+            calls(call("continue_sub_agent", agent_id=1, task="add another line")),
+            calls(call("merge_sub_agent", agent_id=1)),
+            calls(call("continue_sub_agent", agent_id=1, task="add another line")),
+            calls(call("merge_sub_agent", agent_id=1)),
+            "done",
+        ],
+        subs={1: [sub]},
+    )
+    with FakeOpenAIServer(router) as server:
+        settings = scripted_settings(
+            server, "en", subagent_isolation="available", subagent_control=True
+        )
+        with Agent(workspace=workspace, settings=settings) as agent:
+            assert agent.run("log it").status == "done"
+        main = main_requests(server)
+    second = tool_jsons(main[2])[0]
+    assert second["status"] == "completed", second
+    assert second["changes"] == {"files": 1, "insertions": 2, "deletions": 0}  # one copy, both runs
+    assert tool_jsons(main[3])[0]["status"] == "merged"
+    third = tool_jsons(main[4])[0]
+    assert third["changes"] == {"files": 1, "insertions": 1, "deletions": 0}  # a fresh copy
+    assert third["merged"] is False
+    assert tool_jsons(main[5])[0]["status"] == "merged"
+    assert (workspace / "log.txt").read_text() == "start\nrun 1\nrun 2\nrun 3\n"
+
+
 MAIN_SCRIPT = """
 import sys
 from pathlib import Path
