@@ -63,7 +63,14 @@ if TYPE_CHECKING:
     from agentkit.events import Event
     from agentkit.settings import Settings
 
-__all__ = ["JsonLinesChat", "add_parser", "check_endpoint_flags", "cmd_chat", "start_local"]
+__all__ = [
+    "JsonLinesChat",
+    "add_parser",
+    "check_endpoint_flags",
+    "cmd_chat",
+    "say_endpoint",
+    "start_local",
+]
 
 POLL_SECONDS = 0.2
 """How often the JSON-lines main loop looks at signals while it waits (seconds)."""
@@ -119,6 +126,8 @@ def cmd_chat(args: argparse.Namespace) -> int:
         settings = settings_from_args(args, base)
         notices = claim_notices(settings)  # said here, at the start, not logged later
         chat_workspace, session = _open(root, settings, args.continue_id, ask=not args.yes)
+        if not (args.demo or args.local):  # those models are this process's own
+            say_endpoint(settings)
         hint = _resume_hint(root, args.demo)
         try:
             if args.jsonl or not (sys.stdin.isatty() and sys.stdout.isatty()):
@@ -144,6 +153,17 @@ def cmd_chat(args: argparse.Namespace) -> int:
     finally:
         if server is not None:
             server.stop()
+
+
+def say_endpoint(settings: Any) -> None:
+    """Check the model endpoint as ``agentkit serve`` does (one ``GET /models``, at most
+    a few seconds: agentkit.webchat.endpoint) and, unless it answers and lists the
+    model, say so on standard error in serve's words. The chat starts either way."""
+    from agentkit.webchat.endpoint import check_endpoint
+
+    result = check_endpoint(settings)
+    if result.status != "ok":
+        print(f"agentkit: model endpoint: {result.message}", file=sys.stderr, flush=True)
 
 
 def start_local() -> tuple[Any, dict[str, Any]]:

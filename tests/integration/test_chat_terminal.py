@@ -286,3 +286,27 @@ def test_no_way_back_is_offered_for_a_conversation_that_could_not_be_saved(
     last = proc.stderr.strip().splitlines()[-1]
     assert last.startswith("agentkit: nothing to continue: the conversation could not be saved")
     assert "--continue" not in last
+
+
+def test_chat_checks_the_endpoint_at_start_as_serve_does(workspace: Path) -> None:
+    """Regression (issue 35): `agentkit chat` said nothing of a dead endpoint until the
+    first message failed; it now checks it at start, in serve's words."""
+
+    def chat(env: dict[str, str], *extra: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "agentkit", "chat", "--jsonl", "-w", str(workspace), *extra],
+            env=env, cwd=REPO, input="", capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+
+    dead = chat(cli_env("http://127.0.0.1:9/v1"))
+    assert dead.returncode == 0, dead.stderr
+    assert "agentkit: model endpoint: cannot reach the model endpoint http://127.0.0.1:9/v1" in (
+        dead.stderr
+    )
+    with FakeOpenAIServer(Router(main=[]), models=["other-model"]) as server:
+        unlisted = chat(cli_env(server.base_url))
+        listed = chat(cli_env(server.base_url, AGENTKIT_MODEL="other-model"))
+    assert "does not list the model 'fake-model'" in unlisted.stderr
+    assert "model endpoint" not in listed.stderr
+    demo = chat(cli_env(AGENTKIT_DEMO_LATENCY="0"), "--demo")
+    assert demo.returncode == 0 and "model endpoint" not in demo.stderr
