@@ -5,17 +5,19 @@ One job: :func:`state_words` says a conversation's state as people read it, and
 ``RoundResult.error_kind``) into one sentence that names the endpoint when the endpoint
 is at fault, for the terminal chat and the web chat (docs/web-api.md: RoundFinished's
 ``explanation``). :func:`shown_url` is the endpoint as it may be shown anywhere: no
-user name, password, query or fragment (they may hold a secret).
+user name, password, query or fragment (they may hold a secret); :func:`closing_words`
+says what a server's shutdown ended.
 """
 
 from __future__ import annotations
 
 import re
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from agentkit.conversation import PROCESS_GONE
 
-__all__ = ["DEFAULT_BASE_URL", "round_failure", "shown_url", "state_words"]
+__all__ = ["DEFAULT_BASE_URL", "closing_words", "round_failure", "shown_url", "state_words"]
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 """The endpoint used when no base URL is set (the OpenAI SDK's default)."""
@@ -100,3 +102,24 @@ def state_words(state: str, running: int = 0) -> str:
     if state == PROCESS_GONE:
         return PROCESS_GONE
     return "idle"
+
+
+def closing_words(sessions: list[Any]) -> str:
+    """One line saying what closing ``sessions`` (agentkit.chat.Session, open ones)
+    ends: ``closed 2 conversations (saved): the round of conv_a stopped; sub-agents
+    #1, #2 of conv_b terminated``, or ``…; nothing was running``, or ``no
+    conversation was open``. Read before they close."""
+    if not sessions:
+        return "no conversation was open"
+    ended: list[str] = []
+    for session in sessions:
+        if session.state == "running":
+            ended.append(f"the round of {session.id} stopped")
+        running = [r.get("agent_id") for r in session.subagents() if r.get("status") == "running"]
+        if running:
+            ids = ", ".join(f"#{i}" for i in running)
+            noun = "sub-agents" if len(running) > 1 else "sub-agent"
+            ended.append(f"{noun} {ids} of {session.id} terminated")
+    count = len(sessions)
+    head = f"closed {count} conversation{'s' if count != 1 else ''} (saved)"
+    return f"{head}: {'; '.join(ended)}" if ended else f"{head}; nothing was running"

@@ -8,7 +8,7 @@ JSON API and streams), the static page under ``static/`` and agentkit.webchat.se
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -51,10 +51,17 @@ class WebState:
     demo: bool = False
     check_endpoint: bool = True
     fanouts: dict[Any, Fanout] = field(default_factory=dict)
+    on_close: Callable[[str], None] | None = None  # told what closing ended (serve prints it)
 
     def close(self) -> None:
-        """Close every open conversation (their sub-agents end; their streams end)."""
+        """Close every open conversation (their sub-agents end; their streams end);
+        ``on_close`` gets one line saying what that ended (agentkit.chat.explain)."""
+        from agentkit.chat.explain import closing_words
+
+        words = closing_words(self.workspace.sessions()) if self.on_close else ""
         self.workspace.close()
+        if self.on_close is not None:
+            self.on_close(words)
 
 
 async def http_error(request: Request, exc: Exception) -> Response:

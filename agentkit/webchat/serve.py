@@ -114,6 +114,9 @@ def serve(
     app.state.agentkit.endpoint.on_result = lambda result: print(
         f"agentkit serve: model endpoint: {result.message}", flush=True
     )
+    app.state.agentkit.on_close = lambda words: print(
+        f"agentkit serve: stopped: {words}", flush=True
+    )
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{port}/" + (f"?token={token}" if token else "")
     print(f"agentkit serve: open {url}", flush=True)

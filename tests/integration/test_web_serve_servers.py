@@ -12,6 +12,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from subagent_helpers import Router, call, calls, finish, wait_until
 
 from agentkit import Settings
 from agentkit.testing import FakeOpenAIServer
@@ -177,6 +178,8 @@ def test_serve_demo_needs_no_key_and_says_it_is_scripted(workspace: Path) -> Non
     assert proc.returncode == 130, err
     assert "model endpoint: a scripted demo model" in out
     assert "SCRIPTED DEMO" in err
+    # Ctrl-C says what it ended (issue 35): here an idle conversation, nothing running.
+    assert "agentkit serve: stopped: closed 1 conversation (saved); nothing was running" in out
 
 
 def test_serve_starts_on_a_dead_endpoint_and_says_so(workspace: Path) -> None:
@@ -193,6 +196,32 @@ def test_serve_starts_on_a_dead_endpoint_and_says_so(workspace: Path) -> None:
         "agentkit serve: model endpoint: cannot reach the model endpoint http://127.0.0.1:9/v1"
         in out
     )
+    assert out.strip().splitlines()[-1] == "agentkit serve: stopped: no conversation was open"
+
+
+def test_ctrl_c_says_which_sub_agents_it_terminated(workspace: Path) -> None:
+    sleeper = [calls(call("run_command", command="sleep 60")), finish()]
+    start = calls(
+        call("create_sub_agent", agent_id=1, summary="Sleeper", task="t", run_in_background=True)
+    )
+    with FakeOpenAIServer(Router(main=[start, "started"], subs={1: sleeper})) as model:
+        proc, url = _serve(workspace, "--model", "fake-model", "--base-url", model.base_url)
+        try:
+            cid = httpx.post(f"{url}/api/conversations", json={}, timeout=10).json()["id"]
+            httpx.post(f"{url}/api/conversations/{cid}/messages", json={"text": "go"}, timeout=10)
+
+            def running() -> bool:
+                rows = httpx.get(f"{url}/api/conversations/{cid}/subagents", timeout=10).json()
+                return any(r["status"] == "running" for r in rows["subagents"])
+
+            assert wait_until(running, 60)
+        finally:
+            proc.send_signal(signal.SIGINT)
+            out, err = proc.communicate(timeout=30)
+    (stopped,) = [line for line in out.splitlines() if line.startswith("agentkit serve: stopped")]
+    # (the round that started it may still be finishing: then it says that too)
+    assert stopped.startswith("agentkit serve: stopped: closed 1 conversation (saved): "), err
+    assert stopped.endswith(f"sub-agent #1 of {cid} terminated"), stopped
 
 
 @pytest.mark.parametrize("problem", ["busy port", "short token", "no turns"])
