@@ -158,6 +158,10 @@ class ChatCommands:
         if not words:
             raise CommandError("an empty command: /help lists the commands")
         name, args = words[0].lower(), words[1:]
+        from agentkit.cli import isolation_commands as iso
+
+        if name in iso.COMMANDS:  # isolated sub-agents' /diff, /merge, /discard
+            return iso.run(self.session, name, args)
         handler = getattr(self, f"_cmd_{name.replace('-', '_')}", None)
         if handler is None:
             raise CommandError(f"unknown command /{name}: /help lists the commands")
@@ -166,7 +170,11 @@ class ChatCommands:
 
     # -------------------------------------------------------------- commands
     def _cmd_help(self, args: list[str], rest: str) -> CommandResult:
-        return CommandResult("help", True, HELP)
+        from agentkit.cli.isolation_commands import help_text
+
+        extra = help_text(self.session)  # only when isolation is on
+        text = HELP.replace("\n/help ", f"\n{extra}\n/help ", 1) if extra else HELP
+        return CommandResult("help", True, text)
 
     def _cmd_quit(self, args: list[str], rest: str) -> CommandResult:
         # Leaving is at once: say what is left unsent rather than leave it unsaid. The

@@ -25,8 +25,15 @@ from typing import TYPE_CHECKING, Any
 
 from agentkit import events as ev
 from agentkit.cli.approve import Asks
-from agentkit.cli.commands import ChatCommands, CommandError, message_text, unsent_note
+from agentkit.cli.commands import (
+    ChatCommands,
+    CommandError,
+    CommandResult,
+    message_text,
+    unsent_note,
+)
 from agentkit.cli.common import way_back
+from agentkit.cli.isolation_commands import terminal_text
 from agentkit.cli.paste import typed_runs_as_paste
 from agentkit.cli.safe_text import terminal_safe
 from agentkit.cli.signals import Signals
@@ -155,8 +162,10 @@ class TerminalChat:
             except CommandError as exc:
                 _show(style(str(exc), "31"))
                 return True
+            if result.data.get("confirm"):  # /discard N drops work: ask first
+                result = self._confirmed(result)
             if result.ok:
-                _say(result.text)
+                _show(terminal_text(result))  # a /diff coloured
             else:
                 _show(style(result.text, "31"))
             self._unsent_told = result.quit  # /quit counted the unsent messages
@@ -170,6 +179,21 @@ class TerminalChat:
                 self.view.typed.remove(text)
             raise
         return True
+
+    def _confirmed(self, result: CommandResult) -> CommandResult:
+        """Ask ``[y/N]`` for a command whose result asks first; on yes, the result of
+        its ``data["confirm"]`` command, else a result saying nothing was done."""
+        _show(style(result.text.rpartition(". Confirm with")[0] or result.text, "33"))
+        try:
+            answer = self._prompt.prompt("Drop it? [y/N] ", pre_run=self._leave_if_signalled)
+        except (EOFError, KeyboardInterrupt, _Leave, OSError):
+            answer = ""
+        if answer.strip().lower() not in ("y", "yes"):
+            return CommandResult(result.command, True, "kept: nothing was dropped")
+        try:
+            return self.commands.execute(str(result.data["confirm"]))
+        except CommandError as exc:
+            return CommandResult(result.command, False, str(exc))
 
     def _running_ids(self) -> list[int]:
         rows = self.commands.session.subagents()

@@ -28,7 +28,16 @@ if TYPE_CHECKING:
     from agentkit.subagent.manager import SubAgentManager
     from agentkit.subagent.state import SubAgent
 
-__all__ = ["IsolationRefused", "Refusal", "changes", "diff", "discard", "merge", "unmerged"]
+__all__ = [
+    "IsolationRefused",
+    "Refusal",
+    "changes",
+    "copy_of",
+    "diff",
+    "discard",
+    "merge",
+    "unmerged",
+]
 
 Refusal = Literal["unknown", "shared", "running", "discarded", "merged"]
 
@@ -58,6 +67,12 @@ class _Target:
     sub_conversation_id: str
     agent: SubAgent | None = None
     row: dict[str, Any] | None = None
+
+
+def copy_of(manager: SubAgentManager, agent_id: int) -> Copy:
+    """The recorded copy of isolated sub-agent ``agent_id`` (also while it runs), for a
+    front end that reads its files (a diff's two sides). Raises as :func:`changes`."""
+    return _find(manager, agent_id, allow_running=True).copy
 
 
 def changes(manager: SubAgentManager, agent_id: int) -> Changes:
