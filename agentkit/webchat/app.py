@@ -31,6 +31,7 @@ from agentkit.webchat.control import control_routes
 from agentkit.webchat.endpoint import EndpointWatch
 from agentkit.webchat.fanout import Fanout
 from agentkit.webchat.info import info_routes
+from agentkit.webchat.isolation_api import isolation_routes
 from agentkit.webchat.security import Gate, check_token, loopback_names
 
 __all__ = ["STATIC_DIR", "WebState", "create_app"]
@@ -126,6 +127,7 @@ def create_app(
         *api_routes(),
         *control_routes(),
         *info_routes(),
+        *isolation_routes(),
         Mount("/", app=StaticFiles(directory=STATIC_DIR, html=True), name="static"),
     ]
     errors: dict[Any, Any] = {

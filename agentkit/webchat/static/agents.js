@@ -7,6 +7,7 @@ import { $, COUNTER_WORDS, STATUS_WORDS, api, el, usageText } from "./common.js"
 import { addMessage, addToolCall, finishToolCall } from "./messages.js";
 import { renderMarkdown } from "./markdown.js";
 import { showQuestion } from "./control.js";
+import { showChanges } from "./isolation.js";
 
 // ----------------------------------------------------------------- sub-agents
 function newRow(page, agentId, showError) {
@@ -150,7 +151,7 @@ export async function openAgentDetail(page, agentId) {
   $("agent-list").hidden = true;
   if (entry) showDetailHead(page, entry.info);
   $("agent-file").hidden = true;
-  await Promise.all([showFiles(base), showTranscript(page, base)]);
+  await Promise.all([showFiles(base), showTranscript(page, base), showChanges(page, base, entry?.info)]);
 }
 
 async function showFiles(base) {

@@ -1,0 +1,99 @@
+"""An isolated sub-agent's changes on the page (issue 34; docs/guide/web.md): in a real
+browser, the Changes tab of an isolated sub-agent shows its file with +/- counts and
+its diff (added and removed lines marked, the text escaped), Merge writes the file in
+the real git workspace, the second sub-agent's merge reports the conflict in words
+and writes nothing, and Discard asks first (dismissed: nothing dropped) and then
+drops its branch. A shared sub-agent has no Changes tab."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from isolation_front_helpers import git, make_repo, two_isolated_and_a_shared, version
+from web_helpers import running_web
+
+pytestmark = pytest.mark.slow
+
+CHROMIUM = "/usr/bin/chromium"
+
+
+@pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="no /usr/bin/chromium")
+def test_merge_and_discard_from_the_changes_tab(workspace: Path, tmp_path: Path) -> None:
+    api = pytest.importorskip("playwright.sync_api")
+    make_repo(workspace)
+    args = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"]
+    router = two_isolated_and_a_shared()
+    with (
+        running_web(workspace, router, subagent_isolation="available") as web,
+        api.sync_playwright() as p,
+    ):
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=args, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.set_default_timeout(30_000)
+            page.goto(web.url)
+            api.expect(page.get_by_test_id("conversation")).to_have_count(1)
+            page.get_by_test_id("composer").fill("two versions")
+            page.get_by_test_id("send").click()
+            api.expect(page.get_by_test_id("state")).to_have_text("idle")
+            for agent_id in (1, 2, 3):
+                row = page.locator(f'[data-testid=subagent][data-agent-id="{agent_id}"]')
+                api.expect(row).to_have_attribute("data-status", "completed")
+
+            # A shared sub-agent: no Changes tab.
+            page.locator('[data-testid=subagent][data-agent-id="3"]').get_by_test_id(
+                "subagent-open"
+            ).click()
+            api.expect(page.get_by_test_id("tab-changes")).to_be_hidden()
+            page.get_by_test_id("subagent-detail-close").click()
+
+            page.locator('[data-testid=subagent][data-agent-id="1"]').get_by_test_id(
+                "subagent-open"
+            ).click()
+            page.get_by_test_id("tab-changes").click()
+            changes = page.get_by_test_id("changes")
+            api.expect(changes.get_by_test_id("changes-summary")).to_have_text(
+                "sub-agent #1: 1 file changed, +1 -1 (not merged)"
+            )
+            api.expect(changes.get_by_test_id("changed-file")).to_have_text("app.py modified +1 -1")
+            diff = changes.get_by_test_id("file-diff")
+            api.expect(diff.locator(".add")).to_have_text("+    return 2\n")
+            api.expect(diff.locator(".del")).to_have_text("-    return 1\n")
+            page.screenshot(path=str(tmp_path / "changes.png"))
+            changes.get_by_test_id("merge").click()
+            api.expect(changes.get_by_test_id("merge-report")).to_contain_text(
+                "merged sub-agent #1's changes into 1 file"
+            )
+            api.expect(changes.get_by_test_id("merged-note")).to_be_visible()
+            assert (workspace / "app.py").read_text() == version(1)
+
+            page.get_by_test_id("subagent-detail-close").click()
+            page.locator('[data-testid=subagent][data-agent-id="2"]').get_by_test_id(
+                "subagent-open"
+            ).click()
+            page.get_by_test_id("tab-changes").click()
+            api.expect(changes.get_by_test_id("changes-summary")).to_contain_text("sub-agent #2")
+            changes.get_by_test_id("merge").click()
+            report = changes.get_by_test_id("merge-report")
+            api.expect(report).to_contain_text("nothing was written")
+            api.expect(report).to_contain_text(
+                "app.py: the workspace and the sub-agent changed the same lines"
+            )
+            assert (workspace / "app.py").read_text() == version(1)
+
+            discard = changes.get_by_test_id("discard")
+            assert "danger" in (discard.get_attribute("class") or "")
+            questions: list[str] = []
+            page.once("dialog", lambda d: (questions.append(d.message), d.dismiss()))
+            discard.click()
+            assert api.expect(changes.get_by_test_id("discard")).to_be_enabled() is None
+            assert questions and "NOT merged" in questions[0]
+            assert "agent-2" in git(workspace, "branch", "--list", "agentkit/*")
+            page.once("dialog", lambda d: d.accept())
+            discard.click()
+            api.expect(changes).to_contain_text("Discarded sub-agent 2's copy and branch")
+            assert "agent-2" not in git(workspace, "branch", "--list", "agentkit/*")
+        finally:
+            browser.close()
