@@ -36,6 +36,8 @@ class Session(Protocol):
 
     def note(self, text: str) -> None: ...
 
+    def publish(self, event: Any) -> None: ...
+
     def current_manager(self) -> SubAgentManager | None: ...
 
 
@@ -55,9 +57,29 @@ def terminate_subagent(session: Session, agent_id: int) -> dict[str, Any]:
     if manager is None:
         return {"success": False, "agent_id": agent_id, "error": "no sub-agent runs"}
     result = manager.terminate(agent_id, by_user=True)
-    if result.get("success"):
-        _note(session, "user_terminated", agent_id=agent_id)
+    agent = manager.table.get(agent_id) if result.get("success") else None
+    if agent is not None:
+        _announce_stop(session, manager, agent)
     return result
+
+
+def _announce_stop(session: Session, manager: SubAgentManager, agent: Any) -> None:
+    """Tell of a sub-agent the user stopped as of any ended one: the seed's notification
+    (status terminated, its summary "Stopped by the user...") reaches the model at its
+    next request (a system note: no round starts for it), and the conversation shows
+    it now (a Notification event, as the page and the chat show any)."""
+    from agentkit import events as ev
+    from agentkit.subagent.notify import render_notifications
+
+    text = render_notifications(
+        manager.language,
+        [agent],
+        "notify_system",
+        manager.capped_summary,
+        control=manager.settings.subagent_control,
+    )
+    session.note(text)
+    session.publish(ev.Notification(agent_ids=[agent.spec.agent_id], role="system", text=text))
 
 
 def message_subagent(session: Session, agent_id: int, text: str) -> dict[str, Any]:

@@ -337,11 +337,18 @@ def test_commands_new_switch_stop_list_and_errors(workspace: Path) -> None:
             stop = chat.command("/stop 1")
             assert stop["ok"] and stop["result"]["success"] is True
             assert wait_until(lambda: no_process_left(mark_b))
+            # The conversation shows the stop as it shows any end (issue 35) ...
+            (told,) = of_type(chat.seen, "Notification")  # said before the command's result
+            assert told["agent_ids"] == [1] and "Stopped by the user" in told["text"]
             again = chat.command("/stop 1")
             assert again["ok"] is False and again["result"]["success"] is False
 
             chat.send("more work")
             assert chat.round_end()["background"] == [2]
+            # ... and the model gets the seed's notification at its next request.
+            asked = next(r for r in main_requests(server) if "more work" in str(r["messages"]))
+            notes = [m["content"] for m in asked["messages"] if m["role"] == "system"]
+            assert told["text"] in notes
             assert wait_until(lambda: len(marks_under(pid)) == 1)
             (mark_b2,) = marks_under(pid)
             status = chat.command("/status")
