@@ -133,7 +133,9 @@ class AcpSession:
         self.settings = settings
         self._send = send
         self._loop = asyncio.get_running_loop()
-        self.mapper = UpdateMapper(session.workspace, lambda: self.session.settings)
+        self.mapper = UpdateMapper(
+            session.workspace, lambda: self.session.settings, changed_files=self._changed_files
+        )
         self.children = (
             ChildSessions(self.id, session.workspace, session.settings.language, send, send_raw)
             if send_raw is not None
@@ -155,6 +157,12 @@ class AcpSession:
         self._notices: list[str] = list(getattr(session, "notices", []))
 
     # ------------------------------------------------------------- lifetime
+    def _changed_files(self, agent_id: int) -> list[str]:
+        """The paths isolated sub-agent ``agent_id`` changed (for a merge's diffs)."""
+        from agentkit.chat.isolation import changes_of
+
+        return [f.path for f in changes_of(self.session, agent_id)]
+
     def start(self) -> None:
         """Follow the conversation's events and start sending them."""
         self._title = self.session.title

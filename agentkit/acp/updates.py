@@ -27,6 +27,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,7 @@ from acp.schema import (
 
 from agentkit import events as ev
 from agentkit.acp import toolcalls as tc
+from agentkit.acp.isolation import MergeDiffs
 from agentkit.settings import Settings
 
 __all__ = ["Captured", "Update", "UpdateMapper", "message_chunk", "thought_chunk"]
@@ -63,6 +65,7 @@ class Captured:
     before: str | None = None
     after: str | None = None
     has_diff: bool = False
+    merged: tuple[Any, ...] = ()  # a merge_sub_agent call's diffs (agentkit.acp.isolation)
 
 
 def message_chunk(text: str, message_id: str | None = None) -> AgentMessageChunk:
@@ -113,8 +116,15 @@ class UpdateMapper:
         settings: returns the session's current Settings (the path guard's rules).
     """
 
-    def __init__(self, workspace: Path, settings: Any) -> None:
+    def __init__(
+        self,
+        workspace: Path,
+        settings: Any,
+        changed_files: Callable[[int], list[str]] | None = None,
+    ) -> None:
         self.workspace = workspace
+        # ``changed_files``: an isolated sub-agent's changed paths, for a merge's diffs.
+        self._merges = MergeDiffs(workspace, changed_files) if changed_files else None
         self._settings = settings
         self._message_id = _new_id()
         self._streamed = False
@@ -163,6 +173,8 @@ class UpdateMapper:
         return tc.edit_target(name, arguments, self.workspace, settings)
 
     def _capture_start(self, event: ev.ToolCallStarted) -> Captured:
+        if self._merges is not None:
+            self._merges.start(event.call_id, event.name, event.arguments)
         path = self._target(event.name, event.arguments)
         if path is not None and path not in self._edits.owner:
             self._edits.owner[path] = event.call_id
@@ -176,6 +188,8 @@ class UpdateMapper:
         return Captured(event)
 
     def _capture_end(self, event: ev.ToolCallFinished) -> Captured:
+        if self._merges is not None and (merged := self._merges.end(event.call_id, event.output)):
+            return Captured(event, merged=tuple(merged))
         path = self._edits.target.get(event.call_id)
         before = self._edits.before.get(path or "", _UNKNOWN)
         after = tc.read_text(path)
@@ -267,6 +281,7 @@ class UpdateMapper:
             before=captured.before,
             after=captured.after if captured.has_diff else None,
         )
+        content = [*captured.merged, *content]  # a merge's diffs, then its words
         seed = tc.seed_result(event.output) if event.name in tc.SUBAGENT_TOOLS else None
         if event.ok and event.name == "create_sub_agent" and seed and seed.get("background"):
             agent_id = seed.get("agent_id")
