@@ -196,8 +196,15 @@ def test_leaving_a_conversation_whose_sub_agent_works_asks_first(
         leave = page.get_by_test_id("leave-dialog")
         page.get_by_test_id("new-conversation").click()
         expect(leave).to_be_visible()
-        expect(leave).to_contain_text("1 sub-agent still working. Switching stops it;")
-        expect(page.get_by_test_id("leave-go")).to_have_text("Switch and stop it")
+        # Worded by what was clicked (New, not a switch); the button that stops work
+        # is styled as destructive, the one that stays is not (issue 35).
+        expect(leave).to_contain_text(
+            "1 sub-agent still working. Starting a new conversation stops it;"
+        )
+        expect(page.get_by_test_id("leave-go")).to_have_text("Start new and stop it")
+        colour = "el => getComputedStyle(el).backgroundColor"
+        assert page.get_by_test_id("leave-go").evaluate(colour) == "rgb(179, 38, 30)"
+        assert page.get_by_test_id("leave-stay").evaluate(colour) != "rgb(179, 38, 30)"
         page.get_by_test_id("leave-stay").click()
         expect(leave).to_be_hidden()
         expect(row).to_have_attribute("data-status", "running")

@@ -78,15 +78,19 @@ function onKey(e, actions, dialog) {
 
 /** Ask before leaving a conversation whose sub-agents run (leaving ends them: the
  * specification's §8.5). Resolves true to go on, false to stay; Esc stays. */
-export function confirmLeave(running) {
+export function confirmLeave(running, action = "switch") {
+  // Worded by what the person asked for: New starts another conversation, a click in
+  // the list switches to one (a trial saw "Switching" after a click on New).
   const dialog = $("leave");
   const one = running === 1;
+  const doing = action === "new" ? "Starting a new conversation" : "Switching";
   $("leave-text").textContent =
     `This conversation has ${running} sub-agent${one ? "" : "s"} still working. ` +
     (one
-      ? "Switching stops it; what it wrote so far stays in its folder."
-      : `Switching stops all ${running}; what they wrote so far stays in their folders.`);
-  $("leave-go").textContent = one ? "Switch and stop it" : "Switch and stop them";
+      ? `${doing} stops it; what it wrote so far stays in its folder.`
+      : `${doing} stops all ${running}; what they wrote so far stays in their folders.`);
+  const go = action === "new" ? "Start new and stop" : "Switch and stop";
+  $("leave-go").textContent = `${go} ${one ? "it" : "them"}`;
   return new Promise((resolve) => {
     const done = (go) => {
       $("leave-go").onclick = $("leave-stay").onclick = dialog.onclose = null;

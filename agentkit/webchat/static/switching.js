@@ -69,7 +69,7 @@ async function run(request) {
   const leaving = page.ready && page.current !== to ? page.current : null;
   // No need to ask for a damaged one: it is refused before anything is left.
   const running = leaving && !isDamaged(to) ? runningCount(page) : 0;
-  if (running && !(await confirmLeave(running))) { // stays: nothing was switched
+  if (running && !(await confirmLeave(running, to ? "switch" : "new"))) { // stays: nothing was switched
     giveBack(request.texts);
     return settle(request);
   }
