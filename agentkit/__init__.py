@@ -66,6 +66,7 @@ if TYPE_CHECKING:
         ToolCallStarted,
         UserMessage,
     )
+    from agentkit.isolation.types import Changes, Conflict, FileChange, IsolationError, MergeReport
     from agentkit.profiles import AgentProfile
     from agentkit.run_result import RunResult
     from agentkit.settings import Settings
@@ -82,6 +83,10 @@ _LAZY = {
     "RunResult": "agentkit.run_result",
     "AgentRun": "agentkit.agent_run",
     "AgentProfile": "agentkit.profiles",
+    **{
+        name: "agentkit.isolation.types"
+        for name in ("Changes", "Conflict", "FileChange", "IsolationError", "MergeReport")
+    },
     "Settings": "agentkit.settings",
     "AsyncSubAgentHandle": "agentkit.spawn_handles",
     "SubAgentHandle": "agentkit.spawn_handles",
@@ -115,16 +120,21 @@ __all__ = [
     "AsyncSubAgentHandle",
     "BudgetWarning",
     "Cancelled",
+    "Changes",
     "ConfigFileError",
     "ConfigurationError",
+    "Conflict",
     "ContextCompacted",
     "ContextLengthExceeded",
     "ConversationState",
     "ErrorKind",
     "Event",
+    "FileChange",
     "HookFailed",
+    "IsolationError",
     "LLMError",
     "LLMErrorKind",
+    "MergeReport",
     "MessageQueued",
     "Notification",
     "RetryScheduled",

@@ -1,7 +1,8 @@
 """What code holds of a sub-agent it started (agentkit.spawn): handles and the result.
 
 One job: :class:`SubAgentHandle` (threads: ``result(timeout=None)``, ``cancel()``,
-``message(text)``), :class:`AsyncSubAgentHandle` (asyncio: the same awaited, and
+``message(text)``; for an isolated sub-agent ``changes()``, ``merge(dry_run=False)``,
+``discard()``), :class:`AsyncSubAgentHandle` (asyncio: the same awaited, and
 ``events()``, that sub-agent's events from its start, replayed from the
 conversation's numbered stream), and :class:`SubAgentResult`, how it ended: the seed's
 blocking create_sub_agent result, typed. No wait borrows the event loop's default
@@ -21,6 +22,7 @@ from agentkit.subagent.contract import Status
 
 if TYPE_CHECKING:
     from agentkit.chat.session import Session
+    from agentkit.isolation.types import Changes, MergeReport
     from agentkit.subagent.state import SubAgent
 
 __all__ = ["AsyncSubAgentHandle", "SubAgentHandle", "SubAgentResult"]
@@ -151,6 +153,48 @@ class SubAgentHandle:
         ``delivered``, or ``success`` false with why (control off, ended, too long)."""
         return self._session.message_subagent(self.agent_id, text)
 
+    # ------------------------------------------- an isolated sub-agent's copy
+    def changes(self) -> Changes:
+        """What it changed in its own copy of the workspace (saved first; also while it
+        runs): ``Changes.files``, one ``FileChange(path, status, insertions,
+        deletions, binary)`` per file, workspace-relative; ``Changes.summary()`` is
+        ``{"files", "insertions", "deletions"}``; ``Changes.head`` the saved commit.
+
+        Raises:
+            agentkit.IsolationError: it is not isolated (shared), its copy was
+                discarded, or git failed; the message says which.
+        """
+        from agentkit.chat import isolation
+
+        return isolation.review(self._session, self.agent_id, max_chars=1).changes
+
+    def merge(self, dry_run: bool = False) -> MergeReport:
+        """Apply its changes onto the workspace as it is now: a three-way merge against
+        its base, all or nothing, nothing committed (the main agent is told at its
+        next round). ``dry_run``: only check, write nothing.
+
+        Returns:
+            a ``MergeReport``: ``status`` ``"merged"`` (``files`` written, or that
+            would be), ``"conflicts"`` (nothing written; ``conflicts``: per file a
+            ``Conflict(path, reason, workspace_change, sub_agent_change, detail)``)
+            or ``"nothing_to_merge"``; ``base_moved``, ``dry_run``.
+
+        Raises:
+            agentkit.IsolationError: shared, still running, discarded or merged
+                already, or git failed (nothing was written).
+        """
+        from agentkit.chat import isolation
+
+        return isolation.merge(self._session, self.agent_id, dry_run=dry_run)
+
+    def discard(self) -> None:
+        """Drop its copy and branch, unmerged work included (the workspace is not
+        touched; the main agent is told). Raises agentkit.IsolationError as
+        :meth:`merge` (the copy stays when git fails)."""
+        from agentkit.chat import isolation
+
+        isolation.discard(self._session, self.agent_id)
+
     def __repr__(self) -> str:
         return f"<SubAgentHandle {self.agent_id} {self.status} {self.deliverables_dir!r}>"
 
@@ -214,6 +258,24 @@ class AsyncSubAgentHandle:
         from agentkit.agent_run import in_thread
 
         return await in_thread(lambda: self.sync.message(text), name="agentkit-spawn")
+
+    async def changes(self) -> Changes:
+        """:meth:`SubAgentHandle.changes` in a thread of its own (git reads)."""
+        from agentkit.agent_run import in_thread
+
+        return await in_thread(self.sync.changes, name="agentkit-spawn")
+
+    async def merge(self, dry_run: bool = False) -> MergeReport:
+        """:meth:`SubAgentHandle.merge` in a thread of its own (git work)."""
+        from agentkit.agent_run import in_thread
+
+        return await in_thread(lambda: self.sync.merge(dry_run), name="agentkit-spawn")
+
+    async def discard(self) -> None:
+        """:meth:`SubAgentHandle.discard` in a thread of its own (git work)."""
+        from agentkit.agent_run import in_thread
+
+        await in_thread(self.sync.discard, name="agentkit-spawn")
 
     async def events(self) -> AsyncIterator[ev.Event]:
         """``async for event in handle.events():`` this sub-agent's events (its

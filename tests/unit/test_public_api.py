@@ -47,6 +47,15 @@ def test_all_is_sorted_unique_and_complete() -> None:
         assert name in names
 
 
+def test_the_isolation_types_are_public() -> None:
+    """A spawn handle's changes(), merge() and discard() (issue 34) return and raise these."""
+    from agentkit.isolation import types
+
+    for name in ["Changes", "Conflict", "FileChange", "IsolationError", "MergeReport"]:
+        assert name in agentkit.__all__ and getattr(agentkit, name) is getattr(types, name)
+    assert issubclass(agentkit.IsolationError, agentkit.AgentkitError)
+
+
 def test_the_embedding_imports_work() -> None:
     from agentkit import Agent, AgentkitError, AgentProfile, RunFailed, RunResult, Settings
     from agentkit.profiles import AgentProfile as Profile
