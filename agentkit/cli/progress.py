@@ -149,7 +149,8 @@ def _event_text(event: ev.Event) -> str | None:
     if isinstance(event, ev.BudgetWarning):
         who = "conversation" if event.scope == "session" else f"sub-agent #{event.agent_id}"
         state = "used up" if event.exhausted else "almost used up"
-        return f"budget of the {who} {state}: {event.tokens:,} tokens, ${event.cost_usd or 0:.6f}"
+        cost = f"${event.cost_usd:.6f}" if event.cost_usd is not None else "cost unknown"
+        return f"budget of the {who} {state}: {event.tokens:,} tokens, {cost}"
     if isinstance(event, ev.RetryScheduled):
         return (
             f"retry: {event.kind} (attempt {event.attempt}) in {event.delay_seconds:.1f}s:"
@@ -390,7 +391,7 @@ def _columns(wide: bool) -> list[tuple[str, str, int | None]]:
 
 
 def _cost_cell(cost: Any) -> str:
-    return f"${cost:.4f}" if isinstance(cost, (int, float)) else "?"
+    return f"${cost:.4f}" if isinstance(cost, (int, float)) else "unknown"
 
 
 def print_final_markdown(console: Console, text: str | None) -> None:

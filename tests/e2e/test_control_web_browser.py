@@ -41,12 +41,16 @@ def test_the_question_shows_in_its_row_and_the_answer_box_answers_it(
             api.expect(question).to_be_visible()
             api.expect(question).to_contain_text("Which colour?")
             api.expect(row.get_by_test_id("subagent-cost")).to_contain_text("tokens")
+            # The fake model has no known price: said as the CLI says it, never "$0".
+            api.expect(row.get_by_test_id("subagent-cost")).to_contain_text("cost unknown")
             page.screenshot(path=str(tmp_path / "question.png"))
             row.get_by_test_id("subagent-answer").fill("Blue")
             row.get_by_test_id("subagent-answer-send").click()
             api.expect(question).to_be_hidden()
             api.expect(row).to_have_attribute("data-status", "completed")
             api.expect(page.get_by_test_id("conversation-cost")).to_contain_text("tokens")
+            api.expect(page.get_by_test_id("conversation-cost")).to_contain_text("cost unknown")
+            assert "$0" not in page.locator("body").inner_text()
             api.expect(page.get_by_test_id("state")).to_have_text("idle")
         finally:
             browser.close()

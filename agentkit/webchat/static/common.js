@@ -81,8 +81,10 @@ export function tokensText(tokens) {
   return Number.isFinite(n) && n > 0 ? `${n.toLocaleString("en-US")} tokens` : "";
 }
 
-/** "$0.0123" for a known cost (a number), "" when unknown (null/absent). */
+/** "$0.0123" for a known cost (a number), "cost unknown" for null (a response had no
+ * known price: the CLI's words), "" when absent. */
 export function costText(cost) {
+  if (cost === null) return "cost unknown";
   if (typeof cost !== "number" || !Number.isFinite(cost)) return "";
   if (cost === 0) return "$0";
   return cost < 0.01 ? `$${cost.toPrecision(2)}` : `$${cost.toFixed(2)}`;
@@ -97,15 +99,17 @@ export function showLanguage(language) {
   box.textContent = language === "auto" ? "language: auto" : `language: ${language}`;
 }
 
-/** Tokens and cost of one agent's row or stats, e.g. "1,234 tokens · $0.0021". */
+/** Tokens and cost of one agent's row or stats, e.g. "1,234 tokens · $0.0021" or
+ * "1,234 tokens · cost unknown"; "" before anything was spent (never a bare "$0"). */
 export function usageText(info) {
   const usage = info?.token_usage;
   const tokens = typeof info?.tokens === "number" ? info.tokens
     : usage && typeof usage === "object" ? usage.total : info?.total_tokens;
-  const cost = info?.cost_usd ?? info?.stats?.cost_usd;
+  const cost = info && typeof info === "object" && "cost_usd" in info ? info.cost_usd : info?.stats?.cost_usd;
   const shown = tokensText(tokens);
+  if (!shown) return ""; // no tokens yet: no cost to speak of
   // Estimated when the server sent no usage (issue 21): said, not hidden.
-  const counted = shown && info?.usage_estimated ? `~${shown} (estimated)` : shown;
+  const counted = info?.usage_estimated ? `~${shown} (estimated)` : shown;
   return [counted, costText(cost)].filter(Boolean).join(" · ");
 }
 
