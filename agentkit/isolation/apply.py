@@ -83,9 +83,9 @@ def _matches(target: Path, mode: str, object_id: str, fmt: str) -> bool | None:
         return False
 
 
-def apply_changes(repo: Repo, workspace: Path, tree: str, changes: Sequence[RawChange]) -> None:
-    """Make the workspace's files match ``tree`` for ``changes`` (from W to ``tree``,
-    top-relative paths). All or nothing: on any failure every file is put back and
+def apply_changes(repo: Repo, workspace: Path, changes: Sequence[RawChange]) -> None:
+    """Make the workspace's files what ``changes`` (from W to the merged tree,
+    top-relative paths) say they become. All or nothing: on any failure every file is put back and
     IsolationError raised (naming the file and the cause). Call :func:`stale_paths`
     first."""
     moves = [
@@ -104,12 +104,18 @@ def apply_changes(repo: Repo, workspace: Path, tree: str, changes: Sequence[RawC
     hide_from_git(scratch_root)
     scratch = Path(tempfile.mkdtemp(prefix="merge-", dir=scratch_root))
     try:
-        written = [m.top for m in moves if m.new]
+        written = [c for c in changes if c.new_mode != ABSENT]
         if written:
+            # An index of just the files to write (its size is the change's, not the
+            # tree's); git then writes them with their modes, symlinks and filters.
+            info = b"".join(
+                f"{c.new_mode} {c.new_id}\t".encode() + os.fsencode(c.path) + b"\0" for c in written
+            )
+            paths = b"".join(os.fsencode(c.path) + b"\0" for c in written)
             with temp_index(repo.git_dir, None) as index:
-                repo_run(repo, ["read-tree", tree], index)
+                repo_run(repo, ["update-index", "-z", "--index-info"], index, stdin=info)
                 repo_run(repo, ["checkout-index", "-z", "--stdin", f"--prefix={scratch}/new/"],
-                         index, stdin=b"\0".join(p.encode() for p in written) + b"\0")  # fmt: skip
+                         index, stdin=paths)  # fmt: skip
         _swap(workspace, scratch, moves)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

@@ -82,7 +82,7 @@ def merge(workspace: Path, copy: Copy, *, dry_run: bool = False) -> MergeReport:
     tail = copy.branch.removeprefix("agentkit/")
     git(["update-ref", "-m", "agentkit: workspace before merge", f"{BEFORE_MERGE}/{tail}", ours],
         cwd=git_dir, git_dir=git_dir)  # fmt: skip
-    apply_changes(repo, workspace, parsed.tree, to_apply)
+    apply_changes(repo, workspace, to_apply)
     return MergeReport("merged", files=files, **report)  # type: ignore[arg-type]
 
 
