@@ -574,3 +574,22 @@ def test_a_message_sent_before_the_page_has_its_conversation_arrives(
         expect(page.locator(".message.user.queued")).to_have_count(0)
         listed = web.client.get("/api/conversations").json()["conversations"]
         assert [c["title"] for c in listed] == ["sent at once"]
+
+
+HEADING_SIZES = """() => {
+  const answer = [...document.querySelectorAll("[data-testid=message][data-role=assistant]")].pop();
+  const size = (sel) => parseFloat(getComputedStyle(answer.querySelector(sel)).fontSize);
+  return { h1: size("h3"), h2: size("h4"), h3: size("h5"), h4: size("h6"), body: size("p") };
+}"""
+
+
+def test_markdown_headings_are_larger_than_the_text(workspace: Path, page: Any) -> None:
+    """Regression (issue 35): `###` rendered smaller than the body text (an h5)."""
+    answer = "# One\n\n## Two\n\n### Three\n\n#### Four\n\nThe body text."
+    with running_web(workspace, [answer]) as web:
+        page.goto(web.url)
+        send(page, "headings please")
+        expect(assistant(page)).to_contain_text("The body text.")
+        sizes = page.evaluate(HEADING_SIZES)
+    assert sizes["h1"] > sizes["h2"] > sizes["h3"] >= sizes["body"], sizes
+    assert sizes["h4"] >= sizes["body"], sizes
