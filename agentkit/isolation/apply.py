@@ -49,6 +49,9 @@ def stale_paths(repo: Repo, workspace: Path, changes: Sequence[RawChange]) -> li
     unsure: list[str] = []
     for change in changes:
         target = workspace / _rel(change.path, repo.prefix)
+        if _through_symlink(target, workspace):
+            stale.append(change.path)  # writing there would leave the workspace
+            continue
         if change.old_mode == ABSENT:
             if os.path.lexists(target):
                 stale.append(change.path)
@@ -64,6 +67,16 @@ def stale_paths(repo: Repo, workspace: Path, changes: Sequence[RawChange]) -> li
         wanted = {c.path: c.old_id for c in changes}
         stale += [p for p, got in zip(unsure, out, strict=False) if wanted[p] != got]
     return stale
+
+
+def _through_symlink(target: Path, workspace: Path) -> bool:
+    """True when a folder between ``workspace`` and ``target`` is a symlink."""
+    folder = target.parent
+    while folder != workspace and workspace in folder.parents:
+        if folder.is_symlink():
+            return True
+        folder = folder.parent
+    return False
 
 
 def _matches(target: Path, mode: str, object_id: str, fmt: str) -> bool | None:

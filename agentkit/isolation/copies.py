@@ -33,6 +33,8 @@ def names(conversation_id: str, agent_id: int) -> tuple[str, str, str]:
     """``(branch, base_ref, folder)`` for a sub-agent: ``agentkit/<conv>/agent-<id>``,
     ``refs/agentkit/bases/<conv>/agent-<id>`` and ``<conv>/agent-<id>`` (the worktree's
     place under ``.agentkit/worktrees``), the conversation id made ref-safe."""
+    if not isinstance(conversation_id, str):
+        raise IsolationError(f"conversation id must be text, not {conversation_id!r}")
     if isinstance(agent_id, bool) or not isinstance(agent_id, int) or agent_id < 0:
         raise IsolationError(f"agent id must be a whole number >= 0, not {agent_id!r}")
     tail = f"{ref_component(conversation_id)}/agent-{agent_id}"

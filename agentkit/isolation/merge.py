@@ -20,7 +20,14 @@ from agentkit.isolation._parse import conflict_reason, parse_merge_tree
 from agentkit.isolation.apply import apply_changes, stale_paths
 from agentkit.isolation.changes import raw_changes, relative_path, unified_diff
 from agentkit.isolation.copies import BEFORE_MERGE, save_copy
-from agentkit.isolation.snapshot import Repo, locate, snapshot
+from agentkit.isolation.snapshot import (
+    Repo,
+    hide_from_git,
+    locate,
+    locked,
+    private_folder,
+    snapshot,
+)
 from agentkit.isolation.types import Conflict, Copy, IsolationError, MergeReport
 
 __all__ = ["merge"]
@@ -53,6 +60,13 @@ def merge(workspace: Path, copy: Copy, *, dry_run: bool = False) -> MergeReport:
     workspace = Path(workspace).resolve()
     repo = locate(workspace)
     _same_repository(repo, copy)
+    # One merge at a time per workspace: each one's snapshot is then still what it writes on.
+    hide_from_git(private_folder(workspace) / "isolation")
+    with locked(private_folder(workspace) / "isolation" / "merge.lock"):
+        return _merge(repo, workspace, copy, dry_run)
+
+
+def _merge(repo: Repo, workspace: Path, copy: Copy, dry_run: bool) -> MergeReport:
     git_dir = Path(copy.git_dir)
     head = save_copy(copy)
     theirs = raw_changes(git_dir, copy.prefix, copy.exclude, copy.base, head)
@@ -73,12 +87,12 @@ def merge(workspace: Path, copy: Copy, *, dry_run: bool = False) -> MergeReport:
         return MergeReport("conflicts", conflicts=conflicts, **report)  # type: ignore[arg-type]
     to_apply = raw_changes(git_dir, copy.prefix, copy.exclude, ours, parsed.tree)
     files = tuple(relative_path(c.path, copy.prefix) for c in to_apply)
-    if dry_run:
-        return MergeReport("merged", files=files, **report)  # type: ignore[arg-type]
     stale = stale_paths(repo, workspace, to_apply)
-    if stale:
+    if stale:  # an ignored file where the sub-agent adds one, a symlinked folder on the way
         conflicts = tuple(_changed_meanwhile(copy, p, ours, head) for p in stale)
         return MergeReport("conflicts", conflicts=conflicts, **report)  # type: ignore[arg-type]
+    if dry_run:
+        return MergeReport("merged", files=files, **report)  # type: ignore[arg-type]
     tail = copy.branch.removeprefix("agentkit/")
     git(["update-ref", "-m", "agentkit: workspace before merge", f"{BEFORE_MERGE}/{tail}", ours],
         cwd=git_dir, git_dir=git_dir)  # fmt: skip

@@ -23,7 +23,15 @@ from agentkit.isolation._git import git
 from agentkit.isolation._parse import snapshot_pathspecs
 from agentkit.isolation.types import CopyKind, IsolationError
 
-__all__ = ["Repo", "locate", "private_folder", "snapshot", "temp_index", "workspace_repo"]
+__all__ = [
+    "Repo",
+    "locate",
+    "locked",
+    "private_folder",
+    "snapshot",
+    "temp_index",
+    "workspace_repo",
+]
 
 SNAPSHOTS = Path(".agentkit") / "isolation" / "snapshots.git"
 CACHE_INDEX = "agentkit-index"
@@ -104,7 +112,8 @@ def locate(workspace: Path) -> Repo:
 
 
 @contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
+def locked(path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on the file ``path`` (created if missing) for the block."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
@@ -119,7 +128,7 @@ def _ensure_snapshots_repo(git_dir: Path) -> None:
     if (git_dir / "HEAD").is_file():
         return
     hide_from_git(git_dir.parent)
-    with _locked(git_dir.parent / "init.lock"):
+    with locked(git_dir.parent / "init.lock"):
         if not (git_dir / "HEAD").is_file():
             git(["init", "-q", "--bare", str(git_dir)], cwd=git_dir.parent)
 

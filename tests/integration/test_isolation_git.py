@@ -396,3 +396,55 @@ def test_merging_into_another_workspace_is_refused(repo: Path, tmp_path: Path) -
 def test_nothing_to_merge(repo: Path) -> None:
     copy = iso.create_copy(repo, "conv", 1)
     assert iso.merge(repo, copy).status == "nothing_to_merge"
+
+
+def test_an_ignored_file_where_the_sub_agent_adds_one_is_a_conflict(repo: Path) -> None:
+    copy = iso.create_copy(repo, "conv", 1)
+    (Path(copy.root) / "notes.log.txt").write_text("sub\n")
+    (Path(copy.root) / "f.txt").write_text("sub\n")
+    (repo / "notes.log.txt").write_text("the user's, untracked, made after the copy\n")
+    (repo / ".gitignore").write_text("*.log\nnotes.log.txt\n")
+    report = iso.merge(repo, copy)
+    assert report.status == "conflicts"
+    assert [(c.path, c.reason) for c in report.conflicts] == [("notes.log.txt", "file_changed")]
+    assert (repo / "notes.log.txt").read_text() == "the user's, untracked, made after the copy\n"
+    assert (repo / "f.txt").read_text() == "one\ntwo\nthree\n"
+
+
+def test_a_symlinked_folder_on_the_way_is_never_written_through(repo: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    copy = iso.create_copy(repo, "conv", 1)
+    (Path(copy.root) / "out").mkdir()
+    (Path(copy.root) / "out" / "x.txt").write_text("sub\n")
+    (repo / ".gitignore").write_text("*.log\nout\n")
+    os.symlink(outside, repo / "out")
+    report = iso.merge(repo, copy)
+    assert report.status == "conflicts" and report.conflicts[0].reason == "file_changed"
+    assert list(outside.iterdir()) == []
+
+
+def test_merge_keeps_the_workspace_before_it_until_discard(repo: Path) -> None:
+    copy = iso.create_copy(repo, "conv", 1)
+    (Path(copy.root) / "f.txt").write_text("merged\n")
+    assert iso.merge(repo, copy).status == "merged"
+    before = git(repo, "rev-parse", "refs/agentkit/before-merge/conv/agent-1").strip()
+    assert git(repo, "show", f"{before}:f.txt") == "one\ntwo\nthree\n"
+    assert iso.copy_exists(copy)  # merged is not discarded: a person may still look
+    again = iso.merge(repo, copy)
+    assert again.status == "merged" and again.files == ()
+    iso.discard(copy)
+    assert git(repo, "for-each-ref", "refs/agentkit") == ""
+    assert (repo / "f.txt").read_text() == "merged\n"
+
+
+def test_a_workspace_that_is_itself_a_linked_worktree(repo: Path, tmp_path: Path) -> None:
+    linked = tmp_path.resolve() / "linked"
+    git(repo, "worktree", "add", "-q", "-b", "feature", str(linked))
+    (linked / "f.txt").write_text("one\ntwo\nthree\nfeature's own edit\n")
+    copy = iso.create_copy(linked, "conv", 1)
+    assert (Path(copy.root) / "f.txt").read_text().endswith("feature's own edit\n")
+    (Path(copy.root) / "g.txt").write_text("sub\n")
+    assert iso.merge(linked, copy).files == ("g.txt",)
+    assert (linked / "g.txt").exists() and not (repo / "g.txt").exists()
+    assert git(linked, "symbolic-ref", "HEAD").strip() == "refs/heads/feature"
