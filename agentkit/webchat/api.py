@@ -40,7 +40,7 @@ from agentkit.webchat.bodies import (
 )
 from agentkit.webchat.stream import event_stream
 from agentkit.webchat.text import JSONResponse
-from agentkit.webchat.views import messages_view, round_ends_view, usage_view
+from agentkit.webchat.views import messages_view, round_ends_view, transcript_view, usage_view
 
 __all__ = ["api_routes"]
 
@@ -328,7 +328,9 @@ def terminate(request: Request) -> Response:
 def subagent_transcript(request: Request) -> Response:
     view, row = _row(request)
     folder, sub_id = row.get("deliverables_dir"), row.get("sub_conversation_id")
-    return JSONResponse(files.transcript(view.workspace, view.settings, folder, sub_id))
+    record = files.transcript(view.workspace, view.settings, folder, sub_id)
+    language = view.conversation.language or view.settings.language
+    return JSONResponse(transcript_view(record, language, view.registry))
 
 
 def subagent_files(request: Request) -> Response:

@@ -20,7 +20,7 @@ from agentkit.settings import Settings
 from agentkit.subagent.notify import is_notification
 from agentkit.tools.registry import ToolRegistry
 
-__all__ = ["messages_view", "round_ends_view", "usage_view"]
+__all__ = ["messages_view", "round_ends_view", "transcript_view", "usage_view"]
 
 
 def _actions(
@@ -84,6 +84,21 @@ def messages_view(
             shown["actions"] = _actions(message, settings.language, registry)
         out.append(shown)
     return out
+
+
+def transcript_view(
+    record: dict[str, Any], language: str, registry: ToolRegistry | None = None
+) -> dict[str, Any]:
+    """A sub-agent's record with ``actions`` (call id -> the words for it, as the
+    conversation shows them: "Reading notes.txt") on each assistant message that
+    calls tools, so the transcript tab names each call once, readably."""
+    messages = []
+    for message in record.get("messages") or []:
+        if isinstance(message, dict) and message.get("role") == "assistant":
+            if message.get("tool_calls"):
+                message = {**message, "actions": _actions(message, language, registry)}
+        messages.append(message)
+    return {**record, "messages": messages}
 
 
 def usage_view(conv: Conversation, rows: list[dict[str, Any]]) -> dict[str, Any]:

@@ -143,6 +143,12 @@ def test_keyless_demo_answers_and_starts_a_background_subagent(
         page.get_by_test_id("tab-transcript").click()
         calls_shown = page.get_by_test_id("transcript").locator("[data-testid=tool-call]")
         expect(calls_shown).to_have_count(4)  # search, command, write, finish_task
+        # Each call named once, in words, its tool's name after them (issue 35: the
+        # tab said "write_file write_file").
+        names = calls_shown.locator("code.name").all_inner_texts()
+        whats = calls_shown.locator(".what").all_inner_texts()
+        assert all(w and w not in names for w in whats), (whats, names)
+        assert any(w.startswith("Writing") for w in whats), whats
         assert overflow(page) == 0 and page.errors == []
 
 

@@ -205,6 +205,10 @@ def test_background_subagent_rows_transcript_files_and_notification(workspace: P
         assert web.client.get(f"{base}/1/files/../../secret.txt").status_code in (400, 403, 404)
         transcript = web.client.get(f"{base}/1/transcript").json()
         assert transcript["agent_id"] == 1 and transcript["messages"]
+        # Each tool call comes with its words, as the conversation's (issue 35).
+        calling = [m for m in transcript["messages"] if m.get("tool_calls")]
+        words = [w for m in calling for w in m["actions"].values()]
+        assert "Writing sub_agent_results/agent_1/report.md" in words, words
         gate.event.set()
         assert wait_until(lambda: "AllWorkDone" in reader.types())
         reader.close()

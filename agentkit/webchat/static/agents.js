@@ -202,7 +202,8 @@ async function showTranscript(page, base) {
         for (const call of m.tool_calls || []) {
           let args = call.function?.arguments;
           try { args = JSON.parse(args); } catch { /* as sent */ }
-          tools.set(call.id, addToolCall(null, { name: call.function?.name, arguments: args, last_action: "" }, box));
+          const words = m.actions?.[call.id] || ""; // "Reading notes.txt" (the server's words)
+          tools.set(call.id, addToolCall(null, { name: call.function?.name, arguments: args, last_action: words }, box));
         }
       } else addMessage(m.role === "user" ? "user" : "notice", text, {}, box);
     }

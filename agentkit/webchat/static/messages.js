@@ -83,9 +83,11 @@ export function addToolCall(page, e, box = messagesBox()) {
   const args = e.arguments == null ? "" : typeof e.arguments === "string" ? e.arguments : JSON.stringify(e.arguments, null, 2);
   const node = el("details", { class: "tool", "data-testid": "tool-call", "data-tool": e.name || "" });
   const summary = el("summary", {});
+  // The words, then the tool's name once (never the name twice when words are missing).
+  const words = e.last_action && e.last_action !== e.name ? e.last_action : "";
   summary.append(
-    el("span", { class: "what" }, visibleControls(e.last_action || e.name || "a tool call")),
-    el("code", { class: "name" }, e.name || ""),
+    el("span", { class: "what" }, visibleControls(words)),
+    el("code", { class: "name" }, e.name || (words ? "" : "a tool call")),
     el("span", { class: "result" }, ""),
   );
   node.append(summary, el("pre", { class: "args" }, visibleControls(args)), el("pre", { class: "output" }, "…"));
