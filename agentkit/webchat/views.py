@@ -94,9 +94,9 @@ def transcript_view(
     calls tools, so the transcript tab names each call once, readably."""
     messages = []
     for message in record.get("messages") or []:
-        if isinstance(message, dict) and message.get("role") == "assistant":
-            if message.get("tool_calls"):
-                message = {**message, "actions": _actions(message, language, registry)}
+        calls = isinstance(message, dict) and message.get("tool_calls")
+        if calls and message.get("role") == "assistant":
+            message = {**message, "actions": _actions(message, language, registry)}
         messages.append(message)
     return {**record, "messages": messages}
 
