@@ -21,7 +21,10 @@ Three places (docs/architecture.md §4):
   ``control`` (questions, usage), ``delivery`` (messages and answers, their receipts),
   ``waits`` (wait_for_sub_agents), ``control_tools`` (its four tools), ``continuation``
   (continue_sub_agent), ``budget`` (token and cost budgets), ``typed_result`` (a
-  profile's output_schema);
+  profile's output_schema); isolation (docs/isolation.md): ``isolated`` (who is
+  isolated, the copy made at start and saved at the end), ``merging`` (changes, diff,
+  merge, discard, the unmerged list), ``isolation_tools`` (merge_sub_agent and
+  discard_sub_agent_changes);
 - **in between**: ``contract`` (the status names, ``WorkerSpec``, the pipe messages,
   the ``Launcher`` protocol), ``channel`` (the bounded, typed channel that carries
   them) and ``launchers/`` (local processes, Ray);
