@@ -41,6 +41,8 @@ def _shown(workspace: Path, width: int, **overrides: Any) -> tuple[bool, str, in
                     "checking the model endpoint…", timeout=30_000
                 )
                 box = page.get_by_test_id("start-notices")
+                if box.is_visible():
+                    box.click()  # a phone folds them to one line until tapped
                 wide = page.evaluate(
                     "() => Math.max(document.documentElement.scrollWidth,"
                     " document.body.scrollWidth) - window.innerWidth"

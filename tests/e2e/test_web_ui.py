@@ -410,3 +410,37 @@ def test_keyboard_shortcuts(browser: Any, workspace: Path) -> None:
         expect(page.get_by_test_id("message")).to_have_count(0)
         page.keyboard.press("/")
         expect(page.get_by_test_id("composer")).to_be_focused()
+
+
+def test_on_a_phone_the_header_is_compact(browser: Any, workspace: Path) -> None:
+    """Regression (issue 35): at 390 px the header took a quarter of the screen (a
+    new user's machine: no bubblewrap, so a start notice, and a long endpoint line)."""
+    (workspace / "app.py").write_text("print('hello')\n")
+    overrides = {
+        "model": DEMO_MODEL,
+        "command_bwrap_path": "/nonexistent/agentkit-test/bwrap",  # the sandbox-off notice
+        "session_max_cost_usd": 1.0,  # and the cap that cannot trip
+    }
+    with (
+        FakeOpenAIServer(ChatDemoModel(latency=0), models=[DEMO_MODEL]) as model,
+        web_app(workspace, scripted_settings(model, "en", **overrides), demo=True) as url,
+        browser.new_context(
+            viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True
+        ) as context,
+    ):
+        page = context.new_page()
+        page.goto(url)
+        send(page, "hello")
+        expect(messages(page, "assistant").first).to_contain_text("scripted demo")
+        expect(page.get_by_test_id("state")).to_have_text("idle")
+        notices = page.get_by_test_id("start-notices")
+        expect(notices).to_contain_text("The command sandbox is off")
+        height = page.locator("#chat-head").bounding_box()["height"]
+        assert height < 0.15 * 844, height
+        # compact, not hidden: the state, the title and the notices are there, and a
+        # tap on the notices shows them whole
+        expect(page.get_by_test_id("state")).to_be_visible()
+        expect(page.get_by_test_id("title")).to_be_visible()
+        notices.click()
+        assert page.locator("#chat-head").bounding_box()["height"] > height
+        assert overflow(page) == 0

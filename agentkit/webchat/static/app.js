@@ -81,6 +81,17 @@ function showStartNotices(notices) {
     return line;
   }));
   box.hidden = notices.length === 0;
+  // On a phone they show as one cut line (style.css); a tap or Enter shows them all.
+  box.tabIndex = 0;
+  box.setAttribute("role", "button");
+  box.setAttribute("aria-expanded", String(box.classList.contains("open")));
+  box.title = "Show or fold the notices";
+  box.onclick = box.onkeydown = (ev) => {
+    if (ev.type === "keydown" && ev.key !== "Enter" && ev.key !== " ") return;
+    ev.preventDefault();
+    box.classList.toggle("open");
+    box.setAttribute("aria-expanded", String(box.classList.contains("open")));
+  };
 }
 
 function showEndpoint(endpoint, info) {
