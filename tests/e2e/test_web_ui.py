@@ -444,3 +444,28 @@ def test_on_a_phone_the_header_is_compact(browser: Any, workspace: Path) -> None
         notices.click()
         assert page.locator("#chat-head").bounding_box()["height"] > height
         assert overflow(page) == 0
+
+
+def test_close_and_delete_are_told_apart(browser: Any, workspace: Path) -> None:
+    """Regression (issue 35): the drawer's close "×" and a conversation's delete "✕"
+    sat side by side. Delete is a labelled button that asks first, styled destructive."""
+    with demo_web(workspace) as url, tab(browser, 390) as page:
+        page.goto(url)
+        send(page, "hello")
+        expect(messages(page, "assistant").first).to_contain_text("scripted demo")
+        page.get_by_test_id("sidebar-toggle").click()
+        close = page.get_by_role("button", name="Close the conversations")
+        expect(close).to_be_visible()
+        row = page.get_by_test_id("conversation").first
+        delete = row.get_by_role("button", name="Delete conversation hello")
+        expect(delete).to_have_text("Delete")
+        assert delete.get_attribute("aria-label") != close.get_attribute("aria-label")
+        delete.click()  # armed: it asks, in red; nothing is deleted yet
+        expect(delete).to_have_text("delete?")
+        colour = delete.evaluate("el => getComputedStyle(el).backgroundColor")
+        assert colour == "rgb(179, 38, 30)", colour
+        expect(page.get_by_test_id("conversation")).to_have_count(1)
+        expect(row).to_contain_text("hello")
+        delete.click()
+        expect(page.get_by_test_id("conversation").filter(has_text="hello")).to_have_count(0)
+        assert page.errors == []

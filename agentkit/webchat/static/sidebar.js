@@ -1,6 +1,7 @@
 // The conversations list (the sidebar): each conversation's title, state in words and
-// age; rename in place (one PATCH for Enter and the blur it causes); delete after a
-// second click (armed for 3 s, and still armed when the list is redrawn meanwhile).
+// age; rename in place (one PATCH for Enter and the blur it causes); delete (a labelled
+// button) after a second click (armed for 3 s, styled as destructive, and still armed
+// when the list is redrawn meanwhile).
 // The page's state and its switchTo/showError come from app.js (setupSidebar).
 import { $, ago, api, el, isGone, stateWords, titleText } from "./common.js";
 
@@ -39,7 +40,10 @@ function conversationItem(c) {
   rename.addEventListener("click", () => startRename(item, c));
   const armed = page.armedDelete === c.id; // survives a reload of the list
   const ask = deleteWords(c.subagents_running);
-  const del = el("button", { class: "icon", type: "button", title: "Delete", "aria-label": "Delete" }, armed ? ask : "✕");
+  // A labelled button, not a glyph: the drawer's close "×" sits near it (issue 35).
+  const label = `Delete conversation ${titleText(c.title, c.id)}`;
+  const del = el("button", { class: "delete", type: "button", title: label, "aria-label": label, "data-testid": "delete-conversation" },
+    armed ? ask : "Delete");
   if (armed) del.dataset.armed = "1";
   del.addEventListener("click", () => confirmDelete(del, c.id, ask));
   item.append(name, rename, del);
@@ -89,7 +93,7 @@ function confirmDelete(button, id, ask) {
     page.armedDelete = id;
     setTimeout(() => {
       button.dataset.armed = "";
-      button.textContent = "✕";
+      button.textContent = "Delete";
       if (page.armedDelete === id) page.armedDelete = null;
     }, 3000);
     return;
