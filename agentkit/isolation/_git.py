@@ -35,8 +35,8 @@ CONFIG = (
     "gc.auto=0",  # no background gc: no process outlives its owner
     "maintenance.auto=false",
     "advice.detachedHead=false",
-    # Writing a copy's files is bound by the disk's latency: four writers measured about
-    # 3x faster than one on this project's (busy) machine; no change on tmpfs.
+    # Writing a copy's files is bound by the disk's latency: four writers measured 3-10x
+    # faster than one on this project's machine, and 0.26 s against 0.36 s on tmpfs.
     "checkout.workers=4",
 )
 MAX_OUTPUT = 64 * 1024 * 1024

@@ -325,29 +325,44 @@ def test_a_file_changed_after_the_snapshot_is_reported_stale(repo: Path) -> None
     assert sorted(stale_paths(r, repo, moves)) == ["f.txt", "new.txt"]
 
 
-def test_two_copies_made_at_once(repo: Path) -> None:
-    for n in range(200):
-        (repo / f"file{n}.txt").write_text(f"{n}\n")
+@pytest.mark.parametrize("kind", ["git", "plain"])
+def test_four_copies_made_at_once(kind: str, tmp_path: Path) -> None:
+    files = {f"d{n % 10}/file{n}.txt": f"{n}\n" for n in range(300)}
+    if kind == "git":
+        ws = make_repo(tmp_path.resolve() / "ws", files)
+    else:
+        ws = tmp_path.resolve() / "plain"
+        for name, text in files.items():
+            (ws / name).parent.mkdir(parents=True, exist_ok=True)
+            (ws / name).write_text(text)
+    (ws / "dirty.txt").write_text("uncommitted\n")
     copies: dict[int, iso.Copy] = {}
     errors: list[BaseException] = []
-    start = threading.Barrier(2)
+    start = threading.Barrier(4)
 
     def make(agent: int) -> None:
         start.wait()
         try:
-            copies[agent] = iso.create_copy(repo, "conv", agent)
+            copies[agent] = iso.create_copy(ws, "conv", agent)
         except BaseException as exc:  # reported below
             errors.append(exc)
 
-    threads = [threading.Thread(target=make, args=(n,)) for n in (1, 2)]
+    threads = [threading.Thread(target=make, args=(n,)) for n in range(1, 5)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
     assert errors == []
-    assert {c.branch for c in copies.values()} == {"agentkit/conv/agent-1", "agentkit/conv/agent-2"}
+    assert sorted(c.branch for c in copies.values()) == [
+        f"agentkit/conv/agent-{n}" for n in range(1, 5)
+    ]
+    for n, copy in copies.items():
+        assert (Path(copy.root) / "d9" / "file299.txt").read_text() == "299\n"
+        assert (Path(copy.root) / "dirty.txt").read_text() == "uncommitted\n"
+        (Path(copy.root) / f"by{n}.txt").write_text(f"{n}\n")
     for copy in copies.values():
-        assert (Path(copy.root) / "file199.txt").read_text() == "199\n"
+        assert iso.merge(ws, copy).status == "merged"
+    assert sorted(p.name for p in ws.glob("by*.txt")) == [f"by{n}.txt" for n in range(1, 5)]
 
 
 def test_conversation_ids_are_made_safe_for_ref_names(repo: Path) -> None:
