@@ -36,6 +36,7 @@ from acp.schema import (
     ToolKind,
 )
 
+from agentkit.chat.explain import counter_words
 from agentkit.errors import ToolError
 from agentkit.settings import Settings
 from agentkit.tools.base import ToolContext
@@ -225,10 +226,7 @@ def subagent_progress(row: dict[str, Any]) -> str:
     head = f"Sub-agent {row.get('agent_id')} ({row.get('summary', '')}): {row.get('status', '')}"
     if isinstance(row.get("runtime_seconds"), (int, float)):
         head += f", {row['runtime_seconds']} s"
-    counters = (
-        f"{row.get('files_read', 0)} files read · {row.get('searches', 0)} searches · "
-        f"{row.get('web_pages', 0)} web pages · {row.get('commands', 0)} commands"
-    )
+    counters = counter_words(row)  # the chat's and agentkit show's words
     action = str(row.get("last_action") or "")
     return "\n".join(part for part in (head, action, counters) if part)
 

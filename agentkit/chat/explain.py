@@ -6,7 +6,8 @@ One job: :func:`state_words` says a conversation's state as people read it, and
 is at fault, for the terminal chat and the web chat (docs/web-api.md: RoundFinished's
 ``explanation``). :func:`shown_url` is the endpoint as it may be shown anywhere: no
 user name, password, query or fragment (they may hold a secret); :func:`closing_words`
-says what a server's shutdown ended.
+says what a server's shutdown ended, :func:`counter_words` an agent's counters (the one
+wording of the chat, ``agentkit show`` and ACP).
 """
 
 from __future__ import annotations
@@ -17,7 +18,15 @@ from urllib.parse import urlsplit, urlunsplit
 
 from agentkit.conversation import PROCESS_GONE
 
-__all__ = ["DEFAULT_BASE_URL", "closing_words", "round_failure", "shown_url", "state_words"]
+__all__ = [
+    "COUNTER_NOUNS",
+    "DEFAULT_BASE_URL",
+    "closing_words",
+    "counter_words",
+    "round_failure",
+    "shown_url",
+    "state_words",
+]
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 """The endpoint used when no base URL is set (the OpenAI SDK's default)."""
@@ -123,3 +132,32 @@ def closing_words(sessions: list[Any]) -> str:
     count = len(sessions)
     head = f"closed {count} conversation{'s' if count != 1 else ''} (saved)"
     return f"{head}: {'; '.join(ended)}" if ended else f"{head}; nothing was running"
+
+
+COUNTER_NOUNS: tuple[tuple[str, str, str], ...] = (
+    ("files_read", "file read", "files read"),
+    ("searches", "search", "searches"),
+    ("web_pages", "web page", "web pages"),
+    ("commands", "command", "commands"),
+)
+"""The four counters (docs/guide/glossary.md "counters"): key, one, many."""
+
+
+def counter_words(row: dict[str, Any]) -> str:
+    """A status row's or stats' counters in the words every front end uses (the chat,
+    ``agentkit show``, ACP; the page's common.js mirrors it): ``3 tool calls, 2 files
+    read, 1 search, 0 web pages, 4 commands``. Tool calls lead when ``row`` counts them
+    (``tool_calls``: a count, or the stats' name -> count dict); missing counters are 0."""
+
+    def said(count: Any, one: str, many: str) -> str:
+        number = count if isinstance(count, int) and not isinstance(count, bool) else 0
+        return f"{number} {one if number == 1 else many}"
+
+    parts = []
+    calls = row.get("tool_calls")
+    if isinstance(calls, dict):
+        calls = sum(v for v in calls.values() if isinstance(v, int))
+    if isinstance(calls, int):
+        parts.append(said(calls, "tool call", "tool calls"))
+    parts += [said(row.get(key), one, many) for key, one, many in COUNTER_NOUNS]
+    return ", ".join(parts)

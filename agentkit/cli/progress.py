@@ -88,9 +88,11 @@ def status_text(status: Any) -> str:
 
 
 def counters_text(info: dict[str, Any]) -> str:
-    """Return ``files read 5, searches 2, web pages 0, commands 1`` from a status row
-    (its SEED_COUNTERS, in words)."""
-    return ", ".join(f"{k.replace('_', ' ')} {info.get(k, 0)}" for k in SEED_COUNTERS)
+    """Return ``2 files read, 1 search, 0 web pages, 1 command`` from a status row
+    (agentkit.chat.explain.counter_words: the words every front end uses)."""
+    from agentkit.chat.explain import counter_words
+
+    return counter_words(info)
 
 
 def usage_text(info: dict[str, Any]) -> str:

@@ -16,7 +16,6 @@ from typing import Any
 from agentkit.conversation import (
     LIVE_STATES,
     PROCESS_GONE,
-    SEED_COUNTERS,
     conversations_dir,
 )
 from agentkit.errors import AgentkitError
@@ -151,18 +150,27 @@ def _tokens(stats: dict[str, Any]) -> str:
     )
 
 
+def stats_counters(row: dict[str, Any]) -> str:
+    """A row's counters in the front ends' words (agentkit.chat.explain.counter_words)."""
+    from agentkit.chat.explain import counter_words
+
+    return counter_words(row)
+
+
 def stats_line(stats: dict[str, Any]) -> str:
     """Return one line summarising a conversation's or a sub-agent's stats."""
+    from agentkit.chat.explain import counter_words  # lazily: the chat package is heavy
+
     parts = []
     if "turns" in stats:
         parts.append(f"turns {stats['turns']}")
     if "runtime_seconds" in stats:
         parts.append(f"runtime {stats['runtime_seconds']}s")
     calls = stats.get("tool_calls")
-    if isinstance(calls, dict) and calls:
-        named = ", ".join(f"{k} {v}" for k, v in sorted(calls.items()))
-        parts.append(f"tool calls {sum(calls.values())} ({named})")
-    parts.append(" ".join(f"{k}={stats.get(k, 0)}" for k in SEED_COUNTERS))
+    words = counter_words(stats)
+    if isinstance(calls, dict) and calls:  # which tools, after the counters' words
+        words += " (" + ", ".join(f"{k} {v}" for k, v in sorted(calls.items())) + ")"
+    parts.append(words)
     parts.append(_tokens(stats) + (" estimated" if stats.get("usage_estimated") else ""))
     return " · ".join(parts)
 
@@ -187,7 +195,7 @@ def render_overview(data: dict[str, Any], *, final_chars: int = 600) -> str:
             f"  #{row.get('agent_id')}  {row.get('status')}  {row.get('runtime_seconds', 0)}s"
             f"  {_flat(row.get('summary', ''), 80)}"
         )
-        lines.append("      " + " ".join(f"{k}={row.get(k, 0)}" for k in SEED_COUNTERS))
+        lines.append("      " + stats_counters(row))
         files = row.get("deliverables_files") or []
         total = row.get("deliverables_total", len(files))
         shown = ", ".join(files[:10]) + (", …" if total > 10 else "")

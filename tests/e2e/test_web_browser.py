@@ -129,8 +129,9 @@ def test_background_subagent_runs_completes_and_notification_round_appears(
         send(page, "write a report in the background")
         row = page.locator('[data-testid=subagent][data-agent-id="1"]')
         expect(row).to_have_attribute("data-status", "running")
-        expect(row.locator("[data-counter=files_read]")).to_have_text("files read 1")
-        expect(row.locator("[data-counter=searches]")).to_have_text("searches 1")
+        # the counters in the chat's, show's and ACP's words (agentkit.chat.explain)
+        expect(row.locator("[data-counter=files_read]")).to_have_text("1 file read")
+        expect(row.locator("[data-counter=searches]")).to_have_text("1 search")
         expect(page.get_by_test_id("state")).to_have_text("waiting for 1 sub-agent")
         expect(page.get_by_test_id("state")).to_have_attribute(
             "data-state", "waiting_for_subagents"

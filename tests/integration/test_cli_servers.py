@@ -426,7 +426,7 @@ def test_run_with_subagent_then_show_and_transcript(workspace: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert any(line.startswith("sub-agent #1 started: Write the notes report") for line in lines)
-    assert any(line.startswith("sub-agent #1 done") and "files read 1," in line for line in lines)
+    assert any(line.startswith("sub-agent #1 done") and "1 file read," in line for line in lines)
     assert lines[-1] == "Main task done."
 
     shown = json.loads(agentkit("show", "-w", str(workspace), "--json", env=env).stdout)

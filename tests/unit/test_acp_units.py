@@ -575,7 +575,7 @@ def test_background_subagent_card_follows_the_subagent(tmp_path: Path) -> None:
     assert progress.splitlines() == [
         "Sub-agent 4 (bg): running, 3 s",
         "Running make",
-        "1 files read · 0 searches · 0 web pages · 2 commands",
+        "1 file read, 0 searches, 0 web pages, 2 commands",
     ]
 
 

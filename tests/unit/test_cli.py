@@ -72,5 +72,5 @@ def test_plain_printer_lines() -> None:
     assert buffer.getvalue().splitlines() == [
         "sub-agent #2 started: Collect figures (deliverables: out/b)",
         "retry: rate_limit (attempt 1) in 2.0s: slow down",
-        "sub-agent #2 timed out after 5s: files read 3, searches 1, web pages 0, commands 2",
+        "sub-agent #2 timed out after 5s: 3 files read, 1 search, 0 web pages, 2 commands",
     ]

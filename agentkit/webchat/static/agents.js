@@ -3,7 +3,7 @@
 // for the one clicked, its result, deliverables (Markdown rendered safely) and
 // transcript. Each row has a slot (``rowSlot``) for elements of other features (the
 // sub-agent's question and answer box, issue 21): row updates never touch it.
-import { $, COUNTER_WORDS, STATUS_WORDS, api, el, usageText } from "./common.js";
+import { $, COUNTER_WORDS, STATUS_WORDS, api, counterText, el, usageText } from "./common.js";
 import { addMessage, addToolCall, finishToolCall } from "./messages.js";
 import { renderMarkdown } from "./markdown.js";
 import { showQuestion } from "./control.js";
@@ -58,7 +58,7 @@ export function upsertAgent(page, info, showError) {
   );
   row.querySelector(".counters").replaceChildren(
     ...Object.entries(COUNTER_WORDS).map(([name, words]) =>
-      el("span", { "data-counter": name, title: words }, `${words} ${entry.info[name] ?? 0}`)),
+      el("span", { "data-counter": name, title: words }, counterText(name, entry.info[name]))),
   );
   row.querySelector(".last").textContent = status === "running" ? entry.info.last_action || "starting…" : entry.info.result_summary || entry.info.last_action || "";
   row.querySelector(".usage").textContent = usageText(entry.info);

@@ -74,6 +74,13 @@ export const STATUS_WORDS = {
 };
 
 export const COUNTER_WORDS = { files_read: "files read", searches: "searches", web_pages: "web pages", commands: "commands" };
+const COUNTER_ONE = { files_read: "file read", searches: "search", web_pages: "web page", commands: "command" };
+
+/** "2 files read", "1 search": one counter as agentkit.chat.explain.counter_words says it. */
+export function counterText(name, count) {
+  const n = Number.isInteger(count) ? count : 0;
+  return `${n} ${n === 1 ? COUNTER_ONE[name] : COUNTER_WORDS[name]}`;
+}
 
 /** "1,234 tokens" (or "" for none). */
 export function tokensText(tokens) {
