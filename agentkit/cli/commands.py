@@ -278,7 +278,10 @@ class ChatCommands:
 
     def _cmd_msg(self, args: list[str], rest: str) -> CommandResult:
         agent_id, text = _id_and_text("msg", rest, "TEXT")
-        return _control_result("msg", agent_id, self.session.message_subagent(agent_id, text))
+        done = _control_result("msg", agent_id, self.session.message_subagent(agent_id, text))
+        if not done.ok:  # the refusal names the model's tool; a person types the command
+            done.text = done.text.replace("continue_sub_agent", f"/continue {agent_id} TASK")
+        return done
 
     def _cmd_answer(self, args: list[str], rest: str) -> CommandResult:
         agent_id, text = _id_and_text("answer", rest, "TEXT")

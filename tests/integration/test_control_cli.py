@@ -76,6 +76,11 @@ def test_chat_jsonl_shows_the_question_and_takes_answer_msg_and_continue(workspa
             delivered.set()
             chat.until(lambda e: e["type"] == "SubAgentFinished")
             chat.round_end()  # the completion's round
+            late = chat.command("/msg 1 One more thing")  # it has ended
+            assert late["ok"] is False and late["result"]["status"] == "completed"
+            # The person is told the command to type, not the model's tool (issue 35).
+            assert "/continue 1 TASK" in late["text"], late["text"]
+            assert "continue_sub_agent" not in late["text"]
             again = chat.command("/continue 1 Add a summary")
             assert again["ok"] is True and again["result"]["status"] == "running"
             # The new task is shown, not the summary it was created with (issue 35).
