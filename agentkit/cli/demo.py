@@ -12,9 +12,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
-import tempfile
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -203,17 +200,16 @@ def _summary(read_output: str) -> str:
 
 def prepare_workspace(workspace: str | None) -> Path:
     """Return the demo's workspace: ``workspace`` if given (must exist), else a fresh
-    copy of the shipped sample project in a new temporary folder."""
+    copy of the shipped sample project in a new marked temporary folder
+    (agentkit.cli.demo_copies)."""
     if workspace:
         path = Path(workspace).expanduser().resolve()
         if not path.is_dir():
             raise FileNotFoundError(f"workspace {workspace!r} is not a folder")
         return path
-    target = Path(tempfile.mkdtemp(prefix="agentkit-demo-")) / "inventory-project"
-    source = resources.files("agentkit").joinpath("demo_project")
-    with resources.as_file(source) as src:
-        shutil.copytree(src, target, ignore=shutil.ignore_patterns("__pycache__"))
-    return target
+    from agentkit.cli.demo_copies import make_copy
+
+    return make_copy()  # marked; copies unused for a day are swept first
 
 
 def main(
@@ -258,4 +254,8 @@ def main(
         f"look at them: agentkit show -w {root}   |   agentkit transcript 1 -w {root}",
         flush=True,
     )
+    if not workspace:
+        from agentkit.cli.demo_copies import farewell
+
+        print(farewell(root), flush=True)
     return code

@@ -206,8 +206,13 @@ class DemoSetup:
     """True when ``workspace`` is a copy of the sample project made for this demo."""
 
     def stop(self) -> None:
-        """Stop the scripted model's server."""
+        """Stop the scripted model's server; for a copy made for this demo, say where
+        it stays and how to remove it (stderr: standard output may hold JSON lines)."""
         self.server.stop()
+        if self.made and self.workspace.is_dir():
+            from agentkit.cli.demo_copies import farewell
+
+            print(f"agentkit: {farewell(self.workspace)}", file=sys.stderr, flush=True)
 
     def discard(self) -> None:
         """Remove the sample project's copy when the demo never got going (a refused

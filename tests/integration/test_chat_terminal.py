@@ -5,6 +5,7 @@ demo's own scripted server); sub-agents are real worker processes."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -310,3 +311,32 @@ def test_chat_checks_the_endpoint_at_start_as_serve_does(workspace: Path) -> Non
     assert "model endpoint" not in listed.stderr
     demo = chat(cli_env(AGENTKIT_DEMO_LATENCY="0"), "--demo")
     assert demo.returncode == 0 and "model endpoint" not in demo.stderr
+
+
+def test_a_demo_copy_is_said_at_exit_and_swept_a_day_later(tmp_path: Path) -> None:
+    """Regression (issue 35): each `chat --demo` left a copy in the temp folder, and
+    nothing said so. It says where and how to remove it; old copies go at the next start."""
+    from agentkit.cli.demo_copies import MARKER
+
+    env = cli_env(AGENTKIT_DEMO_LATENCY="0", TMPDIR=str(tmp_path))
+
+    def demo() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "agentkit", "chat", "--jsonl", "--demo"],
+            env=env, cwd=REPO, input="hello\n", capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+
+    first = demo()
+    assert first.returncode == 0, first.stderr
+    (copy,) = tmp_path.glob("agentkit-demo-*")
+    said = first.stderr.strip().splitlines()[-1]
+    assert said.startswith(f"agentkit: the demo's copy of the sample project stays in {copy}")
+    assert f"rm -rf {copy}" in said
+    stale = time.time() - 2 * 24 * 3600
+    os.utime(copy / MARKER, (stale, stale))
+    for saved in (copy / "inventory-project" / ".agentkit" / "conversations").rglob("*"):
+        os.utime(saved, (stale, stale))
+    os.utime(copy / "inventory-project" / ".agentkit" / "conversations", (stale, stale))
+    assert demo().returncode == 0
+    (second,) = tmp_path.glob("agentkit-demo-*")  # the old one swept, the new one kept
+    assert second != copy and not copy.exists()
