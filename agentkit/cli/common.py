@@ -86,7 +86,7 @@ def endpoint_args(parser: argparse.ArgumentParser, *, demo: bool = False) -> Non
     parser.add_argument("--api-key", help="API key (env OPENAI_API_KEY)")
     parser.add_argument(
         "--lang",
-        choices=("zh", "en"),
+        choices=("auto", "zh", "en"),
         help="prompt language (env AGENTKIT_LANGUAGE; default auto: the first message's,"
         " Chinese zh, otherwise en" + (", with --demo en)" if demo else ")"),
     )

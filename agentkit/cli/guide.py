@@ -96,7 +96,7 @@ def add_parsers(sub: Any) -> None:
         metavar="DIR",
         help="workspace folder (default: a fresh copy of the sample project)",
     )
-    demo.add_argument("--lang", choices=("zh", "en"), help="prompt language (default en)")
+    demo.add_argument("--lang", choices=("auto", "zh", "en"), help="prompt language (default en)")
 
     help_ = sub.add_parser(
         "help", help="show the help of agentkit or of one command", description="Show help."
