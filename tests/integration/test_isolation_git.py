@@ -225,10 +225,17 @@ def test_plain_folder_end_to_end(tmp_path: Path) -> None:
     (ws / "src").mkdir(parents=True)
     (ws / "src" / "a.py").write_text("print('a')\n")
     (ws / "gone.txt").write_text("x\n")
+    (ws / "many").mkdir()
+    for n in range(30):
+        (ws / "many" / f"{n}.txt").write_text(f"{n}\n")
     assert iso.workspace_repo(ws) is None
     copy = iso.create_copy(ws, "plain conversation", 4)
     assert copy.kind == "snapshot"
     assert Path(copy.git_dir) == ws / ".agentkit" / "isolation" / "snapshots.git"
+    # The first snapshot stores the files in one pack, not one loose object each (the
+    # loose ones are its 3 trees and the commit).
+    assert list((Path(copy.git_dir) / "objects" / "pack").glob("*.pack"))
+    assert len(list((Path(copy.git_dir) / "objects").glob("??/*"))) == 4
     root = Path(copy.root)
     (root / "src" / "a.py").write_text("print('A')\n")
     (root / "gone.txt").unlink()
