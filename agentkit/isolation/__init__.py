@@ -17,6 +17,9 @@ The map:
 - ``merge``: the three-way merge onto the workspace as it is now (``merge-tree``), with
   a conflict report or a dry run.
 - ``apply``: writing a clean merge's files into the workspace, all or nothing.
+- ``bundles`` and ``archives``: a copy carried to a machine without the workspace's
+  disk (a Ray node) and its work carried back (git bundles; the deliverables folder as
+  a tar archive).
 
 Contributors: docs/isolation.md explains the model.
 """

@@ -104,12 +104,15 @@ def link_deliverables(copy: Copy, deliverables_dir: str, deliverables_path: Path
         deliverables_path: the real folder in the workspace (created if missing).
 
     What the base had at that path inside the copy is replaced (it stays in the base
-    commit). Raises IsolationError for a path outside the copy, one not excluded, or a
-    copy that is gone.
+    commit). A copy whose worktree folder was removed while its branch was kept gets
+    the folder back first, checked out at the branch's last saved state (a continued
+    sub-agent goes on from there). Raises IsolationError for a path outside the copy,
+    one not excluded, or a copy that is gone (no branch).
     """
     rel = _relative(deliverables_dir, "deliverables folder")
     if not any(rel == ex or rel.startswith(ex + "/") for ex in copy.exclude):
         raise IsolationError(f"{rel} is not in the copy's exclude list; pass it to create_copy")
+    _ensure_worktree(copy)
     root = Path(copy.root)
     if not root.is_dir():
         raise IsolationError(f"the copy {root} is gone")
@@ -199,6 +202,19 @@ def discard(copy: Copy) -> None:
 
 
 # ------------------------------------------------------------------ helpers
+
+
+def _ensure_worktree(copy: Copy) -> None:
+    """Add the copy's worktree again from its branch when its folder is gone."""
+    worktree = Path(copy.worktree)
+    if worktree.exists() or f"/.agentkit/{WORKTREES}/" not in worktree.as_posix():
+        return
+    git_dir = Path(copy.git_dir)
+    _branch_head(copy)  # raises when the branch is gone too
+    _git_dir(git_dir, ["worktree", "prune"])
+    worktree.parent.mkdir(parents=True, exist_ok=True)
+    _git_dir(git_dir, ["worktree", "add", "-q", str(worktree), copy.branch], cwd=worktree.parent)
+    Path(copy.root).mkdir(parents=True, exist_ok=True)
 
 
 def _git_dir(git_dir: Path, args: list[str], cwd: Path | None = None) -> str:

@@ -470,3 +470,14 @@ def test_a_workspace_that_is_itself_a_linked_worktree(repo: Path, tmp_path: Path
     assert iso.merge(linked, copy).files == ("g.txt",)
     assert (linked / "g.txt").exists() and not (repo / "g.txt").exists()
     assert git(linked, "symbolic-ref", "HEAD").strip() == "refs/heads/feature"
+
+
+def test_a_removed_worktree_comes_back_from_its_branch(repo: Path) -> None:
+    copy = iso.create_copy(repo, "conv", 1, exclude=["results"])
+    (Path(copy.root) / "f.txt").write_text("saved work\n")
+    iso.save_copy(copy)
+    subprocess.run(["rm", "-rf", copy.worktree], check=True)
+    iso.link_deliverables(copy, "results", repo / "results")
+    assert (Path(copy.root) / "f.txt").read_text() == "saved work\n"
+    assert (Path(copy.root) / "results").resolve() == (repo / "results").resolve()
+    assert iso.changes(copy).summary() == {"files": 1, "insertions": 1, "deletions": 3}
