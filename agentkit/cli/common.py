@@ -121,7 +121,7 @@ def agent_args(parser: argparse.ArgumentParser, command: str) -> None:
     """Add the options every command that runs an agent shares to ``parser``:
     ``-w/--workspace``, ``--model --base-url --api-key --lang``, ``--demo``,
     ``--local``, ``--log-level``, ``--subagent-control``, ``--subagent-isolation``
-    and, where someone is asked about tool calls (``run``, ``chat``, ``acp``), ``--yes``.
+    and, where someone is asked about tool calls (``run``, ``chat``, ``serve``, ``acp``), ``--yes``.
 
     Args:
         parser: the subcommand's parser.
@@ -154,7 +154,7 @@ def agent_args(parser: argparse.ArgumentParser, command: str) -> None:
     )
     control_arg(parser)
     isolation_arg(parser)
-    if command in ("run", "chat", "acp"):
+    if command in ("run", "chat", "serve", "acp"):
         parser.add_argument(
             "--yes",
             action="store_true",

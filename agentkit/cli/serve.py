@@ -104,8 +104,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
         else:
             root = workspace(args.workspace or ".")
             local, base = start_local() if args.local else (None, {})
+        if args.yes:  # an ask is allowed at once: the page asks no one
+            base = {**base, "approvals_default": "allow"}
         settings = settings_from_args(args, base)
         check_cli_settings(settings)
+        # With --yes no one answers: each ask settles by approvals_default (allow).
+        answers: dict[str, Any] = {"on_approval": None} if args.yes else {}
         # While it serves, uvicorn's own flag-setting handlers take SIGINT and SIGTERM
         # (a clean shutdown) and raise them again once it stopped: they reach these
         # handlers then and set the exit code. SIGHUP, which uvicorn leaves alone,
@@ -120,6 +124,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
                 allowed_hosts=args.allowed_host,
                 demo=args.demo,
                 listener=listener,
+                **answers,
             )
     except (ConfigurationError, FileNotFoundError, UsageError) as exc:
         if demo is not None:

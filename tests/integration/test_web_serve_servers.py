@@ -123,10 +123,11 @@ def test_host_may_be_the_address_the_connection_arrived_on(workspace: Path) -> N
         assert status("localhost") == 421  # a name: only those listed
 
 
-def _serve(workspace: Path, *args: str) -> tuple[subprocess.Popen[str], str]:
+def _serve(workspace: Path, *args: str, **more_env: str) -> tuple[subprocess.Popen[str], str]:
     """``agentkit serve ARGS`` on a free port (``--port 0``): the process and its URL."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AGENTKIT_"))}
     env.update(PYTHONPATH=str(Path(__file__).resolve().parents[2]), AGENTKIT_DEMO_LATENCY="0")
+    env.update(more_env)
     argv = [sys.executable, "-m", "agentkit", "serve", "-w", str(workspace), "--port", "0", *args]
     proc = subprocess.Popen(
         argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
@@ -254,3 +255,32 @@ def test_a_refused_demo_start_says_one_line_and_leaves_no_copy(
     if problem == "busy port":
         assert f"cannot listen on 127.0.0.1:{port}" in last and "--port" in last
     assert list(temp.iterdir()) == []  # the demo's copy went with the refused start
+
+
+@pytest.mark.parametrize("yes", [True, False])
+def test_serve_yes_allows_what_the_rules_would_ask(workspace: Path, yes: bool) -> None:
+    """`agentkit serve --yes` as `run --yes` (issue 35): an ask is allowed at once;
+    without it the call waits for the page's answer."""
+    write = calls(call("write_file", path="a.txt", content="written"))
+    with FakeOpenAIServer(Router(main=[write, "done"])) as model:
+        flags = ["--model", "fake-model", "--base-url", model.base_url]
+        rules = '{"write_file": "ask"}'
+        proc, url = _serve(workspace, *flags, *(["--yes"] if yes else []), AGENTKIT_APPROVALS=rules)
+        try:
+            cid = httpx.post(f"{url}/api/conversations", json={}, timeout=10).json()["id"]
+            httpx.post(f"{url}/api/conversations/{cid}/messages", json={"text": "go"}, timeout=10)
+
+            def settled() -> bool:
+                detail = httpx.get(f"{url}/api/conversations/{cid}", timeout=10).json()
+                return bool(detail["approvals"]) or (workspace / "a.txt").exists()
+
+            assert wait_until(settled, 60)
+            waiting = httpx.get(f"{url}/api/conversations/{cid}", timeout=10).json()["approvals"]
+        finally:
+            proc.send_signal(signal.SIGINT)
+            proc.communicate(timeout=30)
+    if yes:
+        assert (workspace / "a.txt").read_text() == "written" and waiting == []
+    else:
+        assert [w["tool"] for w in waiting] == ["write_file"]
+        assert not (workspace / "a.txt").exists()

@@ -57,7 +57,7 @@ def test_every_agent_command_has_every_shared_option(command: str) -> None:
     options = options_of(command)
     assert set(SHARED) <= options, sorted(set(SHARED) - options)
     # --yes where someone is asked about tool calls: the terminal, the editor.
-    assert ("--yes" in options) == (command in ("run", "chat", "acp"))
+    assert ("--yes" in options) == (command in ("run", "chat", "serve", "acp"))
 
 
 @pytest.mark.parametrize("command", AGENT_COMMANDS)
