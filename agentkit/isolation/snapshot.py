@@ -13,13 +13,14 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from agentkit.isolation._git import git
+from agentkit.isolation._git import first_lines, git
 from agentkit.isolation._parse import snapshot_pathspecs
 from agentkit.isolation.types import CopyKind, IsolationError
 
@@ -184,7 +185,7 @@ def snapshot(repo: Repo, exclude: Sequence[str], parent: str | None, message: st
     with temp_index(repo.git_dir, repo.index) as index:
         if parent is not None and not repo.index.is_file():
             repo_run(repo, ["read-tree", parent], index)
-        repo_run(repo, add, index)
+        _add(repo, add, index)
         tree = repo_run(repo, ["write-tree"], index).decode().strip()
         if repo.kind == "snapshot":
             with contextlib.suppress(OSError):
@@ -194,6 +195,24 @@ def snapshot(repo: Repo, exclude: Sequence[str], parent: str | None, message: st
     if parent is not None:
         args += ["-p", parent]
     return repo.run(args).decode().strip()
+
+
+_NO_COMMIT = re.compile(r"error: '(.+?)/?' does not have a commit checked out")
+
+
+def _add(repo: Repo, add: list[str], index: Path) -> None:
+    """``git add``; a folder that is a git repository without a commit (git refuses to
+    add it) is left out and the add run again."""
+    for _ in range(20):
+        result = git(add, cwd=repo.top, git_dir=None if repo.discover else repo.git_dir,
+                     work_tree=None if repo.discover else repo.top, index_file=index,
+                     check=False)  # fmt: skip
+        empty = _NO_COMMIT.findall(result.stderr)
+        if result.returncode == 0 or not empty:
+            break
+        add = [*add, *(f":(top,literal,exclude){path}" for path in empty)]
+    if result.returncode != 0:
+        raise IsolationError(f"git add failed: {first_lines(result.stderr)}")
 
 
 def repo_run(

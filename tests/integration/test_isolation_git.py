@@ -481,3 +481,17 @@ def test_a_removed_worktree_comes_back_from_its_branch(repo: Path) -> None:
     assert (Path(copy.root) / "f.txt").read_text() == "saved work\n"
     assert (Path(copy.root) / "results").resolve() == (repo / "results").resolve()
     assert iso.changes(copy).summary() == {"files": 1, "insertions": 1, "deletions": 3}
+
+
+def test_a_nested_repository_without_a_commit_is_left_out(tmp_path: Path) -> None:
+    ws = tmp_path.resolve() / "projects"
+    (ws / "fresh").mkdir(parents=True)
+    git(ws / "fresh", "init", "-q")
+    (ws / "fresh" / "draft.txt").write_text("not committed\n")
+    (ws / "notes.txt").write_text("top\n")
+    copy = iso.create_copy(ws, "conv", 1)
+    assert (Path(copy.root) / "notes.txt").read_text() == "top\n"
+    assert not (Path(copy.root) / "fresh" / "draft.txt").exists()
+    (Path(copy.root) / "notes.txt").write_text("top, edited\n")
+    assert iso.merge(ws, copy).files == ("notes.txt",)
+    assert (ws / "fresh" / "draft.txt").read_text() == "not committed\n"
