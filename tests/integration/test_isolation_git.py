@@ -495,3 +495,22 @@ def test_a_nested_repository_without_a_commit_is_left_out(tmp_path: Path) -> Non
     (Path(copy.root) / "notes.txt").write_text("top, edited\n")
     assert iso.merge(ws, copy).files == ("notes.txt",)
     assert (ws / "fresh" / "draft.txt").read_text() == "not committed\n"
+
+
+def test_conflict_reasons_for_a_deletion_and_two_additions(repo: Path) -> None:
+    copy = iso.create_copy(repo, "conv", 1)
+    (Path(copy.root) / "f.txt").write_text("one\nedited by the sub-agent\nthree\n")
+    (Path(copy.root) / "both.txt").write_text("the sub-agent's\n")
+    (repo / "f.txt").unlink()
+    (repo / "both.txt").write_text("the user's\n")
+    report = iso.merge(repo, copy)
+    assert report.status == "conflicts"
+    found = {c.path: c for c in report.conflicts}
+    assert found["f.txt"].reason == "modify_delete"
+    assert "deleted in the workspace" in found["f.txt"].detail
+    assert "modified in the sub-agent" in found["f.txt"].detail
+    assert "deleted file mode" in found["f.txt"].workspace_change
+    assert found["both.txt"].reason == "both_added"
+    assert "+the user's" in found["both.txt"].workspace_change
+    assert "+the sub-agent's" in found["both.txt"].sub_agent_change
+    assert not (repo / "f.txt").exists() and (repo / "both.txt").read_text() == "the user's\n"
