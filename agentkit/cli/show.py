@@ -9,10 +9,13 @@ Light imports only: this runs in ``agentkit show`` / ``agentkit transcript``.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
+from agentkit.cli.show_isolation import copy_line, copy_state
+from agentkit.cli.show_transcript import flat
+from agentkit.cli.show_transcript import render_transcript as render_transcript
+from agentkit.cli.show_transcript import stats_line as stats_line
 from agentkit.conversation import (
     LIVE_STATES,
     PROCESS_GONE,
@@ -27,18 +30,6 @@ from agentkit.subagent.sweep import conversation_held, live_rows
 
 class InspectError(AgentkitError):
     """Nothing to show: no conversation yet, unknown id, unreadable file (one-line message)."""
-
-
-def _flat(text: Any, limit: int) -> str:
-    flat = " ".join(str(text).split())
-    return flat if len(flat) <= limit else flat[: max(0, limit - 1)] + "…"
-
-
-def _clip(text: str, limit: int) -> str:
-    """Keep line breaks, cut to ``limit`` chars (0: no cut) with a note of what was left."""
-    if limit <= 0 or len(text) <= limit:
-        return text
-    return text[:limit] + f"\n… ({len(text) - limit} more chars)"
 
 
 def latest_conversation(workspace: Path) -> Path | None:
@@ -78,7 +69,7 @@ def load_document(path: Path) -> dict[str, Any]:
     except FileNotFoundError:
         raise InspectError(f"no such file: {path}") from None
     except (OSError, ValueError) as exc:
-        raise InspectError(f"cannot read {path}: {_flat(exc, 200)}") from None
+        raise InspectError(f"cannot read {path}: {flat(exc, 200)}") from None
     if not isinstance(data, dict):
         raise InspectError(f"{path} does not hold a JSON object")
     return data
@@ -110,7 +101,8 @@ def conversation_overview(
     now, agentkit.subagent.sweep.live_rows, each plus ``deliverables_files`` and
     ``deliverables_total`` read from disk, and ``deliverables_moved_to`` when a later
     conversation's sub-agent took the folder and this run's files were set aside
-    there, agentkit.subagent.reuse). A conversation or sub-agent saved as
+    there, agentkit.subagent.reuse, and ``copy`` for an isolated sub-agent:
+    agentkit.cli.show_isolation.copy_state). A conversation or sub-agent saved as
     running whose process is gone shows ``ended (process gone)``
     (agentkit.conversation.PROCESS_GONE). Reads only. Raises InspectError when there
     is nothing to show.
@@ -126,6 +118,8 @@ def conversation_overview(
         row = {**row, "deliverables_files": found["files"], "deliverables_total": found["total"]}
         if "moved_to" in found:
             row["deliverables_moved_to"] = found["moved_to"].as_posix()
+        if (copy := copy_state(workspace, row)) is not None:
+            row["copy"] = copy
         rows.append(row)
     return {
         "conversation_id": doc.get("conversation_id") or path.stem,
@@ -142,37 +136,11 @@ def conversation_overview(
     }
 
 
-def _tokens(stats: dict[str, Any]) -> str:
-    usage = stats.get("token_usage") or {}
-    return (
-        f"tokens {usage.get('total', 0)} (prompt {usage.get('prompt', 0)},"
-        f" completion {usage.get('completion', 0)})"
-    )
-
-
 def stats_counters(row: dict[str, Any]) -> str:
     """A row's counters in the front ends' words (agentkit.chat.explain.counter_words)."""
     from agentkit.chat.explain import counter_words
 
     return counter_words(row)
-
-
-def stats_line(stats: dict[str, Any]) -> str:
-    """Return one line summarising a conversation's or a sub-agent's stats."""
-    from agentkit.chat.explain import counter_words  # lazily: the chat package is heavy
-
-    parts = []
-    if "turns" in stats:
-        parts.append(f"turns {stats['turns']}")
-    if "runtime_seconds" in stats:
-        parts.append(f"runtime {stats['runtime_seconds']}s")
-    calls = stats.get("tool_calls")
-    words = counter_words(stats)
-    if isinstance(calls, dict) and calls:  # which tools, after the counters' words
-        words += " (" + ", ".join(f"{k} {v}" for k, v in sorted(calls.items())) + ")"
-    parts.append(words)
-    parts.append(_tokens(stats) + (" estimated" if stats.get("usage_estimated") else ""))
-    return " · ".join(parts)
 
 
 def render_overview(data: dict[str, Any], *, final_chars: int = 600) -> str:
@@ -184,16 +152,23 @@ def render_overview(data: dict[str, Any], *, final_chars: int = 600) -> str:
         f"  {stats_line(data.get('stats') or {})}",
     ]
     if data.get("error"):
-        lines.append(f"  error: {_flat(data['error'], 300)}")
+        lines.append(f"  error: {flat(data['error'], 300)}")
     final = data.get("final_text")
-    lines.append(f"  final: {_flat(final, final_chars) if final else '(none)'}")
+    lines.append(f"  final: {flat(final, final_chars) if final else '(none)'}")
     agents = data.get("subagents") or []
     lines.append("")
     lines.append(f"sub-agents: {len(agents)}" if agents else "sub-agents: none")
+    waiting = [
+        f"#{r.get('agent_id')}" for r in agents if (r.get("copy") or {}).get("state") == "unmerged"
+    ]
+    if waiting:
+        lines.append(
+            f"  not merged yet: {', '.join(waiting)} (their copies wait for a merge or a discard)"
+        )
     for row in agents:
         lines.append(
             f"  #{row.get('agent_id')}  {row.get('status')}  {row.get('runtime_seconds', 0)}s"
-            f"  {_flat(row.get('summary', ''), 80)}"
+            f"  {flat(row.get('summary', ''), 80)}"
         )
         lines.append("      " + stats_counters(row))
         files = row.get("deliverables_files") or []
@@ -203,12 +178,14 @@ def render_overview(data: dict[str, Any], *, final_chars: int = 600) -> str:
         if row.get("deliverables_moved_to"):
             where = f"{row['deliverables_moved_to']} (moved from {where}: a later conversation's sub-agent used it)"
         lines.append(f"      deliverables: {where} ({total} files{': ' + shown if files else ''})")
+        if row.get("copy"):
+            lines.append("      " + copy_line(row.get("agent_id"), row["copy"]))
         if row.get("transcript"):
             lines.append(f"      transcript: {_transcript_of(row, data)}")
         if row.get("last_action"):
-            lines.append(f"      last action: {_flat(row['last_action'], 100)}")
+            lines.append(f"      last action: {flat(row['last_action'], 100)}")
         if row.get("result_summary"):
-            lines.append(f"      result: {_flat(row['result_summary'], 300)}")
+            lines.append(f"      result: {flat(row['result_summary'], 300)}")
     return "\n".join(lines)
 
 
@@ -275,137 +252,6 @@ def subagent_transcript(workspace: Path, row: dict[str, Any]) -> Path:
     return path
 
 
-def _content_text(content: Any) -> str:
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):  # content parts (text / image_url)
-        parts = []
-        for part in content:
-            if isinstance(part, dict) and part.get("type") == "text":
-                parts.append(str(part.get("text", "")))
-            else:
-                parts.append(json.dumps(part, ensure_ascii=False, default=str))
-        return "\n".join(parts)
-    return json.dumps(content, ensure_ascii=False, default=str)
-
-
-def _call_text(call: Any) -> str:
-    if not isinstance(call, dict):
-        return str(call)
-    inner = call.get("function")
-    function = inner if isinstance(inner, dict) else call
-    name = function.get("name", "?")
-    args = function.get("arguments", "")
-    if isinstance(args, str):
-        try:  # re-dump compactly and with real unicode
-            args = json.dumps(json.loads(args), ensure_ascii=False)
-        except ValueError:
-            pass
-    else:
-        args = json.dumps(args, ensure_ascii=False, default=str)
-    return f"{name}({args})"
-
-
-def render_transcript(
-    doc: dict[str, Any],
-    *,
-    tool_chars: int = 800,
-    text_chars: int = 0,
-    system: bool = False,
-    system_hint: str = "agentkit transcript TARGET --system",
-) -> str:
-    """Return a main conversation or sub-agent record as readable text: first the
-    head (a sub-agent's summary, task, status, result and the tool calls it made, in
-    order), then the messages.
-
-    Args:
-        doc: a conversation file or a sub-agent conversations.json (docs/specification.md §6).
-        tool_chars: cut tool results to this many chars (0: keep all).
-        text_chars: cut system/user/assistant texts to this many chars (0: keep all).
-        system: print system prompts whole; by default each is one line saying its
-            size and how to see it (``system_hint``, the command that shows it).
-        system_hint: the command named in a folded system prompt's line.
-    """
-    messages = [m for m in doc.get("messages") or [] if isinstance(m, dict)]
-    lines = _transcript_head(doc, messages)
-    for message in messages:
-        role = message.get("role", "?")
-        text = _content_text(message.get("content"))
-        if role == "tool":
-            label = f"[tool result: {message.get('name') or message.get('tool_call_id', '?')}]"
-            lines.append(label)
-            if text:
-                lines.append(_indent(_clip(text, tool_chars)))
-        elif role == "system" and not system:
-            count = len(text.splitlines())
-            lines.append(f"[system] the system prompt, {count} lines: {system_hint} shows it")
-        else:
-            lines.append(f"[{role}]")
-            if message.get("reasoning_content"):
-                lines.append(
-                    _indent("(reasoning) " + _clip(str(message["reasoning_content"]), 300))
-                )
-            if text:
-                lines.append(_indent(_clip(text, text_chars)))
-            for call in message.get("tool_calls") or []:
-                lines.append(_indent("-> " + _clip(_call_text(call), tool_chars)))
-        lines.append("")
-    if doc.get("final_text") and "agent_id" not in doc:
-        lines.append(f"final: {_flat(doc['final_text'], 300)}")
-    if doc.get("error"):
-        lines.append(f"error: {_flat(doc['error'], 300)}")
-    lines.append("stats: " + stats_line(doc.get("stats") or {}))
-    return "\n".join(lines)
-
-
-def _transcript_head(doc: dict[str, Any], messages: list[dict[str, Any]]) -> list[str]:
-    """The lines before the messages: what it is, its task, status and result, and
-    the names of its tool calls in order (``read_file ×3, run_command``)."""
-    if "agent_id" in doc:
-        head = f"sub-agent #{doc.get('agent_id')}: {_flat(doc.get('summary', ''), 100)}"
-    else:
-        head = f"conversation {doc.get('conversation_id', '?')}"
-    lines = [head, "=" * min(len(head), 80)]
-    if doc.get("task"):
-        lines.append(f"task: {_flat(doc['task'], 300)}")
-    lines.append(f"status: {doc.get('status') or doc.get('state') or '?'}")
-    if doc.get("result_summary"):
-        lines.append(f"result: {doc['result_summary']}")
-    names = [
-        _call_name(call)
-        for m in messages
-        if m.get("role") == "assistant"
-        for call in m.get("tool_calls") or []
-    ]
-    lines.append(f"tool calls: {_runs_of(names) or 'none'}")
-    lines.append("")
-    return lines
-
-
-def _call_name(call: Any) -> str:
-    inner = call.get("function") if isinstance(call, dict) else None
-    function = inner if isinstance(inner, dict) else call if isinstance(call, dict) else {}
-    return str(function.get("name") or "?")
-
-
-def _runs_of(names: list[str]) -> str:
-    """``read_file ×3, run_command``: the names in order, repeats folded."""
-    parts: list[str] = []
-    count = 0
-    for index, name in enumerate(names):
-        count += 1
-        if index + 1 == len(names) or names[index + 1] != name:
-            parts.append(name if count == 1 else f"{name} ×{count}")
-            count = 0
-    return ", ".join(parts)
-
-
-def _indent(text: str) -> str:
-    return "\n".join("    " + line for line in text.splitlines() or [""])
-
-
 def render_conversations(infos: list[Any]) -> str:
     """The ``agentkit conversations`` table: one line per conversation (newest first:
     id, last change, state in words, turns, sub-agents running/all, title), then how
@@ -419,7 +265,7 @@ def render_conversations(infos: list[Any]) -> str:
         state = state_words(info.state, info.subagents_running)
         agents = f"{info.subagents_running}/{info.subagents}"
         updated = info.updated_at.replace("T", " ").removesuffix("Z")
-        title = _flat(info.error, 60) if info.error else _flat(info.title, 60)  # why, if damaged
+        title = flat(info.error, 60) if info.error else flat(info.title, 60)  # why, if damaged
         lines.append(
             f"{info.id:<18}  {updated:<20}  {state:<24}  {info.turns:>5}  {agents:<10}  {title}"
         )
