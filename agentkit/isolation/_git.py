@@ -47,7 +47,8 @@ LOCK_RETRIES = 40
 LOCK_PAUSE = 0.05
 _LOCKED = re.compile(
     r"\.lock'?: File exists|Unable to create '.*\.lock'|cannot lock ref .*(?:File exists|"
-    r"unable to create lock)|could not lock config file|is locked|another git process",
+    r"unable to create lock)|could not lock config file|is locked|another git process|"
+    r"failed to read .*/worktrees/.*/(?:commondir|gitdir)",  # a worktree being made meanwhile
     re.IGNORECASE,
 )
 

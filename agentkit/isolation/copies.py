@@ -19,7 +19,14 @@ from pathlib import Path, PurePosixPath
 
 from agentkit.isolation._git import git
 from agentkit.isolation._parse import ref_component, snapshot_pathspecs
-from agentkit.isolation.snapshot import hide_from_git, locate, private_folder, snapshot, temp_index
+from agentkit.isolation.snapshot import (
+    hide_from_git,
+    locate,
+    locked,
+    private_folder,
+    snapshot,
+    temp_index,
+)
 from agentkit.isolation.types import Copy, IsolationError
 
 __all__ = ["copy_exists", "create_copy", "discard", "link_deliverables", "save_copy"]
@@ -27,6 +34,7 @@ __all__ = ["copy_exists", "create_copy", "discard", "link_deliverables", "save_c
 WORKTREES = "worktrees"
 BASES = "refs/agentkit/bases"
 BEFORE_MERGE = "refs/agentkit/before-merge"
+WORKTREE_LOCK = "agentkit-worktrees.lock"
 
 
 def names(conversation_id: str, agent_id: int) -> tuple[str, str, str]:
@@ -218,7 +226,13 @@ def _ensure_worktree(copy: Copy) -> None:
 
 
 def _git_dir(git_dir: Path, args: list[str], cwd: Path | None = None) -> str:
-    """git on the repository ``git_dir`` (no work tree needed); stdout as text."""
+    """git on the repository ``git_dir`` (no work tree needed); stdout as text.
+    ``worktree`` commands run one at a time per repository: git 2.39's read the other
+    worktrees' folders, and one being made meanwhile fails them ("failed to read
+    .../commondir") or, for ``prune``, could be taken for a stale one."""
+    if args and args[0] == "worktree":
+        with locked(git_dir / WORKTREE_LOCK):
+            return git(args, cwd=cwd or git_dir, git_dir=git_dir).text
     return git(args, cwd=cwd or git_dir, git_dir=git_dir).text
 
 
