@@ -149,3 +149,30 @@ def test_copy_round_trips_through_its_dict() -> None:
     copy = Copy("worktree", "/w/r", "/w", "/g", "", "agentkit/c/agent-1", "a" * 40,
                 "refs/agentkit/bases/c/agent-1", ("sub_agent_results/x",), "t")  # fmt: skip
     assert Copy.from_dict(copy.to_dict()) == copy
+
+
+@pytest.mark.parametrize(
+    ("stderr", "retried"),
+    [
+        ("fatal: Unable to create '/r/.git/index.lock': File exists.", True),
+        ("error: cannot lock ref 'refs/heads/a': Unable to create '/r/.git/refs/heads/a.lock': "
+         "File exists.", True),
+        ("fatal: failed to read /r/.git/worktrees/agent-4/commondir: Success", True),
+        ("fatal: cannot lock ref 'refs/agentkit/bases/c/agent-1': reference already exists", False),
+        ("fatal: not a git repository (or any of the parent directories): .git", False),
+    ],
+)  # fmt: skip
+def test_which_git_failures_are_retried(stderr: str, retried: bool) -> None:
+    from agentkit.isolation._git import _LOCKED
+
+    assert bool(_LOCKED.search(stderr)) is retried
+
+
+def test_nested_repositories_without_a_commit_are_named_from_gits_error() -> None:
+    from agentkit.isolation.snapshot import _NO_COMMIT
+
+    stderr = (
+        "error: 'vendor/x/' does not have a commit checked out\n"
+        "error: 'a b/' does not have a commit checked out\nfatal: adding files failed\n"
+    )
+    assert _NO_COMMIT.findall(stderr) == ["vendor/x", "a b"]
