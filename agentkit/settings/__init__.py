@@ -26,7 +26,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from pydantic import field_validator
+from pydantic import ValidationInfo, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -44,6 +44,16 @@ from agentkit.settings._model import ModelFields
 from agentkit.settings._subagents import SubAgentFields
 from agentkit.settings._tools import ToolFields
 from agentkit.settings._types import MiB
+
+RANGE_PAIRS: tuple[tuple[str, str], ...] = (
+    ("subagent_timeout_min", "subagent_timeout_max"),
+    ("subagent_timeout_min", "subagent_default_timeout"),
+    ("subagent_default_timeout", "subagent_timeout_max"),
+    ("retry_base_delay", "retry_max_delay"),
+)
+"""Fields that must be in order, (lower, upper): a smallest and a largest, a default
+within them, a first delay and the cap on every delay. The lower one comes first in
+the fields' order or not: the pair is checked when its later field is read."""
 
 __all__ = ["ENV_PREFIX", "OPENAI_ENV_NAMES", "MiB", "Settings", "env_names", "user_config_dir"]
 
@@ -138,6 +148,22 @@ class Settings(ExtensionFields, SubAgentFields, ToolFields, ModelFields, BaseSet
         if value and not value.strip().lower().startswith(("http://", "https://")):
             raise ValueError(f"must start with http:// or https:// (got {value!r})")
         return value.strip() if value else value
+
+    @field_validator(*dict.fromkeys(name for pair in RANGE_PAIRS for name in pair))
+    @classmethod
+    def _ranges_in_order(cls, value: Any, info: ValidationInfo) -> Any:
+        # A pair given out of order would be accepted and then refuse every use of it
+        # ("timeout_seconds must be between 5000 and 3600"): say so at the start. A field
+        # validator, not a model one, so that the error shows this value, never the
+        # other arguments (api_key among them).
+        name = info.field_name
+        for low, high in RANGE_PAIRS:
+            if name not in (low, high) or (low if name == high else high) not in info.data:
+                continue  # another pair, or its other field is not read yet or was refused
+            values = {**info.data, name: value}
+            if values[low] > values[high]:
+                raise ValueError(f"{low} ({values[low]}) must not be above {high} ({values[high]})")
+        return value
 
     def read_only_paths(self) -> list[Path]:
         """Return ``read_only_roots`` as resolved absolute paths, and the user's skills

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from pydantic import BaseModel, Field
 
-from agentkit.settings._types import CommaList, Seconds
+from agentkit.settings._types import MAX_CHARS, CommaList, Seconds
 
 if TYPE_CHECKING:
     from agentkit.profiles import AgentProfile
@@ -47,7 +47,10 @@ class ExtensionFields(BaseModel):
         default=120.0, gt=0, description="MCP: seconds one tool call may take."
     )
     mcp_max_output_chars: int = Field(
-        default=30_000, ge=1000, description="MCP: cap on one tool result, characters."
+        default=30_000,
+        ge=1000,
+        le=MAX_CHARS,
+        description="MCP: cap on one tool result, characters.",
     )
     agent_profiles: list[ProfileEntry] = Field(
         default_factory=list,
@@ -67,6 +70,7 @@ class ExtensionFields(BaseModel):
     agents_md_max_chars: int = Field(
         default=16_000,
         ge=1,
+        le=MAX_CHARS,
         description="Cap on one agent's AGENTS.md text, characters; the farthest files are cut first, and the cut is said in the text.",
     )
     skills: bool = Field(
@@ -76,6 +80,7 @@ class ExtensionFields(BaseModel):
     skills_list_max_chars: int = Field(
         default=1300,
         ge=200,
+        le=MAX_CHARS,
         description="Cap on the skill list in the instructions, characters: long descriptions are shortened first, then the last skills are left out (said in the list).",
     )
 

@@ -10,6 +10,8 @@ from typing import Literal
 from pydantic import AliasChoices, BaseModel, Field
 
 from agentkit.settings._types import (
+    MAX_COUNT,
+    MAX_TOKENS,
     FiniteFloat,
     NonNegativeSeconds,
     PositiveFloat,
@@ -53,7 +55,9 @@ class ModelFields(BaseModel):
         description="Sampling temperature sent with each request (None: the server's default).",
     )
     max_output_tokens: PositiveInt | None = Field(
-        default=None, description="max_tokens sent with each request (None: the server's default)."
+        default=None,
+        le=MAX_TOKENS,
+        description="max_tokens sent with each request (None: the server's default).",
     )
     request_timeout: Seconds = Field(
         default=120.0,
@@ -68,10 +72,11 @@ class ModelFields(BaseModel):
     max_retries: int = Field(
         default=8,
         ge=0,
-        description="Retries of one model request after a transient error (5xx, 429, timeouts, refused or dropped connections, broken streams); retry_total_seconds bounds them too, whichever ends first (0: no retries).",
+        le=1000,
+        description="Retries of one model request after a transient error (5xx, 429, timeouts, refused or dropped connections, broken streams); retry_total_seconds bounds them too, whichever ends first (0: no retries; at most 1000).",
     )
     retry_base_delay: NonNegativeSeconds = Field(
-        default=1.0, ge=0, description="First backoff delay, seconds."
+        default=1.0, ge=0, description="First backoff delay, seconds; at most retry_max_delay."
     )
     retry_max_delay: NonNegativeSeconds = Field(
         default=60.0, ge=0, description="Cap on one wait, seconds; a longer Retry-After fails fast."
@@ -84,7 +89,8 @@ class ModelFields(BaseModel):
     max_tool_calls_per_turn: int = Field(
         default=64,
         ge=1,
-        description="Tool calls of one model reply that run; the rest are answered with a too_many_tool_calls error, unrun.",
+        le=10_000,
+        description="Tool calls of one model reply that run; the rest are answered with a too_many_tool_calls error, unrun (1-10000).",
     )
     tool_choice: str | None = Field(
         default=None,
@@ -104,7 +110,9 @@ class ModelFields(BaseModel):
     )
 
     # --- conversation loop ----------------------------------------------------
-    max_turns: int = Field(default=100, ge=1, description="Model requests per run (main agent).")
+    max_turns: int = Field(
+        default=100, ge=1, le=MAX_COUNT, description="Model requests per run (main agent)."
+    )
     output_retries: int = Field(
         default=2,
         ge=0,
@@ -114,16 +122,20 @@ class ModelFields(BaseModel):
     repeated_failure_note: int = Field(
         default=3,
         ge=0,
+        le=MAX_COUNT,
         description="After this many identical failing tool calls in a row, that call's result tells the model to change course (once; 0: never).",
     )
-    context_window: int = Field(default=128_000, ge=1024, description="Model context, tokens.")
+    context_window: int = Field(
+        default=128_000, ge=1024, le=MAX_TOKENS, description="Model context, tokens."
+    )
     context_budget: PositiveFloat = Field(
         default=0.8, gt=0, le=1, description="Share of context_window a request may use."
     )
     tool_workers: int = Field(
         default=8,
         ge=1,
-        description="Tool calls of one message run at once, this many at most; calls naming the same path run one after another, in order.",
+        le=1000,
+        description="Tool calls of one message run at once, this many at most; calls naming the same path run one after another, in order (1-1000).",
     )
 
     # --- tool calling on servers without native tool calls ------------------------

@@ -10,6 +10,11 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from agentkit.settings._types import (
+    MAX_CHARS,
+    MAX_COUNT,
+    MAX_MIB,
+    MAX_TOKENS,
+    MAX_WHOLE_SECONDS,
     NonNegativeFloat,
     NonNegativeInt,
     PositiveFloat,
@@ -25,30 +30,37 @@ class SubAgentFields(BaseModel):
 
     # --- sub-agents (docs/specification.md §1, §8) ---------------------------------------------
     max_concurrent_subagents: int = Field(
-        default=5, ge=1, description="Sub-agents running at once (the specification's limit, §8.1)."
+        default=5,
+        ge=1,
+        le=1000,
+        description="Sub-agents running at once (the specification's limit, §8.1; 1-1000).",
     )
     subagent_timeout_min: int = Field(
         default=60,
         ge=1,
-        description="Smallest timeout_seconds of create_sub_agent (specification §1: 60 s).",
+        le=MAX_WHOLE_SECONDS,
+        description="Smallest timeout_seconds of create_sub_agent (specification §1: 60 s); at most subagent_timeout_max.",
     )
     subagent_timeout_max: int = Field(
         default=3600,
         ge=1,
+        le=MAX_WHOLE_SECONDS,
         description="Largest timeout_seconds of create_sub_agent (specification §1: 3600 s).",
     )
     subagent_default_timeout: int = Field(
         default=600,
         ge=1,
-        description="timeout_seconds of a create_sub_agent call that gives none (specification §1: 600 s).",
+        le=MAX_WHOLE_SECONDS,
+        description="timeout_seconds of a create_sub_agent call that gives none (specification §1: 600 s); from subagent_timeout_min to subagent_timeout_max.",
     )
     subagent_max_turns: int = Field(
-        default=100, ge=1, description="Model requests one sub-agent may make."
+        default=100, ge=1, le=MAX_COUNT, description="Model requests one sub-agent may make."
     )
     subagent_max_nudges: int = Field(
         default=3,
         ge=0,
-        description="Reminders to call finish_task (specification §4) before a sub-agent ends as failed.",
+        le=1000,
+        description="Reminders to call finish_task (specification §4) before a sub-agent ends as failed (0-1000).",
     )
     subagent_wrapup_at: PositiveFloat = Field(
         default=0.85,
@@ -61,16 +73,19 @@ class SubAgentFields(BaseModel):
         description="How workers start: forkserver (fast, preloaded) or spawn.",
     )
     result_summary_max_chars: PositiveInt = Field(
-        default=2000, description="Cap on a sub-agent's result_summary returned to the main agent."
+        default=2000,
+        le=MAX_CHARS,
+        description="Cap on a sub-agent's result_summary returned to the main agent.",
     )
     deliverables_list_max: NonNegativeInt = Field(
-        default=50, description="Cap on deliverables_files listed to the main agent."
+        default=50, le=MAX_COUNT, description="Cap on deliverables_files listed to the main agent."
     )
 
     max_open_conversations: int = Field(
         default=64,
         ge=1,
-        description="Live conversations one Workspace (agentkit serve) holds at once; to open one more, the least recently used idle one (no round, nothing queued, no sub-agent running, no reader of its events) is closed, and reopened when it is next used. When every one is busy, opening another is refused (HTTP 503).",
+        le=100_000,
+        description="Live conversations one Workspace (agentkit serve) holds at once; to open one more, the least recently used idle one (no round, nothing queued, no sub-agent running, no reader of its events) is closed, and reopened when it is next used. When every one is busy, opening another is refused (HTTP 503). At most 100000.",
     )
 
     # --- the control plane, budgets and cost (docs/control-plane.md) --------------
@@ -90,11 +105,13 @@ class SubAgentFields(BaseModel):
     subagent_max_tokens: int | None = Field(
         default=None,
         ge=1,
+        le=MAX_TOKENS,
         description="Prompt plus completion tokens one sub-agent run may use (a profile's max_tokens wins); past 85 % it is told to wrap up, at 100 % it ends as budget_exhausted. None: no limit.",
     )
     session_max_tokens: int | None = Field(
         default=None,
         ge=1,
+        le=MAX_TOKENS,
         description="Tokens a whole conversation may use, the main agent and every sub-agent together; a sub-agent is never given more than what remains. None: no limit.",
     )
     session_max_cost_usd: PositiveFloat | None = Field(
@@ -122,7 +139,10 @@ class SubAgentFields(BaseModel):
         default=1.0, ge=0, description="CPUs Ray reserves per sub-agent."
     )
     ray_memory_mb: int | None = Field(
-        default=None, ge=1, description="Memory (MiB) Ray reserves per sub-agent; None: none."
+        default=None,
+        ge=1,
+        le=MAX_MIB,
+        description="Memory (MiB) Ray reserves per sub-agent; None: none.",
     )
     ray_resources: dict[str, NonNegativeFloat] = Field(
         default_factory=dict,

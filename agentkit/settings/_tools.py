@@ -10,6 +10,10 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from agentkit.settings._types import (
+    MAX_BYTES,
+    MAX_CHARS,
+    MAX_COUNT,
+    MAX_MIB,
     CommaList,
     MiB,
     NonNegativeInt,
@@ -29,16 +33,18 @@ class ToolFields(BaseModel):
         default_factory=list, description="Extra folders outside the workspace that tools may read."
     )
     read_max_lines: PositiveInt = Field(
-        default=2000, description="read_file: lines returned by default (limit)."
+        default=2000, le=MAX_COUNT, description="read_file: lines returned by default (limit)."
     )
     read_max_line_chars: PositiveInt = Field(
-        default=2000, description="read_file: a longer line is cut, with a note on how to read on."
+        default=2000,
+        le=MAX_CHARS,
+        description="read_file: a longer line is cut, with a note on how to read on.",
     )
     read_max_output_chars: PositiveInt = Field(
-        default=60_000, description="read_file: cap on one result, characters."
+        default=60_000, le=MAX_CHARS, description="read_file: cap on one result, characters."
     )
     max_file_bytes: PositiveInt = Field(
-        default=10 * MiB, description="Largest file decoded whole (edit)."
+        default=10 * MiB, le=MAX_BYTES, description="Largest file decoded whole (edit)."
     )
     allow_hard_links: bool = Field(
         default=False,
@@ -46,13 +52,13 @@ class ToolFields(BaseModel):
         "outside the workspace); refused by default.",
     )
     search_max_results: PositiveInt = Field(
-        default=1000, description="Upper bound for max_results."
+        default=1000, le=MAX_COUNT, description="Upper bound for max_results."
     )
     search_max_output_chars: PositiveInt = Field(
-        default=30_000, description="search_workspace: cap on one result, characters."
+        default=30_000, le=MAX_CHARS, description="search_workspace: cap on one result, characters."
     )
     search_max_file_bytes: PositiveInt = Field(
-        default=5 * MiB, description="search_workspace: larger files are skipped."
+        default=5 * MiB, le=MAX_BYTES, description="search_workspace: larger files are skipped."
     )
     search_timeout: Seconds = Field(
         default=20.0,
@@ -79,16 +85,20 @@ class ToolFields(BaseModel):
         ),
     )
     command_max_output_chars: PositiveInt = Field(
-        default=30_000, description="run_command: output shown (head and tail kept), characters."
+        default=30_000,
+        le=MAX_CHARS,
+        description="run_command: output shown (head and tail kept), characters.",
     )
     command_max_processes: int = Field(
         default=2048,
         ge=0,
-        description="run_command: the most processes and threads one command may run at once (a fork bomb stops there): a cgroup pids.max where the agent may create cgroups, else RLIMIT_NPROC in the command's user namespace (never binds root); 0: no limit. The log says once what is in force (agentkit/process/limits.py).",
+        le=4_194_304,
+        description="run_command: the most processes and threads one command may run at once (a fork bomb stops there): a cgroup pids.max where the agent may create cgroups, else RLIMIT_NPROC in the command's user namespace (never binds root); 0: no limit; at most 4194304, the kernel's largest pid_max. The log says once what is in force (agentkit/process/limits.py).",
     )
     command_max_memory_mb: int | None = Field(
         default=None,
         ge=0,
+        le=MAX_MIB,
         description="run_command: memory of one command, MB: a cgroup memory.max (all its processes together, no swap) where a cgroup v2 memory controller is delegated, else RLIMIT_AS (address space of each process). Unset: half the machine's memory with a cgroup, no limit without one; 0: no limit.",
     )
     command_cpu_weight: int = Field(
@@ -134,10 +144,12 @@ class ToolFields(BaseModel):
         default=30.0, description="Whole extract_webpage fetch, seconds."
     )
     web_max_bytes: PositiveInt = Field(
-        default=5 * MiB, description="extract_webpage: bytes read from one response."
+        default=5 * MiB, le=MAX_BYTES, description="extract_webpage: bytes read from one response."
     )
     web_max_redirects: NonNegativeInt = Field(
-        default=5, description="extract_webpage: redirects followed, each re-checked."
+        default=5,
+        le=100,
+        description="extract_webpage: redirects followed, each re-checked (0-100).",
     )
     web_allow_hosts: CommaList = Field(
         default_factory=list,

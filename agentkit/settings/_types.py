@@ -4,7 +4,11 @@ The number rule (docs/architecture.md, "Numbers read from outside"): every numbe
 agentkit reads from settings, files, headers or the wire is finite and in range, or it
 is refused with an error naming the field (and the file). The float types below refuse
 NaN and the infinities (``inf``, ``1e309``); each field adds its range (``gt``, ``ge``,
-``le``) with ``Field``. Integers cannot be NaN or infinite; their fields give a range.
+``le``) with ``Field``. Integers cannot be NaN or infinite; their fields give a range,
+upper bound included: a field's own where it has a natural one (sub-agents at once,
+redirects), else one of the ``MAX_*`` bounds below, far above any real use, so that a
+typing slip (``100000000000000000000``) is refused at the start instead of overflowing
+what the operating system takes or waiting forever later.
 """
 
 from __future__ import annotations
@@ -26,6 +30,12 @@ __all__ = [
     "Seconds",
     "NonNegativeSeconds",
     "MAX_SECONDS",
+    "MAX_WHOLE_SECONDS",
+    "MAX_COUNT",
+    "MAX_CHARS",
+    "MAX_BYTES",
+    "MAX_TOKENS",
+    "MAX_MIB",
 ]
 
 CommaList = Annotated[list[str], NoDecode]
@@ -57,4 +67,22 @@ Seconds = Annotated[float, AllowInfNan(False), Gt(0), Le(MAX_SECONDS)]
 NonNegativeSeconds = Annotated[float, AllowInfNan(False), Ge(0), Le(MAX_SECONDS)]
 """A delay: finite, 0 or above, at most :data:`MAX_SECONDS`."""
 
+MAX_WHOLE_SECONDS = int(MAX_SECONDS)
+"""The largest duration a whole-seconds setting may give (``subagent_timeout_*``)."""
+
+MAX_COUNT = 1_000_000
+"""The largest count of steps or entries a setting may give (turns, list entries, lines)."""
+
+MAX_CHARS = 100_000_000
+"""The largest cap on a text a setting may give, characters (100 million)."""
+
 MiB = 1024 * 1024
+
+MAX_BYTES = 1 << 40
+"""The largest size a setting may give, bytes (1 TiB)."""
+
+MAX_MIB = 1 << 30
+"""The largest memory a setting may give in MiB (1 PiB)."""
+
+MAX_TOKENS = 10**12
+"""The largest token count or budget a setting may give (a million million)."""

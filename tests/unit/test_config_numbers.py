@@ -80,6 +80,62 @@ def test_every_numeric_setting_refuses_nan_infinity_and_negatives(name: str) -> 
             Settings(**{name: value})
 
 
+def _whole_number_fields() -> list[str]:
+    return [
+        n for n in _numeric_fields() if float not in _kinds(Settings.model_fields[n].annotation)
+    ]
+
+
+def _kinds(annotation: object) -> set[object]:
+    kinds = set()
+    for arg in typing.get_args(annotation) or (annotation,):
+        kinds.add(typing.get_args(arg)[0] if typing.get_origin(arg) is typing.Annotated else arg)
+    return kinds
+
+
+@pytest.mark.parametrize("name", _whole_number_fields())
+def test_every_whole_number_setting_has_an_upper_bound(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A trial's AGENTKIT_MAX_CONCURRENT_SUBAGENTS=100000000000000000000 was accepted.
+    with pytest.raises(ValidationError, match=f"{name}\n  Input should be less than"):
+        Settings(**{name: 10**20})
+    monkeypatch.setenv(f"AGENTKIT_{name.upper()}", "100000000000000000000")
+    with pytest.raises(ValidationError, match=name):
+        Settings()
+
+
+OUT_OF_ORDER = [
+    ({"subagent_timeout_min": 5000}, "subagent_timeout_min (5000)", "subagent_timeout_max (3600)"),
+    ({"subagent_timeout_max": 30}, "subagent_timeout_min (60)", "subagent_timeout_max (30)"),
+    ({"subagent_default_timeout": 30}, "subagent_timeout_min (60)", "subagent_default_timeout"),
+    ({"subagent_default_timeout": 5000}, "subagent_default_timeout (5000)", "_max (3600)"),
+    ({"retry_base_delay": 90}, "retry_base_delay (90.0)", "retry_max_delay (60.0)"),
+]
+
+
+@pytest.mark.parametrize(("given", "low", "high"), OUT_OF_ORDER)
+def test_a_range_given_out_of_order_is_refused_naming_both_fields(
+    given: dict[str, int], low: str, high: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A trial's subagent_timeout_min=5000 was accepted, then every sub-agent refused
+    # with "timeout_seconds must be between 5000 and 3600".
+    with pytest.raises(ValidationError) as caught:
+        Settings(**given, api_key="sk-never-shown")
+    assert low in str(caught.value) and high in str(caught.value)
+    assert "sk-never-shown" not in str(caught.value)
+    for name, value in given.items():
+        monkeypatch.setenv(f"AGENTKIT_{name.upper()}", str(value))
+    with pytest.raises(ValidationError, match=r"must not be above"):
+        Settings()
+
+
+def test_ranges_in_order_are_accepted() -> None:
+    settings = Settings(subagent_timeout_min=5, subagent_timeout_max=5, subagent_default_timeout=5)
+    assert settings.subagent_default_timeout == 5
+    assert Settings(retry_base_delay=2, retry_max_delay=2).retry_max_delay == 2
+
+
 def test_the_largest_duration_is_bounded_and_defaults_still_hold() -> None:
     with pytest.raises(ValidationError, match="request_timeout"):
         Settings(request_timeout=1e300)
