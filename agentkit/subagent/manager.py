@@ -329,8 +329,9 @@ class SubAgentManager:
         return self.table.any(_unannounced_end)
 
     def any_finishing(self) -> bool:
-        """True while a running agent has called finish_task and its end is on the way."""
-        return self.table.any(lambda a: a.finishing and a.status == "running")
+        """True while a running agent has called finish_task and its end is on the way,
+        or an agent's end is being recorded (its copy saved and counted)."""
+        return self.table.any(_finishing)
 
     def wake(self) -> None:
         """Wake threads waiting on the manager's changes (after a cancel)."""
@@ -369,7 +370,13 @@ def _mark_announced(agent: SubAgent) -> None:
 
 
 def _unannounced_end(agent: SubAgent) -> bool:
-    return agent.background and not agent.announced and agent.status != "running"
+    # ``done``: its end is recorded whole (an isolated agent's copy saved and its
+    # changes counted); announced earlier, its notification would lack them.
+    return agent.background and not agent.announced and agent.ended()
+
+
+def _finishing(agent: SubAgent) -> bool:
+    return (agent.finishing or agent.status != "running") and not agent.done.is_set()
 
 
 def _take_question(agent: SubAgent) -> str | None:

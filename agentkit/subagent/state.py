@@ -175,6 +175,12 @@ class SubAgent:
                 paused += now - self._paused_since
         return now - self.started - paused
 
+    def ended(self) -> bool:
+        """True once its end is recorded whole: its status final, its record made
+        final and, when isolated, its copy saved and its changes counted
+        (``done`` is set after agentkit.subagent.endings.finalise)."""
+        return self.status != "running" and self.done.is_set()
+
     @property
     def deliverables_path(self) -> Path:
         """The absolute deliverables folder."""

@@ -43,7 +43,7 @@ def wait_for(
     seen: dict[str, list[SubAgent]] = {"ended": [], "asking": []}
 
     def ready() -> bool:
-        ended = seen["ended"] = [a for a in agents if a.status != "running"]
+        ended = seen["ended"] = [a for a in agents if a.ended()]  # counted, if isolated
         asking = seen["asking"] = [
             a for a in agents if a.status == "running" and a.question is not None
         ]

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from subagent_helpers import Gate, Router, call, calls, finish, scripted_settings, who
+from subagent_helpers import Gate, Router, call, calls, finish, scripted_settings, wait_until, who
 
 from agentkit import Agent
 from agentkit.spawn import SubAgentRefused
@@ -438,3 +438,58 @@ def isolation_settings(server: FakeOpenAIServer, mode: str) -> Any:
     """Settings for a main agent and sub-agents played by ``server``, English texts,
     ``subagent_isolation`` ``mode``."""
     return scripted_settings(server, "en", subagent_isolation=mode)
+
+
+def test_two_isolated_sub_agents_ending_together_are_announced_with_their_counted_changes(
+    workspace: Path,
+) -> None:
+    """Two background isolated sub-agents whose finish_task calls are released
+    together: the one notification that announces them carries each one's counted
+    changes (1 file, +1 -1), never "could not be counted": an agent is announced only
+    once its copy is saved and counted (trial of issue 34: 3 of 3 runs said unknown)."""
+    from agentkit.chat import Session
+
+    make_repo(workspace, {"app.py": APP})
+    gate = Gate()
+    router = Router(
+        main=[
+            calls(
+                create(1, "return 2", isolation="isolated", run_in_background=True),
+                create(2, "return 3", isolation="isolated", run_in_background=True),
+            ),
+            "Both started.",
+            "Noted.",
+        ],
+        subs={
+            i: [
+                calls(call("write_file", path="app.py", content=APP.replace("1", str(i + 1)))),
+                gate.hold(finish(f"Changed main to return {i + 1} in app.py as asked.")),
+            ]
+            for i in (1, 2)
+        },
+    )
+    with FakeOpenAIServer(router) as server:
+        settings = isolation_settings(server, "available")
+        with Session(workspace, settings) as session:
+            assert session.send("two versions").status == "done"
+
+            def both_held() -> bool:  # each asked for its finish_task reply
+                asked = {who(r) for r in server.requests if len(r["messages"]) > 3}
+                return {1, 2} <= asked
+
+            assert wait_until(both_held, 60)
+            gate.event.set()
+            assert session.wait_idle(60)
+            notices = [
+                m["content"]
+                for r in main_requests(server)
+                for m in r["messages"]
+                if m["role"] in ("user", "system") and "own copy" in str(m["content"])
+            ]
+    assert notices, "no notification"
+    text = "\n".join(dict.fromkeys(notices))
+    assert "could not be counted" not in text, text
+    for i in (1, 2):
+        assert f"Sub-agent {i} (" in text
+        assert f"merge_sub_agent(agent_id={i})" in text
+    assert text.count("1 files, +1 -1 lines") == 2, text

@@ -249,3 +249,25 @@ def test_an_isolated_sub_agent_claims_nothing_and_never_refuses_the_main_agent()
     assert claims.claim_file(2, Path("/w/out/1/x.md")) == 1  # but keeps out of its folder
     claims.release(1)
     assert 1 not in claims.isolated
+
+
+def test_an_ended_agent_is_announced_only_once_its_end_is_recorded(tmp_path: Path) -> None:
+    """Its status is final before its copy is saved and counted (finalise runs after):
+    until ``done`` is set, no notification takes it (it would say "could not be
+    counted") and the round waits for it as for an agent calling finish_task."""
+    from agentkit.subagent.manager import SubAgentManager
+
+    manager = SubAgentManager(workspace=tmp_path, settings=_settings("available"))
+    agent = _agent(Isolation(copy=dict(COPY)))  # status completed, changes not counted yet
+    manager.table.add(agent)
+    assert not agent.ended()
+    assert manager.take_finished() == [] and not manager.has_unannounced()
+    assert manager.any_finishing()
+    agent.isolation = Isolation(
+        copy=dict(COPY), changes={"files": 1, "insertions": 1, "deletions": 1}
+    )
+    agent.done.set()
+    assert agent.ended() and not manager.any_finishing()
+    assert manager.take_finished() == [agent]
+    text = render_notifications("en", [agent], "notify_system", lambda a: "done")
+    assert "1 files, +1 -1 lines" in text and "could not be counted" not in text
