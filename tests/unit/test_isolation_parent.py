@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -271,3 +272,38 @@ def test_an_ended_agent_is_announced_only_once_its_end_is_recorded(tmp_path: Pat
     assert manager.take_finished() == [agent]
     text = render_notifications("en", [agent], "notify_system", lambda a: "done")
     assert "1 files, +1 -1 lines" in text and "could not be counted" not in text
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_only_an_isolated_sub_agent_s_system_prompt_adds_the_own_copy_paragraph(
+    language: str, tmp_path: Path
+) -> None:
+    """The seed's system prompt says the sub-agent shares the workspace: a shared
+    sub-agent's prompt stays that template byte for byte; an isolated one's gets one
+    paragraph after it (its own copy, merged by the main agent, the shared
+    deliverables folder, no git commit)."""
+    from agentkit.prompts import prompt_values
+    from agentkit.subagent.worker.setup import opening
+
+    when = "2025-01-01 00:00"
+    settings = Settings(model="m", api_key="k", language=language)
+    spec = WorkerSpec(
+        1, "fix", "task", 600, "out/1", str(tmp_path / "out/1"), str(tmp_path), "sub1", {}, "m", "t"
+    )  # fmt: skip
+    shared = opening(spec, settings, None, when)[0]["content"]
+    seed = prompts.render(
+        language, "subagent/system.txt", **{**prompt_values(tmp_path), "current_time": when}
+    )
+    assert shared == seed
+    root = tmp_path / ".agentkit/worktrees/c/agent-1"
+    root.mkdir(parents=True)
+    copy = {**COPY, "root": str(root), "worktree": str(root)}
+    isolated_spec = replace(spec, extra={"isolation": copy})
+    isolated = opening(isolated_spec, settings, None, when)[0]["content"]
+    own = prompts.render(
+        language, "subagent/system.txt", **{**prompt_values(root), "current_time": when}
+    )
+    paragraph = prompts.render(language, "subagent/isolated_system.txt")
+    assert isolated == own + "\n\n" + paragraph
+    assert "git commit" in paragraph and paragraph.count("\n\n") == 1  # heading + one paragraph
+    assert ("merge" in paragraph) if language == "en" else ("合并" in paragraph)

@@ -119,6 +119,7 @@ def opening(
 ) -> list[dict[str, Any]]:
     """The sub-agent's system prompt and first user message (docs/specification.md §3,
     §5); a profile's text comes after the seed's prompt, which stays word for word, then
+    for an isolated sub-agent a paragraph on its own copy (docs/isolation.md §10), then
     AGENTS.md and the skill list the parent resolved (agentkit.conventions). ``when``:
     the prompt's ``{current_time}`` (None: now); its ``{workspace}`` is the folder the
     sub-agent works in (an isolated one's copy)."""
@@ -131,6 +132,8 @@ def opening(
         system += f"\n\n{profile.prompt}"
     if settings.subagent_control:  # the seed's prompt says it asks nothing: now it may
         system += "\n\n" + prompts.render(language, "subagent/control_system.txt")
+    if spec.extra.get("isolation"):  # the seed's "you share the workspace" holds no more
+        system += "\n\n" + prompts.render(language, "subagent/isolated_system.txt")
     system += spec_section(spec.extra)
     task = prompts.render(
         language,
