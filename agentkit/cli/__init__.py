@@ -36,11 +36,13 @@ import traceback
 from typing import Any
 
 from agentkit.cli.common import (
+    MAX_TURNS,
     PROG,
     UsageError,
     agent_args,
     err,
     print_json,
+    whole_number,
     workspace,
     workspace_arg,
 )
@@ -117,7 +119,12 @@ def _add_run_parser(sub: Any) -> None:
     run.add_argument("task", help='the task, in words ("-" reads it from standard input)')
     agent_args(run, "run")
     run.add_argument("--json", action="store_true", help="print one JSON object at the end")
-    run.add_argument("--max-turns", type=int, metavar="N", help="model requests for this run")
+    run.add_argument(
+        "--max-turns",
+        type=whole_number(1, MAX_TURNS),
+        metavar="N",
+        help="model requests for this run",
+    )
     run.add_argument("--no-stream", action="store_true", help="send plain (non-streaming) requests")
     run.add_argument(
         "--continue", dest="continue_id", metavar="CONV_ID", help="continue a saved conversation"

@@ -26,10 +26,12 @@ import sys
 from typing import Any
 
 from agentkit.cli.common import (
+    MAX_TURNS,
     UsageError,
     agent_args,
     check_endpoint_flags,
     settings_from_args,
+    whole_number,
     workspace,
 )
 from agentkit.cli.signals import Signals
@@ -49,7 +51,9 @@ def add_parser(sub: Any) -> None:
         "AGENTKIT_MODEL and the other AGENTKIT_* variables.",
     )
     agent_args(acp, "acp")
-    acp.add_argument("--max-turns", type=int, metavar="N", help="model requests per round")
+    acp.add_argument(
+        "--max-turns", type=whole_number(1, MAX_TURNS), metavar="N", help="model requests per round"
+    )
     acp.add_argument("--no-stream", action="store_true", help="send plain requests")
 
 

@@ -46,12 +46,14 @@ from typing import TYPE_CHECKING, Any
 
 from agentkit.cli.commands import message_text
 from agentkit.cli.common import (
+    MAX_TURNS,
     UsageError,
     agent_args,
     check_cli_settings,
     check_endpoint_flags,
     settings_from_args,
     way_back,
+    whole_number,
     workspace,
 )
 from agentkit.cli.safe_text import json_line
@@ -87,7 +89,9 @@ def add_parser(sub: Any) -> None:
         "with --jsonl): one message or /command per input line, one JSON event per output line.",
     )
     agent_args(chat, "chat")
-    chat.add_argument("--max-turns", type=int, metavar="N", help="model requests per round")
+    chat.add_argument(
+        "--max-turns", type=whole_number(1, MAX_TURNS), metavar="N", help="model requests per round"
+    )
     chat.add_argument(
         "--no-stream", action="store_true", help="send plain (non-streaming) requests"
     )

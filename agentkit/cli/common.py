@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -42,6 +43,7 @@ __all__ = [
     "make_settings",
     "print_json",
     "settings_from_args",
+    "whole_number",
     "workspace",
     "workspace_arg",
 ]
@@ -70,6 +72,26 @@ def print_json(data: Any) -> None:
 
 
 # ---------------------------------------------------------------------- flags
+MAX_TURNS = 1_000_000
+"""The largest ``--max-turns``: Settings.max_turns' bound (agentkit.settings._types.MAX_COUNT,
+not imported here: pydantic is slow to load)."""
+
+
+def whole_number(low: int, high: int) -> Callable[[str], int]:
+    """An argparse ``type`` for a whole number from ``low`` to ``high`` (both included):
+    anything else is a usage error naming the flag (``argument --port: must be from 0
+    to 65535 (got 99999)``), exit 2, as a word is (``invalid int value: 'abc'``)."""
+
+    def parse(text: str) -> int:
+        value = int(text)  # ValueError: argparse's "invalid int value" (named by __name__)
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be from {low} to {high} (got {value})")
+        return value
+
+    parse.__name__ = "int"
+    return parse
+
+
 def workspace_arg(parser: argparse.ArgumentParser) -> None:
     """Add ``-w/--workspace DIR`` (default ``.``) to ``parser``."""
     parser.add_argument(

@@ -12,11 +12,13 @@ import signal
 from typing import Any
 
 from agentkit.cli.common import (
+    MAX_TURNS,
     UsageError,
     agent_args,
     check_cli_settings,
     check_endpoint_flags,
     settings_from_args,
+    whole_number,
     workspace,
     workspace_arg,
 )
@@ -44,7 +46,12 @@ def add_parsers(sub: Any) -> None:
         "The model endpoint is checked at start (the page's header shows the result).",
     )
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=8765, help="port (default 8765; 0: a free one)")
+    serve.add_argument(
+        "--port",
+        type=whole_number(0, 65535),
+        default=8765,
+        help="port (default 8765; 0: a free one)",
+    )
     serve.add_argument(
         "--token",
         help="access token, at least 16 characters (default: none on loopback, else generated)",
@@ -57,7 +64,9 @@ def add_parsers(sub: Any) -> None:
         help="another name the Host header may carry (repeatable; e.g. the machine's DNS name)",
     )
     agent_args(serve, "serve")
-    serve.add_argument("--max-turns", type=int, metavar="N", help="model requests per round")
+    serve.add_argument(
+        "--max-turns", type=whole_number(1, MAX_TURNS), metavar="N", help="model requests per round"
+    )
     serve.add_argument("--no-stream", action="store_true", help="send plain requests")
 
 

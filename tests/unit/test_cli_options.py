@@ -102,6 +102,39 @@ def test_a_mistyped_option_gets_did_you_mean_with_the_command_s_usage(
     assert "did you mean --base-url?" in capsys.readouterr().err
 
 
+NUMBERS = [
+    (["serve", "--port", "99999"], "argument --port: must be from 0 to 65535 (got 99999)"),
+    (["serve", "--port", "-1"], "argument --port: must be from 0 to 65535 (got -1)"),
+    (["serve", "--port", "abc"], "argument --port: invalid int value: 'abc'"),
+    *(
+        ([command, *task, "--max-turns", value], f"argument --max-turns: must be from 1 to {top}")
+        for command, task in [("run", ["hi"]), ("chat", []), ("serve", []), ("acp", [])]
+        for value, top in [("0", "1000000 (got 0)"), ("1" + "0" * 20, "1000000 (got 1000")]
+    ),
+]
+
+
+@pytest.mark.parametrize(("argv", "message"), NUMBERS)
+def test_a_number_flag_out_of_range_is_a_usage_error_naming_it(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A trial's `agentkit serve --port 99999` ended with "internal error: OverflowError".
+    with pytest.raises(SystemExit) as exited:
+        build_parser().parse_args(argv)
+    assert exited.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_number_flags_in_range_parse_and_match_the_settings_bound() -> None:
+    from agentkit.cli.common import MAX_TURNS
+    from agentkit.settings._types import MAX_COUNT
+
+    assert MAX_TURNS == MAX_COUNT
+    args = build_parser().parse_args(["serve", "--port", "0", "--max-turns", str(MAX_COUNT)])
+    assert (args.port, args.max_turns) == (0, MAX_COUNT)
+    assert build_parser().parse_args(["serve", "--port", "65535"]).port == 65535
+
+
 def test_option_hint_suggests_only_close_options() -> None:
     known = ["--model", "--max-turns", "--demo", "-w"]
     assert option_hint(["--modle"], known) == "; did you mean --model?"
