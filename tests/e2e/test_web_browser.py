@@ -377,6 +377,7 @@ RENDER = """async (cases) => {
         const pick = (sel) => [...box.querySelectorAll(sel)];
         return {
             text: box.textContent,
+            html: box.innerHTML,
             links: pick("a").map((a) => [a.textContent, a.href, a.parentElement.tagName]),
             tags: pick("*").map((n) => n.tagName.toLowerCase()),
             items: pick("li").map((li) => [li.parentElement.tagName, li.firstChild.textContent]),
@@ -429,6 +430,25 @@ def test_markdown_bare_urls_and_autolinks_render_as_links(workspace: Path, page:
     assert out[6]["links"] == [["https://x.org/a", "https://x.org/a", "P"]]
     assert len(out[7]["links"]) == 300 and out[7]["text"] == many
     assert "https://x.org/deep" in out[8]["text"]
+
+
+def test_markdown_underscores_inside_words_are_not_emphasis(workspace: Path, page: Any) -> None:
+    """Regression: `my_var_name` rendered `my<em>var</em>name`. As CommonMark says, `_`
+    and `__` open only after a non-alphanumeric character and close only before one;
+    `*` still works inside words, and code spans are never touched."""
+    cases = {
+        "my_var_name and sub_agent_results/agent_1/x_y.md": "<p>my_var_name and sub_agent_results/agent_1/x_y.md</p>",
+        "x__y__z and 日本_語_です and _a_1": "<p>x__y__z and 日本_語_です and _a_1</p>",
+        "_whole words_ and __strong words__": "<p><em>whole words</em> and <strong>strong words</strong></p>",
+        "_foo_bar_ (_paren_) a_b *c*": "<p><em>foo_bar</em> (<em>paren</em>) a_b <em>c</em></p>",
+        "un*frigging*believable and a**b**c": "<p>un<em>frigging</em>believable and a<strong>b</strong>c</p>",
+        "`my_var_name` and `_x_/y_z.md`": "<p><code>my_var_name</code> and <code>_x_/y_z.md</code></p>",
+    }  # fmt: skip
+    with running_web(workspace, ["ok"]) as web:
+        page.goto(web.url)
+        expect(page.get_by_test_id("conversation")).to_have_count(1)
+        out = _render(page, list(cases))
+    assert [o["html"] for o in out] == list(cases.values())
 
 
 def test_bidirectional_overrides_in_messages_are_shown_not_obeyed(

@@ -74,8 +74,12 @@ const INLINE = [
   [/^`([^`]+)`/, (m) => el("code", m[1])],
   [/^!\[([^\]]*)\]\(\s*((?:[^()\s]|\([^()\s]*\))*)[^)]*\)/, (m, d, n) => (n ? text(m[0]) : link(null, m[2], d, `[image: ${m[1] || "untitled"}]`))],
   [/^\[([^\]]+)\]\(\s*((?:[^()\s]|\([^()\s]*\))*)[^)]*\)/, (m, d, n) => (n ? wrap("span", m[1], d, n) : link(m[1], m[2], d))],
-  [/^(\*\*|__)(?=\S)([\s\S]*?\S)\1/, (m, d, n) => wrap("strong", m[2], d, n)],
-  [/^(\*|_)(?=\S)([\s\S]*?\S)\1(?!\1)/, (m, d, n) => wrap("em", m[2], d, n)],
+  // CommonMark's flanking rules, simply: `*` works inside words; `_` closes only
+  // before a character that is not a letter or digit (inline() checks the opening side).
+  [/^\*\*(?=\S)([\s\S]*?\S)\*\*/, (m, d, n) => wrap("strong", m[1], d, n)],
+  [/^__(?=\S)([\s\S]*?\S)__(?![\p{L}\p{N}])/u, (m, d, n) => wrap("strong", m[1], d, n)],
+  [/^\*(?=\S)([\s\S]*?\S)\*(?!\*)/, (m, d, n) => wrap("em", m[1], d, n)],
+  [/^_(?=\S)([\s\S]*?\S)_(?![_\p{L}\p{N}])/u, (m, d, n) => wrap("em", m[1], d, n)],
   [/^~~(?=\S)([\s\S]*?\S)~~/, (m, d, n) => wrap("del", m[1], d, n)],
   [/^<((?:https?|mailto):[^\s<>]+)>/, (m, d, n) => autolink(m[1], d, n)],
   // A bare URL; trailing punctuation is taken as the sentence's, not the URL's.
@@ -88,6 +92,15 @@ function wrap(tag, body, depth, noLinks) {
   return node;
 }
 
+// A letter or digit (any script) ends the text before ``rest``: `_` there opens no
+// emphasis (my_var_name stays as written). Two code units: a character may be a pair.
+const WORD_END = /[\p{L}\p{N}]$/u;
+
+function afterWord(source, rest) {
+  const at = source.length - rest.length;
+  return WORD_END.test(source.slice(Math.max(0, at - 2), at));
+}
+
 /** Parse inline Markdown into a list of nodes (text nodes and safe elements).
  * ``depth`` counts nesting (beyond MAX_DEPTH the text stays plain); ``noLinks``
  * is set inside a link, where no further link may start. */
@@ -98,7 +111,7 @@ export function inline(source, depth = 0, noLinks = false) {
   let rest = source;
   while (rest.length) {
     let matched = false;
-    if ("`![*_~<h".includes(rest[0])) {
+    if ("`![*_~<h".includes(rest[0]) && !(rest[0] === "_" && afterWord(source, rest))) {
       for (const [re, make] of INLINE) {
         const m = re.exec(rest);
         if (m && m[0].length) {
