@@ -103,11 +103,14 @@ def last_action(language: str, tool: str, arguments: dict[str, Any] | None) -> s
     """Return the short progress phrase for a tool call, e.g. ``正在读取 src/app.py``.
 
     Long argument values are shortened to 60 characters; unknown tools get the
-    generic ``default`` entry of ``actions.txt``.
+    generic ``default`` entry of ``actions.txt``. A call with ``dry_run`` true takes
+    the ``<tool>.dry_run`` entry when there is one (a merge only checked).
     """
     actions = table(language, "actions.txt")
     generic = actions.get("default", "{tool}")
     template = actions.get(tool) or generic
+    if (arguments or {}).get("dry_run") in (True, "true"):
+        template = actions.get(f"{tool}.dry_run") or template
     values: dict[str, Any] = {"tool": tool}
     for key, value in (arguments or {}).items():
         text = " ".join(str(value).split())

@@ -307,3 +307,32 @@ def test_only_an_isolated_sub_agent_s_system_prompt_adds_the_own_copy_paragraph(
     assert isolated == own + "\n\n" + paragraph
     assert "git commit" in paragraph and paragraph.count("\n\n") == 1  # heading + one paragraph
     assert ("merge" in paragraph) if language == "en" else ("合并" in paragraph)
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_the_merge_and_discard_calls_are_labelled_in_words(language: str) -> None:
+    """Not "Calling merge_sub_agent": the progress phrase the terminal, the web page
+    and the ACP card's title show says what the call does (a dry run: a check)."""
+    from agentkit.acp.toolcalls import describe
+    from agentkit.prompts import last_action
+
+    merge = last_action(language, "merge_sub_agent", {"agent_id": 1})
+    check = last_action(language, "merge_sub_agent", {"agent_id": 1, "dry_run": True})
+    drop = last_action(language, "discard_sub_agent_changes", {"agent_id": 1})
+    expected = {
+        "en": (
+            "Merging sub-agent 1's changes",
+            "Checking whether sub-agent 1's changes merge",
+            "Discarding sub-agent 1's changes",
+        ),
+        "zh": (
+            "正在合并子智能体 1 的修改",
+            "正在检查子智能体 1 的修改能否合并",
+            "正在丢弃子智能体 1 的修改",
+        ),
+    }
+    assert (merge, check, drop) == expected[language]
+    no_check = last_action(language, "merge_sub_agent", {"agent_id": 1, "dry_run": False})
+    assert no_check == merge
+    card = describe("merge_sub_agent", {"agent_id": 1}, merge, Path("/w"))
+    assert card.title == merge and "merge_sub_agent" not in card.title
