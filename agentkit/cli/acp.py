@@ -30,6 +30,7 @@ from agentkit.cli.common import (
     UsageError,
     agent_args,
     check_endpoint_flags,
+    check_settings_first,
     settings_from_args,
     whole_number,
     workspace,
@@ -68,6 +69,7 @@ def cmd_acp(args: argparse.Namespace) -> int:
     from agentkit.errors import ConfigurationError
 
     check_endpoint_flags(args)
+    check_settings_first(args)  # before the demo's banner or the local model's
     root = workspace(args.workspace) if args.workspace else None
     model: Any = None
     try:

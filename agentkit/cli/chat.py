@@ -51,6 +51,7 @@ from agentkit.cli.common import (
     agent_args,
     check_cli_settings,
     check_endpoint_flags,
+    check_settings_first,
     settings_from_args,
     way_back,
     whole_number,
@@ -115,6 +116,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
     from agentkit.chat.notices import claim_notices
 
     check_endpoint_flags(args)
+    check_settings_first(args)  # before the demo's copy or the local model's banner
     server: Any = None
     try:
         if args.demo:

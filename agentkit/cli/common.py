@@ -10,7 +10,8 @@ of agentkit.cli imports a private name of another and a flag is declared once:
   :func:`control_arg` (``--subagent-control``) and :func:`isolation_arg`
   (``--subagent-isolation``); :func:`check_endpoint_flags`;
   :func:`workspace`;
-* :func:`settings_from_args` and :func:`make_settings` (flags over the environment);
+* :func:`settings_from_args` and :func:`make_settings` (flags over the environment),
+  :func:`check_settings_first` (before any banner, copy or model server);
 * :func:`way_back` (the line that ends a chat). Signals are agentkit.cli.signals'.
 
 Only the standard library is imported at load time (``agentkit --help`` stays fast).
@@ -35,6 +36,7 @@ __all__ = [
     "UsageError",
     "agent_args",
     "check_cli_settings",
+    "check_settings_first",
     "check_endpoint_flags",
     "control_arg",
     "endpoint_args",
@@ -260,6 +262,29 @@ def settings_from_args(args: argparse.Namespace, base: dict[str, Any] | None = N
     if getattr(args, "subagent_isolation", None):
         given["subagent_isolation"] = args.subagent_isolation
     return make_settings(given)
+
+
+ENDPOINT_PLACEHOLDER = {
+    "model": "placeholder",
+    "base_url": "http://127.0.0.1:9/v1",
+    "api_key": "placeholder",
+}
+"""Stands in for the endpoint that ``--demo`` and ``--local`` bring, before their model
+server runs (:func:`check_settings_first`)."""
+
+
+def check_settings_first(args: argparse.Namespace) -> None:
+    """Check the settings a command will use (its flags over the environment) before it
+    prints a banner, copies the demo's sample project or starts a model server, so
+    that a bad value is the only thing said (``AGENTKIT_TEMPERATURE=nan``). For
+    ``--demo`` and ``--local``, whose endpoint is not there yet,
+    :data:`ENDPOINT_PLACEHOLDER` stands in for it.
+
+    Raises:
+        UsageError: a value is invalid (see :func:`make_settings`).
+    """
+    own = getattr(args, "demo", False) or getattr(args, "local", False)
+    settings_from_args(args, dict(ENDPOINT_PLACEHOLDER) if own else None)
 
 
 def make_settings(given: dict[str, Any]) -> Settings:

@@ -219,13 +219,16 @@ def main(
 
     ``latency`` defaults to env ``AGENTKIT_DEMO_LATENCY`` or 0.6 s per reply.
     """
-    from agentkit.cli.common import make_settings
+    from agentkit.cli.common import ENDPOINT_PLACEHOLDER, make_settings
     from agentkit.cli.run import run_task
     from agentkit.testing import FakeOpenAIServer
 
     lang = language or os.environ.get("AGENTKIT_LANGUAGE") or "en"
     if latency is None:
         latency = float(os.environ.get("AGENTKIT_DEMO_LATENCY", "0.6"))
+    given = {"model": DEMO_MODEL, "api_key": "demo-no-key", "language": lang}
+    # The settings first (UsageError): a bad value is said before the banner and the copy.
+    make_settings({**ENDPOINT_PLACEHOLDER, **given})
     try:
         root = prepare_workspace(workspace)
     except (FileNotFoundError, OSError) as exc:
@@ -238,14 +241,7 @@ def main(
             f"workspace: {root}\n",
             flush=True,
         )
-        settings = make_settings(
-            {
-                "model": DEMO_MODEL,
-                "base_url": server.base_url,
-                "api_key": "demo-no-key",
-                "language": lang,
-            }
-        )
+        settings = make_settings({**given, "base_url": server.base_url})
         code = run_task(TASK.get(lang, TASK["en"]), str(root), settings)
     results = root / "sub_agent_results"
     print(

@@ -22,6 +22,7 @@ from agentkit.cli.common import (
     UsageError,
     check_cli_settings,
     check_endpoint_flags,
+    check_settings_first,
     err,
     print_json,
     settings_from_args,
@@ -113,6 +114,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not task or not task.strip():
         raise UsageError("the task is empty")
     check_endpoint_flags(args)
+    check_settings_first(args)  # before the demo's copy or the local model's banner
     if getattr(args, "demo", False):
         return _run_demo(args)
     args.workspace = args.workspace or "."

@@ -17,6 +17,7 @@ from agentkit.cli.common import (
     agent_args,
     check_cli_settings,
     check_endpoint_flags,
+    check_settings_first,
     settings_from_args,
     whole_number,
     workspace,
@@ -92,6 +93,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from agentkit.errors import ConfigurationError
 
     check_endpoint_flags(args)
+    check_settings_first(args)  # before the demo's copy or the local model's banner
     demo: Any = None
     local: Any = None
     listener = None

@@ -1,6 +1,7 @@
 """Shared agent options that are new on a command (issue 35), through the real command
 line against FakeOpenAIServer: ``chat --yes`` allows what the approval rules would
-ask about, as ``run --yes`` does; ``--log-level`` reaches agentkit's logs."""
+ask about, as ``run --yes`` does; ``--log-level`` reaches agentkit's logs. Bad settings
+are said before any banner, demo copy or model server."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from cli_helpers import REPO, cli_env
+import pytest
+from cli_helpers import REPO, agentkit, cli_env
 
 from agentkit.testing import FakeOpenAIServer, Reply
 
@@ -56,3 +58,26 @@ def test_chat_without_yes_asks_and_no_one_answers(workspace: Path) -> None:
     assert [(a["decision"], a["note"]) for a in answers] == [("deny", "no one to ask")]
     assert not (workspace / "t.txt").exists()
     assert "token counting: estimate" in proc.stderr  # a debug line: --log-level reached it
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["run", "hello", "--demo"],
+        ["chat", "--demo", "--jsonl"],
+        ["serve", "--demo", "--port", "0"],
+        ["acp", "--demo"],
+        ["demo"],
+    ],
+)
+def test_bad_settings_are_said_before_any_banner_or_demo_copy(
+    argv: list[str], tmp_path: Path
+) -> None:
+    # A trial's AGENTKIT_TEMPERATURE=nan agentkit run hello --demo printed the demo's
+    # banner and made its copy before saying the settings were bad.
+    env = cli_env(AGENTKIT_TEMPERATURE="nan", TMPDIR=str(tmp_path))
+    proc = agentkit(*argv, env=env)
+    assert proc.returncode == 2, proc.stderr
+    said = (proc.stdout + proc.stderr).strip()
+    assert said == "agentkit: invalid settings: temperature: Input should be a finite number"
+    assert list(tmp_path.glob("agentkit-demo-*")) == []
