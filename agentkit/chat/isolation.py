@@ -57,13 +57,16 @@ _REASONS = {
     "both_added": "both created the file, with different contents",
     "file_changed": "the file changed in the workspace while the merge read it",
 }
+# Said with git's own detail (it names the link's target).
+_WITH_DETAIL = {"unsafe_link": "a symbolic link leading out of the workspace, not written"}
 
 
 @dataclass(frozen=True)
 class FileDiff:
     """One changed file of a :class:`Review`: its :class:`FileChange` fields and its
     part of the unified diff (``diff``, from ``diff --git`` on; ``""`` when the cap
-    left it out)."""
+    left it out); ``link_target``: where the sub-agent's symbolic link points (a front
+    end shows ``path → target``), None for a file."""
 
     path: str
     status: str
@@ -71,10 +74,14 @@ class FileDiff:
     deletions: int
     binary: bool
     diff: str
+    link_target: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready data."""
-        return dict(self.__dict__)
+        """JSON-ready data; ``link_target`` only for a symbolic link."""
+        data = dict(self.__dict__)
+        if self.link_target is None:
+            del data["link_target"]
+        return data
 
 
 @dataclass(frozen=True)
@@ -159,7 +166,15 @@ def review(session: Session, agent_id: int, *, max_chars: int = DIFF_CHARS) -> R
     cut = len(whole) - len(shown) if read_all else max(1, _READ_CHARS - len(shown))
     sections = split_diff(shown)
     files = tuple(
-        FileDiff(f.path, f.status, f.insertions, f.deletions, f.binary, sections.get(f.path, ""))
+        FileDiff(
+            f.path,
+            f.status,
+            f.insertions,
+            f.deletions,
+            f.binary,
+            sections.get(f.path, ""),
+            f.link_target,
+        )  # fmt: skip
         for f in found.files
     )
     row = _row(session, agent_id)
@@ -228,6 +243,8 @@ def _path_of(header: str) -> str:
 def conflict_words(conflict: Conflict) -> str:
     """One line for a conflicted file: ``app.py: the workspace and the sub-agent
     changed the same lines``."""
+    if conflict.reason in _WITH_DETAIL:
+        return f"{conflict.path}: {conflict.detail or _WITH_DETAIL[conflict.reason]}"
     reason = _REASONS.get(conflict.reason) or conflict.detail or conflict.reason
     return f"{conflict.path}: {reason}"
 

@@ -3,12 +3,14 @@
 One job: turn text into data and back without running anything, so each piece is tested
 in-process (tests/unit/test_isolation_units.py): a conversation id made safe for a ref
 name, the pathspecs that say which files a snapshot takes, ``git diff --raw --numstat
--z`` and ``git merge-tree --write-tree -z`` output parsed, a blob's object id.
+-z``, ``git merge-tree --write-tree -z`` and ``git cat-file --batch`` output parsed, a
+blob's object id, whether a symbolic link's target leaves the workspace.
 """
 
 from __future__ import annotations
 
 import hashlib
+import posixpath
 import re
 from dataclasses import dataclass
 from typing import Literal
@@ -18,6 +20,8 @@ __all__ = [
     "RawChange",
     "blob_id",
     "conflict_reason",
+    "link_leaves",
+    "parse_batch",
     "parse_merge_tree",
     "parse_raw_numstat",
     "ref_component",
@@ -179,3 +183,39 @@ def blob_id(data: bytes, object_format: str = "sha1") -> str:
     digest.update(b"blob %d\0" % len(data))
     digest.update(data)
     return digest.hexdigest()
+
+
+MAX_LINK_TARGET = 4096
+"""Characters of a symbolic link's target kept (Linux's PATH_MAX)."""
+
+
+def parse_batch(data: bytes) -> dict[str, str]:
+    """Parse ``git cat-file --batch`` output (``<id> <type> <size>\\n<bytes>\\n`` per
+    object; ``<id> missing`` for none) into ``{id: contents}``, each decoded as a path
+    (surrogateescape). A record cut short by an output cap ends the parse."""
+    found: dict[str, str] = {}
+    at = 0
+    while (end := data.find(b"\n", at)) != -1:
+        head = data[at:end].decode("ascii", "replace").split(" ")
+        if len(head) != 3 or not head[2].isdigit():
+            at = end + 1  # "<id> missing": nothing follows
+            continue
+        size = int(head[2])
+        body = data[end + 1 : end + 1 + size]
+        if len(body) < size:
+            break
+        found[head[0]] = body.decode("utf-8", "surrogateescape")
+        at = end + 1 + size + 1
+    return found
+
+
+def link_leaves(path: str, target: str) -> bool:
+    """True when a symbolic link at ``path`` (workspace-relative, POSIX) pointing at
+    ``target`` leads out of the workspace: an absolute target, an empty one, one no
+    system takes (a NUL, :data:`MAX_LINK_TARGET` characters or more), or a relative one
+    that climbs above the workspace's top (judged on the text, as ``..`` would be
+    followed from the link's folder)."""
+    if not target or target.startswith("/") or "\0" in target or len(target) >= MAX_LINK_TARGET:
+        return True
+    where = posixpath.normpath(posixpath.join(posixpath.dirname(path), target))
+    return where == ".." or where.startswith("../") or where.startswith("/")

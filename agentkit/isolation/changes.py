@@ -10,13 +10,21 @@ from __future__ import annotations
 from pathlib import Path
 
 from agentkit.isolation._git import git
-from agentkit.isolation._parse import RawChange, parse_raw_numstat, snapshot_pathspecs
+from agentkit.isolation._parse import (
+    MAX_LINK_TARGET,
+    RawChange,
+    parse_batch,
+    parse_raw_numstat,
+    snapshot_pathspecs,
+)
 from agentkit.isolation.copies import save_copy
 from agentkit.isolation.types import Changes, Copy, FileChange, IsolationError
 
-__all__ = ["changes", "diff", "raw_changes", "relative_path"]
+__all__ = ["SYMLINK", "changes", "diff", "link_targets", "raw_changes", "relative_path"]
 
 _STATUS = {"A": "added", "M": "modified", "D": "deleted", "T": "type_changed"}
+SYMLINK = "120000"
+"""git's mode of a symbolic link."""
 
 
 def raw_changes(
@@ -32,6 +40,19 @@ def raw_changes(
     return parse_raw_numstat(out)
 
 
+def link_targets(git_dir: Path, changes: list[RawChange]) -> dict[str, str]:
+    """Where each symbolic link that ``changes`` leave (new mode ``120000``) points:
+    ``{top-relative path: target as written}``, read from git's objects in one
+    ``cat-file --batch``. Empty when no change leaves a link."""
+    links = {c.path: c.new_id for c in changes if c.new_mode == SYMLINK}
+    if not links:
+        return {}
+    ids = "".join(f"{object_id}\n" for object_id in dict.fromkeys(links.values()))
+    out = git(["cat-file", "--batch"], cwd=git_dir, git_dir=git_dir, stdin=ids.encode()).stdout
+    blobs = parse_batch(out)
+    return {path: blobs[object_id] for path, object_id in links.items() if object_id in blobs}
+
+
 def relative_path(top_path: str, prefix: str) -> str:
     """A repository-relative path as a workspace-relative one (``prefix`` removed)."""
     return top_path[len(prefix) :] if prefix and top_path.startswith(prefix) else top_path
@@ -42,15 +63,19 @@ def changes(copy: Copy) -> Changes:
 
     Returns :class:`Changes`: one :class:`FileChange` per file (workspace-relative
     path, ``added``/``modified``/``deleted``/``type_changed``, lines added and removed,
-    ``binary``), sorted by path, and ``head`` (the saved commit). A mode change alone
+    ``binary``, ``link_target`` for a symbolic link), sorted by path, and ``head`` (the
+    saved commit). A mode change alone
     (``chmod +x``) is ``modified`` with no lines. Raises IsolationError when the copy is
     gone or git fails.
     """
     head = save_copy(copy)
     files = []
-    for raw in raw_changes(Path(copy.git_dir), copy.prefix, copy.exclude, copy.base, head):
+    found = raw_changes(Path(copy.git_dir), copy.prefix, copy.exclude, copy.base, head)
+    targets = link_targets(Path(copy.git_dir), found)
+    for raw in found:
         status = _STATUS.get(raw.status, "modified")
         binary = raw.insertions is None
+        target = targets.get(raw.path)
         files.append(
             FileChange(
                 path=relative_path(raw.path, copy.prefix),
@@ -58,6 +83,7 @@ def changes(copy: Copy) -> Changes:
                 insertions=raw.insertions or 0,
                 deletions=raw.deletions or 0,
                 binary=binary,
+                link_target=target[:MAX_LINK_TARGET] if target is not None else None,
             )
         )
     files.sort(key=lambda f: f.path)

@@ -16,9 +16,9 @@ import re
 from pathlib import Path
 
 from agentkit.isolation._git import first_lines, git
-from agentkit.isolation._parse import conflict_reason, parse_merge_tree
+from agentkit.isolation._parse import RawChange, conflict_reason, link_leaves, parse_merge_tree
 from agentkit.isolation.apply import apply_changes, stale_paths
-from agentkit.isolation.changes import raw_changes, relative_path, unified_diff
+from agentkit.isolation.changes import link_targets, raw_changes, relative_path, unified_diff
 from agentkit.isolation.copies import BEFORE_MERGE, save_copy
 from agentkit.isolation.snapshot import (
     Repo,
@@ -87,9 +87,10 @@ def _merge(repo: Repo, workspace: Path, copy: Copy, dry_run: bool) -> MergeRepor
         return MergeReport("conflicts", conflicts=conflicts, **report)  # type: ignore[arg-type]
     to_apply = raw_changes(git_dir, copy.prefix, copy.exclude, ours, parsed.tree)
     files = tuple(relative_path(c.path, copy.prefix) for c in to_apply)
+    unsafe = _unsafe_links(copy, to_apply, ours, head)
     stale = stale_paths(repo, workspace, to_apply)
-    if stale:  # an ignored file where the sub-agent adds one, a symlinked folder on the way
-        conflicts = tuple(_changed_meanwhile(copy, p, ours, head) for p in stale)
+    if unsafe or stale:  # an ignored file where the sub-agent adds one, a symlinked folder
+        conflicts = unsafe + tuple(_changed_meanwhile(copy, p, ours, head) for p in stale)
         return MergeReport("conflicts", conflicts=conflicts, **report)  # type: ignore[arg-type]
     if dry_run:
         return MergeReport("merged", files=files, **report)  # type: ignore[arg-type]
@@ -135,6 +136,22 @@ def _conflicts(
                 detailed=n < MAX_DETAILED,
             )  # fmt: skip
         )
+    return tuple(out)
+
+
+def _unsafe_links(
+    copy: Copy, to_apply: list[RawChange], ours: str, theirs: str
+) -> tuple[Conflict, ...]:
+    """A conflict (``unsafe_link``) per symbolic link the merge would write whose target
+    is absolute or leads out of the workspace: written into the person's folder, it
+    would make a path there reach outside (``pw -> /etc/passwd``)."""
+    out = []
+    for path, target in sorted(link_targets(Path(copy.git_dir), to_apply).items()):
+        if link_leaves(relative_path(path, copy.prefix), target):
+            shown = target if len(target) <= 200 else target[:200] + "…"
+            detail = (f"the symbolic link points to {shown!r}, outside the workspace; "
+                      "nothing was written")  # fmt: skip
+            out.append(_with_sides(copy, path, "unsafe_link", detail, ours, theirs, detailed=True))
     return tuple(out)
 
 

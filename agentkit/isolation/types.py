@@ -104,17 +104,23 @@ class Copy:
 class FileChange:
     """One file the sub-agent changed, base to its final tree. ``path`` is
     workspace-relative (POSIX); ``insertions``/``deletions`` count lines (0 for a
-    binary file, ``binary`` True then)."""
+    binary file, ``binary`` True then). ``link_target``: when the sub-agent's version
+    is a symbolic link, where it points (as written, at most 4,096 characters), else
+    None; front ends show it as ``path → target``."""
 
     path: str
     status: FileStatus
     insertions: int = 0
     deletions: int = 0
     binary: bool = False
+    link_target: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready data."""
-        return asdict(self)
+        """JSON-ready data; ``link_target`` only for a symbolic link."""
+        data = asdict(self)
+        if self.link_target is None:
+            del data["link_target"]
+        return data
 
 
 @dataclass(frozen=True)
@@ -157,7 +163,9 @@ class Conflict:
         reason: ``both_modified`` (both sides edited overlapping lines), ``modify_delete``
             (one side deleted what the other edited), ``both_added`` (both created it
             differently), ``file_changed`` (the workspace's file is not what the merge
-            read, e.g. edited meanwhile), or ``other`` (git's words in ``detail``).
+            read, e.g. edited meanwhile), ``unsafe_link`` (a symbolic link whose target
+            is absolute or leads out of the workspace: never written), or ``other``
+            (git's words in ``detail``).
         workspace_change: unified diff base → workspace now, for this file (capped).
         sub_agent_change: unified diff base → the sub-agent's version (capped).
         detail: git's own message for the conflict, one line, may be empty.

@@ -317,6 +317,59 @@ def test_symlinks_binary_files_and_odd_names_are_merged(repo: Path) -> None:
     assert os.readlink(repo / "link") == "f.txt"
 
 
+def test_links_are_marked_and_links_leading_out_are_refused_by_the_merge(repo: Path) -> None:
+    """A sub-agent's symbolic links show their target in its changes; a merge refuses
+    (``unsafe_link``, nothing written) a link that is absolute or climbs out of the
+    workspace, and writes links that stay inside as before (trial of issue 34:
+    ``pw -> /etc/passwd`` reached the person's folder)."""
+    (repo / "docs").mkdir()
+    copy = iso.create_copy(repo, "conv", 1)
+    root = Path(copy.root)
+    (root / "docs").mkdir(exist_ok=True)
+    os.symlink("/etc/passwd", root / "pw")
+    os.symlink("../../outside", root / "docs" / "up")
+    (root / "f.txt").write_text("one\ntwo\nthree\nfour\n")
+    found = {c.path: c for c in iso.changes(copy).files}
+    assert found["pw"].link_target == "/etc/passwd" and found["pw"].status == "added"
+    assert found["docs/up"].link_target == "../../outside"
+    assert found["f.txt"].link_target is None and "link_target" not in found["f.txt"].to_dict()
+    assert found["pw"].to_dict()["link_target"] == "/etc/passwd"
+    before = user_state(repo)
+    for dry_run in (True, False):
+        report = iso.merge(repo, copy, dry_run=dry_run)
+        assert report.status == "conflicts", report
+        unsafe = {c.path: c for c in report.conflicts}
+        assert set(unsafe) == {"pw", "docs/up"}
+        assert {c.reason for c in unsafe.values()} == {"unsafe_link"}
+        assert "/etc/passwd" in unsafe["pw"].detail and "outside" in unsafe["pw"].detail
+        assert not os.path.lexists(repo / "pw") and not os.path.lexists(repo / "docs" / "up")
+        assert (repo / "f.txt").read_text() == "one\ntwo\nthree\n"  # nothing written
+        assert user_state(repo) == before
+    # The sub-agent points them inside instead: they merge as links, with the file.
+    (root / "pw").unlink()
+    (root / "docs" / "up").unlink()
+    os.symlink("docs/../f.txt", root / "pw")
+    os.symlink("../f.txt", root / "docs" / "up")
+    report = iso.merge(repo, copy)
+    assert report.status == "merged" and set(report.files) == {"pw", "docs/up", "f.txt"}
+    assert os.readlink(repo / "pw") == "docs/../f.txt"
+    assert os.readlink(repo / "docs" / "up") == "../f.txt"
+    assert (repo / "f.txt").read_text() == "one\ntwo\nthree\nfour\n"
+
+
+def test_a_link_climbing_out_of_a_repository_subfolder_workspace_is_refused(
+    tmp_path: Path,
+) -> None:
+    top = make_repo(tmp_path.resolve() / "mono", {"README": "top\n", "pkg/app/main.py": "x\n"})
+    ws = top / "pkg" / "app"
+    copy = iso.create_copy(ws, "conv", 1)
+    os.symlink("../../README", Path(copy.root) / "readme")  # inside the repository, not ws
+    report = iso.merge(ws, copy)
+    assert report.status == "conflicts"
+    assert [(c.path, c.reason) for c in report.conflicts] == [("readme", "unsafe_link")]
+    assert not os.path.lexists(ws / "readme")
+
+
 def test_a_file_changed_after_the_snapshot_is_reported_stale(repo: Path) -> None:
     copy = iso.create_copy(repo, "conv", 1)
     (Path(copy.root) / "f.txt").write_text("sub\n")

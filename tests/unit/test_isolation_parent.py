@@ -336,3 +336,15 @@ def test_the_merge_and_discard_calls_are_labelled_in_words(language: str) -> Non
     assert no_check == merge
     card = describe("merge_sub_agent", {"agent_id": 1}, merge, Path("/w"))
     assert card.title == merge and "merge_sub_agent" not in card.title
+
+
+def test_a_person_is_told_a_link_s_target_and_why_the_merge_refused_it() -> None:
+    from agentkit.chat.isolation import FileDiff, conflict_words
+    from agentkit.isolation.types import Conflict
+
+    detail = "the symbolic link points to '/etc/passwd', outside the workspace; nothing was written"
+    words = conflict_words(Conflict("pw", "unsafe_link", detail=detail))
+    assert words == f"pw: {detail}"
+    link = FileDiff("pw", "added", 1, 0, False, "", "/etc/passwd")
+    assert link.to_dict()["link_target"] == "/etc/passwd"
+    assert "link_target" not in FileDiff("a.py", "added", 1, 0, False, "").to_dict()

@@ -12,6 +12,8 @@ from agentkit.isolation import Copy, IsolationError
 from agentkit.isolation._parse import (
     blob_id,
     conflict_reason,
+    link_leaves,
+    parse_batch,
     parse_merge_tree,
     parse_raw_numstat,
     ref_component,
@@ -176,3 +178,29 @@ def test_nested_repositories_without_a_commit_are_named_from_gits_error() -> Non
         "error: 'a b/' does not have a commit checked out\nfatal: adding files failed\n"
     )
     assert _NO_COMMIT.findall(stderr) == ["vendor/x", "a b"]
+
+
+@pytest.mark.parametrize(
+    ("path", "target", "leaves"),
+    [
+        ("pw", "/etc/passwd", True),
+        ("pw", "../outside", True),
+        ("a/b/up", "../../../x", True),
+        ("a/b/up", "../../x", False),
+        ("a/link", "b/../../f.txt", False),
+        ("a/link", "b/../../../f.txt", True),
+        ("link", "f.txt", False),
+        ("link", ".", False),
+        ("link", "", True),
+        ("link", "x" * 4096, True),
+    ],
+)
+def test_a_link_target_leaving_the_workspace_is_told_from_its_text(
+    path: str, target: str, leaves: bool
+) -> None:
+    assert link_leaves(path, target) is leaves
+
+
+def test_cat_file_batch_output_is_parsed_and_a_cut_record_ends_it() -> None:
+    data = b"aaa blob 11\n/etc/passwd\nbbb missing\nccc blob 5\nf.txt\nddd blob 9\nshort"
+    assert parse_batch(data) == {"aaa": "/etc/passwd", "ccc": "f.txt"}
