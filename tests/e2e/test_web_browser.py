@@ -557,6 +557,13 @@ def test_a_renderer_failure_shows_that_message_as_plain_text(workspace: Path, pa
         assert shown == ["**x** https://x.org", 1]
 
 
+def _stream_status(web: Any, cid: str) -> int:
+    """The status a conversation's event stream answers, its body unread (an open
+    conversation's stream never ends)."""
+    with web.client.stream("GET", f"/api/conversations/{cid}/events") as response:
+        return int(response.status_code)
+
+
 def test_page_reopens_its_conversation_when_the_stream_is_refused(
     workspace: Path, page: Any
 ) -> None:
@@ -566,10 +573,22 @@ def test_page_reopens_its_conversation_when_the_stream_is_refused(
         send(page, "first")
         expect(assistant(page)).to_have_text("ok: first")
         cid = page.get_by_test_id("conversation").get_attribute("data-id")
-        # Another client leaves it: the stream ends, and a GET of it opens nothing (409).
-        other = web.post("/api/switch", {"leaving": cid, "to": None}).json()["id"]
-        assert web.client.get(f"/api/conversations/{cid}/events").status_code == 409
-        assert wait_until(lambda: web.server.app.state.agentkit.workspace.get(cid) is not None)
+        refused: list[int] = []
+
+        def check_then_reopen(route: Any) -> None:
+            # The page reopens at once (f49989a): its switch waits here while the stream
+            # is asked, or the GET raced it, found it open and streamed on (a 120 s hang).
+            refused.append(_stream_status(web, cid))
+            route.continue_()
+
+        page.route("**/api/switch", check_then_reopen)
+        # Another client leaves it: the stream ends, a GET of it opens nothing (409),
+        # and the page opens it again with a POST.
+        with page.expect_response("**/api/switch") as reopened:
+            other = web.post("/api/switch", {"leaving": cid, "to": None}).json()["id"]
+        assert refused == [409]
+        assert reopened.value.ok and reopened.value.request.post_data_json["to"] == cid
+        assert web.server.app.state.agentkit.workspace.get(cid) is not None
         send(page, "still here")
         expect(assistant(page).nth(1)).to_have_text("ok: still here")
         assert other != cid
