@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
@@ -361,6 +362,33 @@ def conversation_state(value: Any, path: Path | str = "") -> ConversationState:
 def state_path(workspace: Path, *parts: str) -> Path:
     """Return ``<workspace>/.agentkit/<parts...>`` (:data:`STATE_DIR`); nothing is created."""
     return workspace.joinpath(STATE_DIR, *parts)
+
+
+RUNTIME_GITIGNORE = "# agentkit's own runtime files (conversations, logs, records)\n*\n"
+"""The ``.gitignore`` in each runtime subfolder of ``.agentkit`` (the isolation engine's
+``hide_from_git`` writes the same for ``worktrees`` and ``isolation``)."""
+
+
+def hide_runtime_folder(workspace: Path, folder: Path) -> None:
+    """Make ``folder`` (inside ``<workspace>/.agentkit``) and hide the runtime subfolder
+    holding it from the user's ``git status``: a ``.gitignore`` of ``*`` in
+    ``.agentkit/<its first part>`` (conversations, outputs, logs, records...), unless one
+    is there. ``.agentkit`` itself is never hidden: people commit its skills, agents,
+    mcp.json and hooks.json. Through no link below ``workspace`` (agentkit.confined).
+    Never raises: a folder that cannot be made is the caller's write to report."""
+    from agentkit.confined import folder as open_folder
+
+    try:
+        first = folder.relative_to(workspace / STATE_DIR).parts[0]
+        with (
+            open_folder(workspace, folder, create=True),
+            open_folder(workspace, workspace / STATE_DIR / first) as fd,
+        ):
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+            with os.fdopen(os.open(".gitignore", flags, 0o644, dir_fd=fd), "w") as marker:
+                marker.write(RUNTIME_GITIGNORE)
+    except (OSError, ValueError, IndexError):  # there already, read-only, not below it
+        pass
 
 
 def _count(value: object) -> int | None:

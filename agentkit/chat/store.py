@@ -22,6 +22,7 @@ from agentkit.conversation import (
     Conversation,
     ConversationState,
     conversations_dir,
+    hide_runtime_folder,
     utc_from,
     utc_now,
 )
@@ -301,6 +302,7 @@ class ConversationFile:
         if self._writer is None or self._writer.path != path:
             if self._writer is not None:
                 self._writer.flush()
+            hide_runtime_folder(self.workspace, path.parent)  # not in the user's git status
             self._writer = JsonFileWriter(path, root=self.workspace, forget_when_idle=True)
         conversation.updated_at = utc_now()
         data = conversation.to_dict()

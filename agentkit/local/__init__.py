@@ -34,7 +34,7 @@ from pathlib import Path
 
 import httpx
 
-from agentkit.conversation import state_path
+from agentkit.conversation import hide_runtime_folder, state_path
 from agentkit.errors import ConfigurationError
 from agentkit.process.spawn import start_owned
 from agentkit.process.tree import AGENT_MARK_VAR, kill_tree, signal_name
@@ -97,7 +97,7 @@ class LocalModelServer:
     within ``start_timeout`` seconds (its log's path and tail are in the message).
 
     Args:
-        workspace: the server's log goes to ``<workspace>/.agentkit/llama-server-<port>.log``
+        workspace: the server's log goes to ``<workspace>/.agentkit/logs/llama-server-<port>.log``
             (None: the temporary folder).
         n_ctx: context size, tokens (the run's context_window; the KV cache takes about
             18 KiB a token).
@@ -141,10 +141,12 @@ class LocalModelServer:
         port = _free_port()
         self.base_url = f"http://127.0.0.1:{port}/v1"
         folder = (
-            state_path(self.workspace)
+            state_path(self.workspace, "logs")
             if self.workspace is not None
             else Path(os.environ.get("TMPDIR", "/tmp"))
         )
+        if self.workspace is not None:
+            hide_runtime_folder(self.workspace, folder)  # not in the user's git status
         folder.mkdir(parents=True, exist_ok=True)
         self.log_path = folder / f"llama-server-{port}.log"
         with open(self.log_path, "wb") as log:

@@ -31,7 +31,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from agentkit.conversation import state_path
+from agentkit.conversation import hide_runtime_folder, state_path
 from agentkit.mcp.client import Connection, MCPFailure
 from agentkit.mcp.config import MCPServer, load_servers
 from agentkit.process.redact import scrub_error
@@ -114,6 +114,7 @@ def _save(workspace: Path, server: str, data: str, mime: str) -> str:
         raw = base64.b64decode(data, validate=False)
         from agentkit.confined import write_bytes_atomic
 
+        hide_runtime_folder(workspace, folder)  # not in the user's git status
         write_bytes_atomic(workspace, path, raw)  # through no link below the workspace
     except (OSError, binascii.Error, ValueError) as exc:
         return f"(not saved: {exc})"

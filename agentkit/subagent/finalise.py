@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentkit.conversation import SEED_COUNTERS, state_path, utc_now
+from agentkit.conversation import SEED_COUNTERS, hide_runtime_folder, state_path, utc_now
 from agentkit.jsonfile import write_json_atomic
 from agentkit.subagent.journal import append_end
 from agentkit.subagent.record import (
@@ -99,6 +99,7 @@ def finalise_record(
     fallback = fallback_path(root, spec.sub_conversation_id) or state_path(
         root, FALLBACK_DIR, "record.json"
     )
+    hide_runtime_folder(root, fallback.parent)  # not in the user's git status
     try:
         write_json_atomic(fallback, record, root=root)
     except OSError:

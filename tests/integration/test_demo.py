@@ -116,3 +116,31 @@ def test_demo_on_a_real_python_project(tmp_path: Path) -> None:
     assert "_client.py" in sizes
     total = sum(1 for p in root.rglob("*.py") if "sub_agent_results" not in p.parts)
     assert sizes.count(".py |") == total
+
+
+def test_agentkit_s_own_files_stay_out_of_the_user_s_git_status(tmp_path: Path) -> None:
+    # A trial saw .agentkit/conversations/*.json untracked in its repository.
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "README.md").write_text("# A project\n\nIt counts things.\n")
+    (root / "app.py").write_text("x = 1  # TODO: count\n")
+    (root / ".agentkit" / "skills").mkdir(parents=True)
+    (root / ".agentkit" / "skills" / "notes.md").write_text("the user's own\n")
+
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", "-c", "user.email=t@example.com", "-c", "user.name=t", *args],
+            cwd=root, capture_output=True, text=True, check=True,
+        ).stdout  # fmt: skip
+
+    git("init", "-q")
+    git("add", "README.md", "app.py")
+    git("commit", "-q", "-m", "start")
+    code, output = run_demo("-w", str(root))
+    assert code == 0, output
+    assert list((root / ".agentkit" / "conversations").glob("conv_*.json"))
+    untracked = git("status", "--porcelain", "--untracked-files=all").splitlines()
+    assert "?? .agentkit/skills/notes.md" in untracked  # the user's: never hidden
+    assert [line for line in untracked if ".agentkit/" in line] == ["?? .agentkit/skills/notes.md"]
+    # The deliverables are the user's to commit or ignore.
+    assert "?? sub_agent_results/agent_1/todos.md" in untracked

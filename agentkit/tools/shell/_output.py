@@ -148,7 +148,9 @@ class OutputCapture:
             if self._spill is None:
                 if self._root is not None:
                     from agentkit.confined import create_file
+                    from agentkit.conversation import hide_runtime_folder
 
+                    hide_runtime_folder(self._root, self._spill_path.parent)  # not for git
                     self._spill = create_file(self._root, self._spill_path)
                 else:
                     self._spill_path.parent.mkdir(parents=True, exist_ok=True)
