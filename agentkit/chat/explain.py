@@ -7,7 +7,7 @@ is at fault, for the terminal chat and the web chat (docs/web-api.md: RoundFinis
 ``explanation``). :func:`shown_url` is the endpoint as it may be shown anywhere: no
 user name, password, query or fragment (they may hold a secret); :func:`closing_words`
 says what a server's shutdown ended, :func:`counter_words` an agent's counters (the one
-wording of the chat, ``agentkit show`` and ACP).
+wording of the chat, ``agentkit show`` and ACP) and :func:`usage_words` its tokens and cost.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ __all__ = [
     "round_failure",
     "shown_url",
     "state_words",
+    "usage_words",
 ]
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -161,3 +162,20 @@ def counter_words(row: dict[str, Any]) -> str:
         parts.append(said(calls, "tool call", "tool calls"))
     parts += [said(row.get(key), one, many) for key, one, many in COUNTER_NOUNS]
     return ", ".join(parts)
+
+
+def usage_words(row: dict[str, Any]) -> str:
+    """A status row's ``tokens`` and ``cost_usd`` in the front ends' words:
+    ``1,234 tokens · $0.001200``, ``1,234 tokens · cost unknown`` (no known price),
+    ``~1,234 tokens (estimated) · ...`` (``usage_estimated``), and ``0 tokens`` when it
+    never reached the model: no cost to speak of (never a bare "$0.000000"; the page
+    shows none either)."""
+    count = row.get("tokens")
+    tokens = int(count) if isinstance(count, (int, float)) and not isinstance(count, bool) else 0
+    cost = row.get("cost_usd")
+    shown = f"${cost:.6f}" if isinstance(cost, (int, float)) else "cost unknown"
+    if row.get("usage_estimated"):
+        return f"~{tokens:,} tokens (estimated) · {shown}"
+    if tokens == 0:
+        return "0 tokens"
+    return f"{tokens:,} tokens · {shown}"

@@ -97,14 +97,11 @@ def counters_text(info: dict[str, Any]) -> str:
 
 def usage_text(info: dict[str, Any]) -> str:
     """Return ``1,234 tokens · $0.001200`` from a row's ``tokens`` and ``cost_usd``
-    (``cost unknown`` when the model has no known price; ``~1,234 tokens (estimated)``
-    when the row says ``usage_estimated``)."""
-    tokens = info.get("tokens") or 0
-    cost = info.get("cost_usd")
-    shown = f"${cost:.6f}" if isinstance(cost, (int, float)) else "cost unknown"
-    if info.get("usage_estimated"):
-        return f"~{int(tokens):,} tokens (estimated) · {shown}"
-    return f"{int(tokens):,} tokens · {shown}"
+    (agentkit.chat.explain.usage_words: ``cost unknown`` without a known price, ``0
+    tokens`` before it reached the model)."""
+    from agentkit.chat.explain import usage_words
+
+    return usage_words(info)
 
 
 def event_line(event: ev.Event) -> str | None:

@@ -129,7 +129,8 @@ def sweep_rows(workspace: Path, rows: list[dict[str, Any]]) -> list[dict[str, An
     ``subagents``; each row names its ``deliverables_dir``, relative to
     ``workspace``). A swept row keeps status running and gets the record's
     ``error`` (the caller's note turns it terminated); a row whose record is final
-    takes the record's status and result_summary. Returns the swept rows."""
+    takes the record's status and result_summary. Both take the record's runtime and
+    counters. Returns the swept rows."""
     swept: list[dict[str, Any]] = []
     for row in rows:
         folder = row.get("deliverables_dir") if isinstance(row, dict) else None
@@ -139,6 +140,7 @@ def sweep_rows(workspace: Path, rows: list[dict[str, Any]]) -> list[dict[str, An
         record = sweep_record(deliverables, workspace)
         if record is not None:
             row["error"] = record.get("error")
+            _take_stats(row, record)
             swept.append(row)
             continue
         record = read_record(deliverables, workspace)
@@ -148,7 +150,18 @@ def sweep_rows(workspace: Path, rows: list[dict[str, Any]]) -> list[dict[str, An
         if same and record is not None and record.get("status") not in (None, "running"):
             row["status"] = record["status"]
             row["result_summary"] = record.get("result_summary")
+            _take_stats(row, record)
     return swept
+
+
+def _take_stats(row: dict[str, Any], record: dict[str, Any]) -> None:
+    """Give ``row`` its record's runtime and counters (journal applied): the file's row
+    was saved at the main agent's last turn (runtime 0 when that was the start), the
+    record at the sub-agent's last save or its end."""
+    stats = record.get("stats")
+    if isinstance(stats, dict):
+        keys = ("runtime_seconds", *SEED_COUNTERS)
+        row.update({k: v for k in keys if type(v := stats.get(k)) is int and v >= 0})
 
 
 def live_rows(
@@ -178,15 +191,7 @@ def live_rows(
             if not owner_alive:
                 row["status"] = PROCESS_GONE
             continue
-        stats = record.get("stats")
-        if isinstance(stats, dict):
-            row.update(
-                {
-                    k: v
-                    for k in ("runtime_seconds", *SEED_COUNTERS)
-                    if type(v := stats.get(k)) is int
-                }
-            )
+        _take_stats(row, record)
         if record.get("status") in FINAL_STATUSES:
             row["status"] = record["status"]
             row["result_summary"] = record.get("result_summary")

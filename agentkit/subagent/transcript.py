@@ -265,13 +265,16 @@ class TranscriptWriter:
             self._sync(record)
             return self._finish()
 
-    def end(self, update: dict[str, Any], timeout: float = 5.0) -> bool | None:
+    def end(
+        self, update: dict[str, Any], timeout: float = 5.0, runtime_seconds: int | None = None
+    ) -> bool | None:
         """Write the record as last saved (its messages and the counters saved with
         them), with the fields ``update`` (status, completed_at, ...), whole, and
         remove the journal: the end of a worker that cannot take its live
-        conversation's state (another thread owns it). Returns None when nothing was
-        saved yet (or the lock is not had within ``timeout`` seconds), else as
-        :meth:`final`. Raises OSError."""
+        conversation's state (another thread owns it). ``runtime_seconds``: its
+        runtime up to this end (the saved one is the last save's). Returns None when
+        nothing was saved yet (or the lock is not had within ``timeout`` seconds), else
+        as :meth:`final`. Raises OSError."""
         if not self._lock.acquire(timeout=timeout):
             return None
         try:
@@ -280,6 +283,8 @@ class TranscriptWriter:
             if self._base is None and not self._messages:
                 return None
             self._head.update(update)
+            if runtime_seconds is not None and isinstance(self._stats, dict):
+                self._stats = {**self._stats, "runtime_seconds": runtime_seconds}
             return self._finish()
         finally:
             self._lock.release()

@@ -318,7 +318,10 @@ class Worker:
         why = ORPHANED_ERROR
         ending = {"status": "terminated", "completed_at": utc_now()}
         try:
-            wrote = self.transcript.end({**ending, "result_summary": why, "error": why})
+            runtime = int(time.monotonic() - self.started) + self.runtime_before
+            wrote = self.transcript.end(
+                {**ending, "result_summary": why, "error": why}, runtime_seconds=runtime
+            )
         except OSError:
             return
         if wrote is None:  # nothing saved yet: no turn ran, so nothing disagrees
