@@ -31,3 +31,20 @@ def test_the_way_back_names_the_folder_a_demo_ran_in(
     other.mkdir()
     shown = _resume_hint(other, demo=True)
     assert shown == f"agentkit chat --continue {{id}} -w '{other.resolve()}' --demo"
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_msg_with_the_control_plane_off_names_the_flag(tmp_path: Path, language: str) -> None:
+    """Regression (a new user's trial): /msg with the control plane off said
+    ``subagent_control=false`` but not the command line's ``--subagent-control``."""
+    from agentkit.chat import Workspace
+    from agentkit.cli.commands import ChatCommands
+    from agentkit.settings import Settings
+
+    settings = Settings(model="m", api_key="k", base_url="http://127.0.0.1:9/v1", language=language)
+    workspace = Workspace(tmp_path, settings)
+    try:
+        result = ChatCommands(workspace, workspace.create()).execute("/msg 1 hello")
+    finally:
+        workspace.close()
+    assert not result.ok and "--subagent-control" in result.text
