@@ -9,6 +9,8 @@ a source checkout); without it, importing this package's app raises
 Map: ``app.py`` (create_app), ``api.py`` and ``views.py`` (conversations and how they
 are shown), ``bodies.py`` (the request bodies' models and the API's error),
 ``control.py`` and ``approvals.py`` (the control plane's and the approvals' routes),
+``isolation_api.py`` (an isolated sub-agent's changes, merge, discard),
+``deleting.py`` (deleting a conversation, its unmerged copies decided first),
 ``info.py`` and ``endpoint.py`` (the server's facts, the endpoint check),
 ``stream.py`` and ``fanout.py`` (the event stream), ``security.py`` (token, Origin,
 Host), ``files.py`` (the read-only viewer), ``text.py``, ``serve.py``; ``static/``

@@ -243,13 +243,6 @@ async def rename_conversation(request: Request) -> Response:
     return JSONResponse({"id": cid, "title": clean_title(title)})
 
 
-def delete_conversation(request: Request) -> Response:
-    cid = request.path_params["cid"]
-    with _conversation_errors(cid):
-        _ws(request).delete(cid)
-    return JSONResponse({"deleted": cid})
-
-
 async def switch(request: Request) -> Response:
     """Leave ``leaving`` (its sub-agents end: spec §8.5) and open ``to`` (None: new)."""
     body = await _parsed(request, SwitchBody)
@@ -375,7 +368,6 @@ def api_routes() -> list[BaseRoute]:
         Route(c, get_conversation, methods=["GET"]),
         Route(c + "/summary", conversation_summary, methods=["GET"]),
         Route(c, rename_conversation, methods=["PATCH"]),
-        Route(c, delete_conversation, methods=["DELETE"]),
         Route("/api/switch", switch, methods=["POST"]),
         Route(c + "/messages", post_message, methods=["POST"]),
         Route(c + "/cancel", cancel, methods=["POST"]),

@@ -28,6 +28,7 @@ from agentkit.webchat import files
 from agentkit.webchat.api import ApiError, api_error, api_routes
 from agentkit.webchat.approvals import page_answers
 from agentkit.webchat.control import control_routes
+from agentkit.webchat.deleting import deleting_routes
 from agentkit.webchat.endpoint import EndpointWatch
 from agentkit.webchat.fanout import Fanout
 from agentkit.webchat.info import info_routes
@@ -126,6 +127,7 @@ def create_app(
     routes = [
         *api_routes(),
         *control_routes(),
+        *deleting_routes(),
         *info_routes(),
         *isolation_routes(),
         Mount("/", app=StaticFiles(directory=STATIC_DIR, html=True), name="static"),

@@ -37,7 +37,7 @@ def test_merge_and_discard_from_the_changes_tab(workspace: Path, tmp_path: Path)
             api.expect(page.get_by_test_id("conversation")).to_have_count(1)
             page.get_by_test_id("composer").fill("two versions")
             page.get_by_test_id("send").click()
-            api.expect(page.get_by_test_id("state")).to_have_text("idle")
+            api.expect(page.get_by_test_id("state")).to_have_text("idle", timeout=30_000)
             for agent_id in (1, 2, 3):
                 row = page.locator(f'[data-testid=subagent][data-agent-id="{agent_id}"]')
                 api.expect(row).to_have_attribute("data-status", "completed")
@@ -95,5 +95,58 @@ def test_merge_and_discard_from_the_changes_tab(workspace: Path, tmp_path: Path)
             discard.click()
             api.expect(changes).to_contain_text("Discarded sub-agent 2's copy and branch")
             assert "agent-2" not in git(workspace, "branch", "--list", "agentkit/*")
+        finally:
+            browser.close()
+
+
+@pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="no /usr/bin/chromium")
+def test_deleting_a_conversation_with_unmerged_work_asks_what_to_do(workspace: Path) -> None:
+    """The sidebar's Delete, when the API says the sub-agents' copies are not merged:
+    a dialog says so in words; Cancel deletes nothing; Discard (destructive) drops the
+    branches and deletes the conversation."""
+    api = pytest.importorskip("playwright.sync_api")
+    make_repo(workspace)
+    args = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"]
+    router = two_isolated_and_a_shared()
+    with (
+        running_web(workspace, router, subagent_isolation="available") as web,
+        api.sync_playwright() as p,
+    ):
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=args, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.set_default_timeout(30_000)
+            page.goto(web.url)
+            api.expect(page.get_by_test_id("conversation")).to_have_count(1)
+            cid = page.get_by_test_id("conversation").get_attribute("data-id")
+            page.get_by_test_id("composer").fill("two versions")
+            page.get_by_test_id("send").click()
+            api.expect(page.get_by_test_id("state")).to_have_text("idle", timeout=30_000)
+            for agent_id in (1, 2):
+                row = page.locator(f'[data-testid=subagent][data-agent-id="{agent_id}"]')
+                api.expect(row).to_have_attribute("data-status", "completed")
+            delete = page.get_by_test_id("delete-conversation")
+            dialog = page.get_by_test_id("copies-dialog")
+            delete.click()
+            delete.click()  # the second click confirms; the server asks about the copies
+            api.expect(dialog).to_be_visible()
+            api.expect(dialog).to_contain_text("2 sub-agents' work is not merged")
+            api.expect(dialog).to_contain_text("#1 (agentkit/")
+            page.get_by_test_id("copies-cancel").click()
+            api.expect(dialog).to_be_hidden()
+            assert web.client.get(f"/api/conversations/{cid}").status_code == 200
+            assert git(workspace, "branch", "--list", "agentkit/*").count("agent-") == 2
+
+            delete.click()
+            delete.click()
+            discard = page.get_by_test_id("copies-discard")
+            api.expect(discard).to_have_text("Discard work and delete")
+            assert "danger" in (discard.get_attribute("class") or "")
+            discard.click()
+            api.expect(page.locator(f'[data-testid=conversation][data-id="{cid}"]')).to_have_count(
+                0
+            )
+            assert web.client.get(f"/api/conversations/{cid}").status_code == 404
+            assert git(workspace, "branch", "--list", "agentkit/*") == ""
         finally:
             browser.close()

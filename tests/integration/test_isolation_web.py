@@ -6,12 +6,17 @@ FakeOpenAIServer."""
 
 from __future__ import annotations
 
+import shlex
+import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 from isolation_front_helpers import APP, git, make_repo, two_isolated_and_a_shared, version
 from subagent_helpers import wait_until
 from web_helpers import running_web
+
+from agentkit.subagent.record import read_record
 
 pytestmark = pytest.mark.slow
 
@@ -67,3 +72,74 @@ def test_changes_merge_conflict_and_discard_over_http(workspace: Path) -> None:
         assert shared.status_code == 409 and shared.json()["reason"] == "shared"
         assert web.client.get(f"{base}/9/changes").status_code == 404
     assert git(workspace, "rev-parse", "HEAD") == head
+
+
+def _finished(web: Any, workspace: Path) -> str:
+    """A conversation whose isolated sub-agents 1 and 2 ended with their copies unmerged."""
+    cid = web.new_conversation()
+    assert web.post(f"/api/conversations/{cid}/messages", {"text": "go"}).status_code == 202
+    session = web.server.app.state.agentkit.workspace.get(cid)
+    assert wait_until(lambda: session.last_result is not None, 60)
+    return str(cid)
+
+
+def _branches(workspace: Path) -> list[str]:
+    return git(workspace, "branch", "--list", "--format=%(refname:short)", "agentkit/*").split()
+
+
+def test_deleting_a_conversation_with_unmerged_copies_asks_then_keeps_them(
+    workspace: Path,
+) -> None:
+    """Regression: DELETE dropped the conversation and with it the only way agentkit
+    finds its sub-agents' worktrees and branches. Now it refuses in words until told
+    what to do; ``copies=keep`` deletes it and says how to remove the branches."""
+    make_repo(workspace)
+    with running_web(workspace, two_isolated_and_a_shared(), subagent_isolation="available") as web:
+        cid = _finished(web, workspace)
+        refused = web.client.delete(f"/api/conversations/{cid}")
+        assert refused.status_code == 409, refused.text
+        data = refused.json()
+        assert data["reason"] == "unmerged_copies" and "not merged" in data["error"]
+        one = {"files": 1, "insertions": 1, "deletions": 1}
+        assert [(c["agent_id"], c["changes"], c["running"]) for c in data["copies"]] == [
+            (1, one, False),
+            (2, one, False),
+        ]
+        assert [c["branch"] for c in data["copies"]] == _branches(workspace)
+        assert web.client.get(f"/api/conversations/{cid}").status_code == 200  # still there
+
+        assert web.post(f"/api/conversations/{cid}/subagents/1/merge", {}).json()["ok"]
+        bad = web.client.delete(f"/api/conversations/{cid}?copies=later")
+        assert bad.status_code == 400 and '"keep"' in bad.json()["error"]
+        kept = web.client.delete(f"/api/conversations/{cid}?copies=keep")
+        assert kept.status_code == 200, kept.text
+        (copy,) = kept.json()["copies"]  # the merged one is not asked about
+        assert copy["agent_id"] == 2 and copy["branch"] in kept.json()["kept"]
+        assert web.client.get(f"/api/conversations/{cid}").status_code == 404
+        assert copy["branch"] in _branches(workspace)
+        worktrees = git(workspace, "worktree", "list").count("\n")
+        for command in copy["remove"]:  # what the answer says to run, run as said
+            subprocess.run(shlex.split(command), cwd=workspace, check=True, capture_output=True)
+        assert copy["branch"] not in _branches(workspace)
+        assert git(workspace, "worktree", "list").count("\n") == worktrees - 1
+    assert (workspace / "app.py").read_text() == version(1)
+
+
+def test_deleting_with_copies_discard_drops_them_and_marks_their_records(
+    workspace: Path,
+) -> None:
+    make_repo(workspace)
+    with running_web(workspace, two_isolated_and_a_shared(), subagent_isolation="available") as web:
+        cid = _finished(web, workspace)
+        assert len(_branches(workspace)) == 2
+        dropped = web.client.delete(f"/api/conversations/{cid}?copies=discard")
+        assert dropped.status_code == 200, dropped.text
+        assert dropped.json()["discarded"] is True
+        assert [c["agent_id"] for c in dropped.json()["copies"]] == [1, 2]
+        assert web.client.get(f"/api/conversations/{cid}").status_code == 404
+    assert _branches(workspace) == []
+    assert git(workspace, "worktree", "list").count("\n") == 1
+    for n in (1, 2):
+        record = read_record(workspace / f"sub_agent_results/agent_{n}", workspace)
+        assert record is not None and record["discarded"] is True
+    assert (workspace / "app.py").read_text() == APP  # the workspace untouched

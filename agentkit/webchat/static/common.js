@@ -20,6 +20,7 @@ export async function api(path, { method = "GET", body } = {}) {
 function apiError(path, response, data) {
   const error = new Error(data.error || `${response.status} ${response.statusText}`);
   error.status = response.status;
+  error.data = data; // the refusal's other fields (e.g. reason, copies)
   error.conversation = /^\/api\/conversations\/([^/?#]+)/.exec(path)?.[1] ?? null;
   return error;
 }

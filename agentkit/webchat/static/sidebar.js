@@ -1,9 +1,11 @@
 // The conversations list (the sidebar): each conversation's title, state in words and
 // age; rename in place (one PATCH for Enter and the blur it causes); delete (a labelled
 // button) after a second click (armed for 3 s, styled as destructive, and still armed
-// when the list is redrawn meanwhile).
+// when the list is redrawn meanwhile); when isolated sub-agents' copies are not merged,
+// a dialog asks whether to keep their branches or discard their work.
 // The page's state and its switchTo/showError come from app.js (setupSidebar).
 import { $, ago, api, el, isGone, stateWords, titleText } from "./common.js";
+import { showNotice } from "./notices.js";
 
 let page = null; // app.js's page state: current, title, conversations, armedDelete
 let hooks = null; // {switchTo(id), showError(e), closeStream(), openStream(), conversationGone(id)}
@@ -99,18 +101,61 @@ function confirmDelete(button, id, ask) {
     return;
   }
   page.armedDelete = null;
+  button.dataset.armed = ""; // answered: a later click asks again
+  button.textContent = "Delete";
   // Its event stream would reconnect to a conversation that is gone (404s).
   if (id === page.current) { hooks.closeStream(); page.ready = false; }
-  api(`/api/conversations/${id}`, { method: "DELETE" })
-    .then(async () => {
-      if (id === page.current) {
-        page.current = null;
-        await hooks.switchTo(null);
-      } else loadConversations();
-    })
-    .catch((e) => {
-      if (isGone(e)) return hooks.conversationGone(id); // deleted elsewhere first
-      hooks.showError(e);
-      if (id === page.current) { hooks.openStream(); page.ready = true; } // still showing it
-    });
+  deleteConversation(id).catch((e) => {
+    if (isGone(e)) return hooks.conversationGone(id); // deleted elsewhere first
+    hooks.showError(e);
+    stillShowing(id);
+  });
+}
+
+function stillShowing(id) {
+  if (id === page.current && !page.ready) { hooks.openStream(); page.ready = true; }
+}
+
+/** DELETE it; when its isolated sub-agents' copies are not merged the server asks
+ * first (409 unmerged_copies): the person keeps the branches, discards the work or
+ * cancels (nothing deleted). */
+async function deleteConversation(id) {
+  let done;
+  try {
+    done = await api(`/api/conversations/${id}`, { method: "DELETE" });
+  } catch (e) {
+    if (e.status !== 409 || e.data?.reason !== "unmerged_copies") throw e;
+    const choice = await askCopies(e.data.copies || []);
+    if (!choice) return stillShowing(id);
+    done = await api(`/api/conversations/${id}?copies=${choice}`, { method: "DELETE" });
+  }
+  if (id === page.current) {
+    page.current = null;
+    await hooks.switchTo(null);
+  } else await loadConversations();
+  if (done.kept) showNotice("kept-branches", done.kept, "info"); // after the switch cleared notices
+}
+
+/** The copies dialog: resolves "keep", "discard" or null (Cancel, Esc). */
+function askCopies(copies) {
+  const dialog = $("copies");
+  const one = copies.length === 1;
+  const which = copies.map((c) => `#${c.agent_id} (${c.branch})`).join(", ");
+  $("copies-text").textContent =
+    `${one ? "A sub-agent's work is" : `${copies.length} sub-agents' work is`} not merged: ` +
+    `sub-agent${one ? "" : "s"} ${which}. Deleting the conversation leaves ${one ? "its branch" : "their branches"} ` +
+    "where agentkit no longer finds them. Keep the branches (to merge or remove with git), or discard the work?";
+  return new Promise((resolve) => {
+    const done = (choice) => {
+      $("copies-keep").onclick = $("copies-discard").onclick = $("copies-cancel").onclick = dialog.onclose = null;
+      if (dialog.open) dialog.close();
+      resolve(choice);
+    };
+    $("copies-keep").onclick = () => done("keep");
+    $("copies-discard").onclick = () => done("discard");
+    $("copies-cancel").onclick = () => done(null);
+    dialog.onclose = () => done(null);
+    dialog.showModal();
+    $("copies-cancel").focus();
+  });
 }
