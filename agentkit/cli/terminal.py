@@ -37,7 +37,7 @@ from agentkit.cli.isolation_commands import terminal_text
 from agentkit.cli.paste import typed_runs_as_paste
 from agentkit.cli.safe_text import terminal_safe
 from agentkit.cli.signals import Signals
-from agentkit.cli.terminal_view import TerminalView, render_markdown, style
+from agentkit.cli.terminal_view import TerminalView, fit_words, render_markdown, style
 from agentkit.errors import AgentkitError
 from agentkit.language import shown_language
 
@@ -112,7 +112,10 @@ class TerminalChat:
                     patched.__exit__(None, None, None)
                 except OSError:
                     self._terminal_gone = True
-                _say(self._leave())  # every open conversation: sub-agents end, saved
+                farewell, _, way_back_line = self._leave().rpartition("\n")
+                _say(farewell)  # every open conversation: sub-agents end, saved
+                # The way back is a command to copy: one line, the terminal wraps it softly.
+                _show(terminal_safe(way_back_line))
         if self._terminal_gone:
             _quiet_standard_streams()
             return signals.exit_code(128 + signal.SIGHUP)
@@ -298,8 +301,8 @@ class TerminalChat:
 
 def _say(text: str) -> None:
     """Print plain text (model, tool or file text allowed) above the input line,
-    terminal-safe."""
-    _show(terminal_safe(text))
+    terminal-safe, its long lines wrapped at word boundaries (fit_words)."""
+    _show("\n".join(fit_words(terminal_safe(text))))
 
 
 def _show(text: str) -> None:

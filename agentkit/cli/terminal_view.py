@@ -25,9 +25,11 @@ from agentkit.cli.safe_text import terminal_safe
 if TYPE_CHECKING:
     from agentkit.settings import Settings
 
-__all__ = ["BELL", "TerminalView", "render_markdown", "style"]
+__all__ = ["BELL", "TerminalView", "fit_words", "render_markdown", "style"]
 
 BELL = "\a"
+MIN_COLUMNS = 20
+"""Narrower terminals (or a width read as 0) are wrapped as this many columns."""
 
 
 def render_markdown(text: str, width: int | None = None) -> str:
@@ -179,6 +181,29 @@ class TerminalView:
         return [style("✓ all done: no round and no sub-agent running", "32") + BELL]
 
 
-def style(text: str, code: str) -> str:
-    """``text`` made terminal-safe, in an ANSI style (``"2"`` dim, ``"31"`` red...)."""
-    return f"\x1b[{code}m{terminal_safe(text)}\x1b[0m"
+def style(text: str, code: str, width: int | None = None) -> str:
+    """``text`` made terminal-safe, in an ANSI style (``"2"`` dim, ``"31"`` red...), its
+    long lines wrapped at word boundaries to ``width`` columns (:func:`fit_words`)."""
+    lines = fit_words(terminal_safe(text), width)
+    return "\n".join(f"\x1b[{code}m{line}\x1b[0m" for line in lines)
+
+
+def fit_words(text: str, width: int | None = None) -> list[str]:
+    """``text``'s lines, each one wider than ``width`` columns (default: the terminal's)
+    wrapped at word boundaries, counting wide characters as two columns (a word wider
+    than a line is cut); shorter lines stay as they are. Printed as it was, a long line
+    was broken by the terminal at its last column, mid-word ("themse" / "lves")."""
+    from rich.cells import cell_len
+
+    columns = max(width or shutil.get_terminal_size((100, 40)).columns, MIN_COLUMNS)
+    fitted: list[str] = []
+    for line in text.split("\n"):
+        if cell_len(line) <= columns:
+            fitted.append(line)
+            continue
+        from rich.console import Console
+        from rich.text import Text
+
+        parts = Text(line).wrap(Console(width=columns), columns)
+        fitted += [part.plain.rstrip(" ") for part in parts]
+    return fitted
