@@ -633,3 +633,25 @@ def test_markdown_headings_are_larger_than_the_text(workspace: Path, page: Any) 
         sizes = page.evaluate(HEADING_SIZES)
     assert sizes["h1"] > sizes["h2"] > sizes["h3"] >= sizes["body"], sizes
     assert sizes["h4"] >= sizes["body"], sizes
+
+
+def test_a_new_conversation_has_the_same_title_in_the_header_and_the_list(
+    workspace: Path, page: Any
+) -> None:
+    """Regression (polish): while the page opened a new conversation its header said
+    "…" and the sidebar "New conversation". The page's switch is held here so that
+    moment is seen every time."""
+    held: list[Any] = []
+    page.route("**/api/switch", lambda route: route.continue_() if held else held.append(route))
+    with running_web(workspace, ["ok"]) as web:
+        web.post("/api/conversations", {})  # saved, untitled: the one the page opens
+        with page.expect_request("**/api/switch"):
+            page.goto(web.url)
+        listed = page.get_by_test_id("conversation").locator(".text")
+        expect(listed).to_have_text("New conversation")
+        expect(page.get_by_test_id("title")).to_have_text("New conversation")
+        held[0].continue_()
+        expect(page.get_by_test_id("conversation")).to_have_attribute("aria-current", "true")
+        expect(page.get_by_test_id("title")).to_have_text("New conversation")
+        page.get_by_test_id("new-conversation").click()  # nothing said: it stays
+        expect(page.get_by_test_id("title")).to_have_text("New conversation")

@@ -73,6 +73,8 @@ async function run(request) {
     giveBack(request.texts);
     return settle(request);
   }
+  // Nothing shown yet (start-up): the header names what is being opened, as the list does.
+  if (!page.current) $("title").textContent = titleText(page.conversations.find((c) => c.id === to)?.title, to);
   const wasReady = page.ready;
   page.ready = false;
   hooks.closeStream();
