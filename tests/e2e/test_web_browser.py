@@ -655,3 +655,12 @@ def test_a_new_conversation_has_the_same_title_in_the_header_and_the_list(
         expect(page.get_by_test_id("title")).to_have_text("New conversation")
         page.get_by_test_id("new-conversation").click()  # nothing said: it stays
         expect(page.get_by_test_id("title")).to_have_text("New conversation")
+
+
+def test_the_intro_card_names_the_agents_panel_by_its_title(workspace: Path, page: Any) -> None:
+    """Regression (polish): the intro card said "the Sub-agents panel" of a panel titled
+    "Agents"."""
+    with running_web(workspace, ["ok"]) as web:
+        page.goto(web.url)
+        panel = page.locator("#agents > header strong").inner_text()
+        expect(page.get_by_test_id("empty-state")).to_contain_text(f"in the {panel} panel")

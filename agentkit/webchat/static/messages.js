@@ -170,7 +170,7 @@ export function showEmpty(info) {
     list,
     el("p", {}, "The main agent can start sub-agents: helpers that work in parallel, each in its own process, "
       + "and report back when done. Ask for work (for example “review this project in the background”) "
-      + "and watch them in the Sub-agents panel."),
+      + "and watch them in the Agents panel."),
   );
   card.hidden = box.querySelector("[data-testid=message], [data-testid=tool-call]") !== null;
 }
