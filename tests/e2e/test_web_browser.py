@@ -657,6 +657,17 @@ def test_a_new_conversation_has_the_same_title_in_the_header_and_the_list(
         expect(page.get_by_test_id("title")).to_have_text("New conversation")
 
 
+AGENTS_HEADER = """() => {
+  const header = document.querySelector("#agents > header");
+  const box = (n) => n.getBoundingClientRect();
+  const line = box(header.querySelector("strong")).height;
+  return [...header.querySelectorAll("span")].filter((s) => s.textContent).map((s) => ({
+    id: s.id, text: s.textContent, lines: Math.round(box(s).height / line),
+    cut: s.scrollWidth > s.clientWidth,
+  }));
+}"""
+
+
 def test_the_intro_card_names_the_agents_panel_by_its_title(workspace: Path, page: Any) -> None:
     """Regression (polish): the intro card said "the Sub-agents panel" of a panel titled
     "Agents"."""
@@ -664,3 +675,31 @@ def test_the_intro_card_names_the_agents_panel_by_its_title(workspace: Path, pag
         page.goto(web.url)
         panel = page.locator("#agents > header strong").inner_text()
         expect(page.get_by_test_id("empty-state")).to_contain_text(f"in the {panel} panel")
+
+
+def test_the_agents_header_keeps_each_figure_on_one_line(
+    workspace: Path, page: Any, tmp_path: Path
+) -> None:
+    """Regression (polish): at 1280 px the Agents header's "0 running · 2 ended" wrapped
+    onto two lines next to the token figure (and so did the figure)."""
+    router = Router(
+        main=[
+            calls(
+                *(
+                    call("create_sub_agent", agent_id=i, summary=f"part {i}", task="t")
+                    for i in (1, 2)
+                )
+            ),
+            "Both parts are done.",
+        ],
+        subs={i: [finish(f"part {i} done")] for i in (1, 2)},
+    )
+    with running_web(workspace, router) as web:
+        page.goto(web.url)
+        send(page, "two parts")
+        expect(assistant(page)).to_have_text("Both parts are done.")
+        expect(page.locator("#agents-summary")).to_have_text("0 running · 2 ended")
+        expect(page.get_by_test_id("conversation-cost")).to_contain_text("tokens")
+        page.screenshot(path=str(tmp_path / "agents-header.png"))
+        spans = page.evaluate(AGENTS_HEADER)
+    assert [s["lines"] for s in spans] == [1, 1] and not any(s["cut"] for s in spans), spans
