@@ -43,9 +43,13 @@ class MergeBody(StrictModel):
 
 
 class DiscardBody(StrictModel):
-    """``POST .../subagents/{aid}/discard``: ``confirm`` must be true (it drops work)."""
+    """``POST .../subagents/{aid}/discard``: ``confirm`` must be true (it drops work);
+    missing, it is false and the discard is refused in one sentence."""
 
-    confirm: StrictBool = Field(description="true (discarding drops the sub-agent's work)")
+    confirm: StrictBool = Field(default=False, description="true or false")
+
+
+UNCONFIRMED = 'To discard, send {"confirm": true}: discarding drops the sub-agent\'s work.'
 
 
 async def _run(request: Request, act: Any) -> Response:
@@ -92,7 +96,7 @@ async def discard(request: Request) -> Response:
     from agentkit.chat import isolation
 
     if not (await _parsed(request, DiscardBody)).confirm:
-        raise ApiError(400, 'give "confirm": true (discarding drops the sub-agent\'s work)')
+        raise ApiError(400, UNCONFIRMED)
 
     def act(session: Any, agent_id: int) -> dict[str, Any]:
         isolation.discard(session, agent_id)

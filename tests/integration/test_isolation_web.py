@@ -59,8 +59,13 @@ def test_changes_merge_conflict_and_discard_over_http(workspace: Path) -> None:
         assert (workspace / "app.py").read_text() == version(1)
 
         unconfirmed = web.post(f"{base}/2/discard", {})
-        assert unconfirmed.status_code == 400 and '"confirm"' in unconfirmed.json()["error"]
-        assert web.post(f"{base}/2/discard", {"confirm": False}).status_code == 400
+        # One plain sentence (it read: give "confirm" (true (discarding drops ...)))
+        asked = 'To discard, send {"confirm": true}: discarding drops the sub-agent\'s work.'
+        assert unconfirmed.status_code == 400 and unconfirmed.json()["error"] == asked
+        refused = web.post(f"{base}/2/discard", {"confirm": False})
+        assert refused.status_code == 400 and refused.json()["error"] == asked
+        wrong = web.post(f"{base}/2/discard", {"confirm": "yes"}).json()["error"]
+        assert wrong == '"confirm" must be true or false, not str'
         assert "agent-2" in git(workspace, "branch", "--list", "agentkit/*")
         dropped = web.post(f"{base}/2/discard", {"confirm": True})
         assert dropped.status_code == 200 and dropped.json()["discarded"] is True
