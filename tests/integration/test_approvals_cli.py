@@ -260,7 +260,12 @@ def test_terminal_chat_shows_requests_and_takes_y_a_and_n_with_a_reason(
         subprocess.run([*tmux, "send-keys", *typed], check=True)
 
     def shown(*texts: str) -> bool:  # the prompt may be redrawn before the lines above it
-        return wait_until(lambda: all(t in screen() for t in texts), 30)
+        # Long lines wrap at word boundaries (real line breaks): compare with white space
+        # made one space.
+        def flat(text: str) -> str:
+            return " ".join(text.split())
+
+        return wait_until(lambda: all(flat(t) in flat(screen()) for t in texts), 30)
 
     push = {"name": "run_command", "id": "call_p", "arguments": {"command": "git push origin"}}
     script(

@@ -53,7 +53,8 @@ def test_a_file_whose_inner_id_differs_from_its_name_is_opened_by_its_name(
         session = ws.open("conv_outer")
         assert session.id == "conv_outer"
         assert session.send("hi").final_text == "hello back"
-    assert sorted(p.name for p in folder.iterdir()) == ["conv_outer.json"]
+    # .gitignore: agentkit's runtime folder stays out of the user's git status.
+    assert sorted(p.name for p in folder.iterdir()) == [".gitignore", "conv_outer.json"]
     assert read_json(folder / "conv_outer.json")["conversation_id"] == "conv_outer"
 
 

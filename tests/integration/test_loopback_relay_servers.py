@@ -103,7 +103,7 @@ def test_relay_caps_connections_and_close_ends_both_sides() -> None:
         time.sleep(1)
         assert relay.connections() <= 64  # MAX_CONNECTIONS, as documented
         assert hold.open_count() <= 64
-        assert _threads() == threads  # no thread per connection
+        assert _threads() <= threads  # no thread per connection (another test's may end meanwhile)
         relay.close()
         assert relay.closed and not relay.folder.exists()
         assert relay.connections() == 0
