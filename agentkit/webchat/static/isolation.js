@@ -40,7 +40,8 @@ async function loadChanges(page, base, agentId, report) {
     files.append(el("li", { "data-testid": "changed-file" }, undefined));
     files.lastChild.append(
       el("span", { class: "path" }, f.path),
-      el("span", { class: "status" }, ` ${f.status} `),
+      // A link says where it points (a merge refuses one that leaves the workspace).
+      el("span", { class: "status" }, f.link_target ? ` link → ${f.link_target} ` : ` ${f.status} `),
       el("span", { class: "plus" }, f.binary ? "binary" : `+${f.insertions}`),
       el("span", { class: "minus" }, f.binary ? "" : ` -${f.deletions}`),
     );
