@@ -17,23 +17,35 @@ them. A process that died with requests pending cannot answer them any more:
 :meth:`restore` withdraws them when the conversation is opened again, and the main
 agent's unanswered call gets a result that says so. Exactly once: each request ends
 once (answered, timed out or withdrawn), under the broker's lock; a second answer is
-refused with ApprovalError. Events are never published under that lock.
+refused with ApprovalError. Events are never published under that lock. The
+requests' rows and the file's record are agentkit.chat.approval_records.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agentkit import events as ev
-from agentkit.conversation import Conversation, utc_now
+from agentkit.chat.approval_records import (
+    ANSWERS,
+    Answerer,
+    Pending,
+    answer_call,
+    answer_later,
+    file_record,
+    gone_error,
+    request_row,
+    requested_event,
+    saved_always,
+    saved_pending,
+)
+from agentkit.conversation import Conversation
 from agentkit.errors import ApprovalError
 from agentkit.policy.reasons import cap_reason
-from agentkit.tools.gate import AskAnswer, AskRequest, always_covers, say
+from agentkit.tools.gate import AskAnswer, AskRequest, say
 
 if TYPE_CHECKING:
     from agentkit.settings import Settings
@@ -42,23 +54,7 @@ log = logging.getLogger("agentkit")
 
 __all__ = ["ANSWERS", "Answerer", "ApprovalBroker", "answer_call", "answer_later"]
 
-ANSWERS = ("allow", "allow_always", "deny")
-"""The decisions a person may give (Session.approve)."""
-
-Answerer = Callable[[dict[str, Any]], Any]
-"""A front end's ``answerer(request)``: called with each new request's row (on the
-asking thread: it must not block long); it may return a decision (``"allow"``,
-``"allow_always"``, ``"deny"``, or ``(decision, note)``) or None and answer later."""
-
 _ENDED_KEPT = 500  # how many ended ids are remembered, to say "already answered"
-
-
-@dataclass
-class _Pending:
-    row: dict[str, Any]
-    reply: Callable[[AskAnswer], bool]
-    ready: threading.Event = field(default_factory=threading.Event)
-    timer: threading.Timer | None = None
 
 
 class ApprovalBroker:
@@ -85,13 +81,10 @@ class ApprovalBroker:
         self._emit = emit
         self._save = save
         self._lock = threading.Lock()
-        self._pending: dict[str, _Pending] = {}
+        self._pending: dict[str, Pending] = {}
         self._ended: dict[str, str] = {}
         self._answerers: list[Answerer] = []
-        always = conversation.approvals.get("always")
-        self._always = (
-            {k for k in always if isinstance(k, str)} if isinstance(always, list) else set()
-        )
+        self._always = saved_always(conversation.approvals)
 
     # ------------------------------------------------------------ front ends
     def subscribe(self, answerer: Answerer, *, replay: bool = True) -> Callable[[], None]:
@@ -149,12 +142,12 @@ class ApprovalBroker:
             if entry is None:
                 raise self._gone(request_id)
             self._ended[request_id] = f"already answered ({decision})"
-        self._stop_timer(entry)
+        entry.stop_timer()
         row = entry.row
         # One cap for every front end's note (terminal, jsonl, web, ACP, a callback).
         text = cap_reason(note.strip()) if isinstance(note, str) and note.strip() else None
         answer = AskAnswer("deny" if decision == "deny" else "allow", text, "user")
-        if not _deliver(entry, answer):
+        if not entry.deliver(answer):
             why = (
                 f"sub-agent {row['agent_id']} has ended"
                 if row["agent_id"] is not None
@@ -212,22 +205,9 @@ class ApprovalBroker:
             reply(AskAnswer("allow", None, "always"))
             return None
         settings = self._settings()
-        request_id = "ap_" + uuid.uuid4().hex[:8]
-        row = {
-            "request_id": request_id,
-            "agent_id": agent_id,
-            "tool": request.tool,
-            "arguments": request.arguments,
-            "reason": request.reason,
-            "key": request.key,
-            "call_id": request.call_id,
-            "created_at": utc_now(),
-        }
-        row["always"] = covers = always_covers(request.key)
-        asked = ev.ApprovalRequested(
-            request_id=request_id, agent_id=agent_id, tool=request.tool, arguments=request.arguments,
-            reason=request.reason, key=request.key, call_id=request.call_id, always=covers,
-        )  # fmt: skip
+        row = request_row(request, agent_id)
+        request_id = row["request_id"]
+        asked = requested_event(row)
         if not answerers:  # no one to ask: approvals_default decides, at once
             default = settings.approvals_default
             self._emit(asked)
@@ -243,7 +223,7 @@ class ApprovalBroker:
             )
             reply(AskAnswer(default, note, "default"))
             return None
-        entry = _Pending(row, reply)
+        entry = Pending(row, reply)
         with self._lock:
             self._pending[request_id] = entry
             self._persist()
@@ -264,7 +244,7 @@ class ApprovalBroker:
         """Withdraw the given requests that are still pending (their askers hear
         ``deny`` with ``reason``, ``by`` ``withdrawn`` or ``cancelled``); returns those
         withdrawn."""
-        taken: list[_Pending] = []
+        taken: list[Pending] = []
         with self._lock:
             for request_id in request_ids:
                 entry = self._pending.pop(request_id, None)
@@ -277,8 +257,8 @@ class ApprovalBroker:
             return []
         self._write()
         for entry in taken:
-            self._stop_timer(entry)
-            _deliver(entry, AskAnswer("deny", reason, by))
+            entry.stop_timer()
+            entry.deliver(AskAnswer("deny", reason, by))
             row = entry.row
             self._emit(
                 ev.ApprovalWithdrawn(
@@ -303,8 +283,7 @@ class ApprovalBroker:
         """At a reopening: withdraw the requests a dead process left in the file (an
         event each) and answer the main agent's calls among them in the conversation
         (the result says the process ended while it waited). Returns those rows."""
-        saved = self.conversation.approvals.get("pending")
-        rows = [r for r in saved if isinstance(r, dict)] if isinstance(saved, list) else []
+        rows = saved_pending(self.conversation.approvals)
         if not rows:
             return []
         language = self._settings().language
@@ -350,7 +329,7 @@ class ApprovalBroker:
             self._ended[request_id] = "already answered (deny: no answer in time)"
             self._persist()
         self._write()
-        _deliver(entry, AskAnswer("deny", None, "timeout"))
+        entry.deliver(AskAnswer("deny", None, "timeout"))
         seconds = self._settings().approval_timeout_seconds
         self._emit(
             ev.ApprovalAnswered(
@@ -365,12 +344,7 @@ class ApprovalBroker:
     def _gone(self, request_id: str) -> ApprovalError:
         with self._lock:
             ended = self._ended.get(request_id)
-        if ended is None:
-            return ApprovalError(
-                "unknown", f"there is no approval request {request_id!r} in this conversation"
-            )
-        code = "withdrawn" if ended.startswith("withdrawn") else "answered"
-        return ApprovalError(code, f"approval {request_id} was {ended}")
+        return gone_error(request_id, ended)
 
     def _end(self, request_id: str, how: str, always: str | None) -> None:
         with self._lock:
@@ -384,12 +358,7 @@ class ApprovalBroker:
 
     def _persist(self) -> None:
         """Put the pending rows and the always rules in the conversation (lock held)."""
-        record: dict[str, Any] = {}
-        if self._pending:
-            record["pending"] = [dict(p.row) for p in self._pending.values()]
-        if self._always:
-            record["always"] = sorted(self._always)
-        self.conversation.approvals = record
+        self.conversation.approvals = file_record(self._pending.values(), self._always)
 
     def _write(self) -> None:
         try:
@@ -398,43 +367,3 @@ class ApprovalBroker:
             log.warning(
                 "conversation %s: approvals could not be saved: %s", self.conversation.id, exc
             )
-
-    @staticmethod
-    def _stop_timer(entry: _Pending) -> None:
-        if entry.timer is not None:
-            entry.timer.cancel()
-
-
-def _deliver(entry: _Pending, answer: AskAnswer) -> bool:
-    try:
-        return bool(entry.reply(answer))
-    except Exception:  # an asker that cannot take it is gone
-        log.debug("approval reply failed", exc_info=True)
-        return False
-
-
-def answer_call(messages: list[dict[str, Any]], call_id: str, name: str, content: str) -> bool:
-    """Give the tool call ``call_id`` of the last assistant message that made it the
-    result ``content``, after its other results, unless it has one; returns True when a
-    result was added."""
-    if any(m.get("role") == "tool" and m.get("tool_call_id") == call_id for m in messages):
-        return False
-    for index in range(len(messages) - 1, -1, -1):
-        message = messages[index]
-        calls = message.get("tool_calls") if message.get("role") == "assistant" else None
-        if calls and any(isinstance(c, dict) and c.get("id") == call_id for c in calls):
-            at = index + 1
-            while at < len(messages) and messages[at].get("role") == "tool":
-                at += 1
-            messages.insert(
-                at, {"role": "tool", "tool_call_id": call_id, "name": name, "content": content}
-            )
-            return True
-    return False
-
-
-def answer_later(request: dict[str, Any]) -> None:
-    """The answerer of a front end that shows requests from the events and answers them
-    with ``Session.approve`` (a terminal, JSON lines, the web page): it only declares
-    that someone will answer (returns None)."""
-    return None
