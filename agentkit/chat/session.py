@@ -13,7 +13,9 @@ Threads: one *driver* thread per session runs the rounds, one after another.
 callback wakes the driver when a sub-agent ends (events are for observers only).
 The driver and its rounds live in agentkit.chat.driver (the session is its
 DriverHost); this module holds the conversation's API, agentkit.chat._lifecycle
-its opening (claim, language, parts), its sub-agent manager and its closing.
+its opening (claim, language, parts), its sub-agent manager and its closing,
+agentkit.chat.session_control its controls from outside the rounds (stop, the
+sub-agents, approval answers: the Session inherits them).
 """
 
 from __future__ import annotations
@@ -28,13 +30,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentkit import events as ev
-from agentkit.chat import _lifecycle, control
+from agentkit.chat import _lifecycle
 from agentkit.chat.assembly import Assembly, assemble
 from agentkit.chat.eventbus import Numbered
 from agentkit.chat.inbox import RoundResult
 from agentkit.chat.notices import log_notices, start_notices
 from agentkit.chat.policy import python_hooks
 from agentkit.chat.runs import RunTasks
+from agentkit.chat.session_control import SessionControl
 from agentkit.chat.setup import check_message, offer_tool
 from agentkit.chat.store import clean_title, default_title
 from agentkit.conversation import Conversation, ConversationState, conversations_dir
@@ -64,7 +67,7 @@ __all__ = ["Session"]
 STATES = ("idle", "running", "waiting_for_subagents")
 
 
-class Session:
+class Session(SessionControl):
     """One conversation with the main agent, alive between rounds.
 
     Args:
@@ -93,6 +96,9 @@ class Session:
             agentkit's own and before AGENTS.md.
         builtin_tools: the names of the built-in tools the main agent is offered
             (None: all; agentkit.chat.setup.builtin_tool_names).
+
+    Its controls from outside the rounds (cancel, stop_all, the sub-agents'
+    rows and control, approve, on_approval) are agentkit.chat.session_control's.
 
     Attributes:
         notices: what a person must hear at the start (agentkit.chat.notices: the
@@ -278,22 +284,6 @@ class Session:
         """``<workspace>/.agentkit/conversations/<conversation id>.json``."""
         return conversations_dir(self.workspace) / f"{self.conversation.id}.json"
 
-    def subagents(self) -> list[dict[str, Any]]:
-        """Status rows of every sub-agent of the conversation (earlier runs' too):
-        agent_id, summary, status, runtime_seconds, the four counters, last_action,
-        deliverables_dir."""
-        if self._manager is None:
-            return self.runs.rows([dict(r) for r in self.conversation.subagents])
-        return self.runs.rows(self._manager.records())
-
-    def _saved_runs(self, agent_id: int) -> int:
-        """The runs the conversation file's row of ``agent_id`` counts (1 without one)."""
-        conversation = getattr(self, "conversation", None)  # set once it is claimed
-        for row in conversation.subagents if conversation is not None else []:
-            if row.get("agent_id") == agent_id and isinstance(row.get("runs"), int):
-                return int(row["runs"])
-        return 1
-
     # --------------------------------------------------------------- messages
     def post(self, text: str) -> Future[RoundResult]:
         """Queue a user message without waiting; returns the future of the result of
@@ -339,87 +329,7 @@ class Session:
         returns False after ``timeout`` seconds."""
         return self._driver.idle.wait(timeout)
 
-    # ---------------------------------------------------------------- control
-    def cancel(self) -> bool:
-        """Stop the current round (safe from any thread or a signal handler): its
-        model request and tools are interrupted, a blocking sub-agent it waits for is
-        terminated; background sub-agents go on. Returns False when no round ran."""
-        if not self._driver.running:
-            return False
-        self._driver.round_cancel.set()
-        if self._manager is not None:
-            self._manager.wake()
-        return True
-
-    def stop_all(self) -> None:
-        """Cancel the current round and terminate every running sub-agent; their ends
-        are told to the model with the next user message (no round starts for them)."""
-        self._driver.hold_notifications = True
-        self._driver.round_cancel.set()
-        if self._manager is not None:
-            self._manager.wake()
-            self._manager.terminate_all(interrupted=True)
-        self._driver.poke()
-
-    def terminate_subagent(self, agent_id: int) -> dict[str, Any]:
-        """Terminate a sub-agent at the user's request; returns the seed's
-        terminate_sub_agent JSON (docs/specification.md §1). The model is told at the
-        next round (agentkit.chat.control)."""
-        return control.terminate_subagent(self, agent_id)
-
-    # ---------------------------------------- the control plane (chat/control.py)
-    def message_subagent(self, agent_id: int, text: str) -> dict[str, Any]:
-        """Send running sub-agent ``agent_id`` the user's message (agentkit.chat.control)."""
-        return control.message_subagent(self, agent_id, text)
-
-    def answer_subagent(self, agent_id: int, text: str) -> dict[str, Any]:
-        """Answer sub-agent ``agent_id``'s pending question (agentkit.chat.control)."""
-        return control.answer_subagent(self, agent_id, text)
-
-    def continue_subagent(
-        self, agent_id: int, task: str, timeout_seconds: int | None = None
-    ) -> dict[str, Any]:
-        """Run ended sub-agent ``agent_id`` again on ``task`` (agentkit.chat.control);
-        :meth:`wait_idle` then waits for that run and the round announcing its end."""
-        self._driver.idle.clear()  # work started outside a round (a trial saw idle stay)
-        try:
-            return control.continue_subagent(self, agent_id, task, timeout_seconds)
-        finally:
-            self._driver.poke()  # the state said again: waiting, or idle when refused
-
-    def outside_round(self, start: Callable[[], Any]) -> Any:
-        """Return ``start()``, work begun outside a round (a sub-agent started from
-        code: agentkit.spawn), so that :meth:`wait_idle` waits for what it starts: idle
-        is cleared first, the driver woken after to say the state again."""
-        self._driver.idle.clear()
-        try:
-            return start()
-        finally:
-            self._driver.poke()
-
-    def note(self, text: str) -> None:
-        """Tell the main agent ``text`` (a system note) at the start of its next round."""
-        self._driver.notes.append(text)
-
-    # -------------------------------------------------------------- approvals
-    def approve(self, request_id: str, decision: str, note: str | None = None) -> dict[str, Any]:
-        """Answer approval request ``request_id`` with ``allow``, ``allow_always`` (its
-        rule, for the rest of the conversation; kept in its file) or ``deny`` (``note``:
-        the reason, quoted to the model); returns its row (docs/approvals.md §2). Raises
-        ApprovalError: an unknown, answered or withdrawn id, another decision."""
-        return self.policy.broker.approve(request_id, decision, note)
-
-    def pending_approvals(self) -> list[dict[str, Any]]:
-        """The requests waiting for an answer, oldest first (ApprovalRequested's fields
-        and ``created_at``)."""
-        return self.policy.broker.pending()
-
-    def on_approval(self, answerer: Answerer) -> Callable[[], None]:
-        """Answer approval requests with ``answerer(row)`` from now on (each new one and
-        those pending; it may return a decision, or None and :meth:`approve` later);
-        returns the unsubscribe. Without any, ``approvals_default`` settles an ask."""
-        return self.policy.on_approval(answerer)
-
+    # ---------------------------------------------------------- hooks, title
     def add_hook(
         self, event: str, func: Callable[[dict[str, Any]], Any], matcher: str = ""
     ) -> None:
