@@ -138,7 +138,9 @@ class RoundDriver:
         if self.running or self._work_waiting():
             return "running"
         manager = self._host.current_manager()
-        if manager is not None and manager.running():
+        # An agent whose end is still being recorded (an isolated one's copy saved and
+        # counted) is announced once that is done: not idle before then.
+        if manager is not None and (manager.running() or manager.any_finishing()):
             return "waiting_for_subagents"
         return "idle"
 
