@@ -249,12 +249,13 @@ def _write_worktree(copy: Copy, old_tree: str, new_tree: str) -> None:
     """Make the copy's worktree here hold ``new_tree``'s files where they differ from
     ``old_tree`` (deletions removed, the rest written by git); its own index follows."""
     from agentkit.confined import folder
-    from agentkit.isolation.copies import _head_is_branch, _worktree_admin
+    from agentkit.isolation.copies import _head_is_branch, _relink, _worktree_admin
 
     worktree = Path(copy.worktree)
-    admin = _worktree_admin(worktree)
-    if admin is None:
+    admin = _worktree_admin(copy)  # git's entry, never the copy's own .git file
+    if admin is None or not worktree.is_dir():
         return  # no worktree here: the work lives on the branch
+    _relink(worktree, admin)
     changed = [(s, p) for s, p in _changed(Path(copy.git_dir), old_tree, new_tree)
                if _carried(copy, p)]  # fmt: skip
     for _, path in (item for item in changed if item[0] == "D"):

@@ -5,13 +5,19 @@ snapshot), keeps the base on a private ref and adds a git worktree on a branch o
 sub-agent's own; ``link_deliverables`` shares the deliverables folder with the
 workspace; ``save_copy`` commits the copy's files on its branch; ``copy_exists`` says
 whether the work is still there; ``discard`` drops worktree, branch and refs, and never
-touches the workspace's files.
+touches the workspace's files; ``check_names`` refuses a record whose names are not the
+ones ``create_copy`` gives.
+
+The copy's ``.git`` file is the sub-agent's to write, so it is never read: the
+worktree's git folder is found under ``<git_dir>/worktrees`` (whose ``gitdir`` files
+name their worktrees), and a ``.git`` that does not point there is put back.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 from collections.abc import Sequence
 from datetime import datetime, timezone
@@ -29,12 +35,24 @@ from agentkit.isolation.snapshot import (
 )
 from agentkit.isolation.types import Copy, IsolationError
 
-__all__ = ["copy_exists", "create_copy", "discard", "link_deliverables", "save_copy"]
+__all__ = [
+    "check_names",
+    "copy_exists",
+    "create_copy",
+    "discard",
+    "link_deliverables",
+    "save_copy",
+]
 
 WORKTREES = "worktrees"
 BASES = "refs/agentkit/bases"
 BEFORE_MERGE = "refs/agentkit/before-merge"
 WORKTREE_LOCK = "agentkit-worktrees.lock"
+SET_ASIDE = ".git-set-aside"
+"""Suffix of ``<worktree>.git-set-aside-<n>``, next to the worktree (outside the copy):
+where a ``.git`` folder or link the sub-agent made in place of the copy's ``.git`` file
+is kept."""
+_AGENT = re.compile(r"agent-(?:0|[1-9][0-9]*)", re.ASCII)
 
 
 def names(conversation_id: str, agent_id: int) -> tuple[str, str, str]:
@@ -141,17 +159,26 @@ def save_copy(copy: Copy) -> str:
     Files under ``copy.exclude`` and any ``.subagent`` folder are left out. When
     nothing changed since the branch's last commit, that commit is returned (no empty
     commit). When the worktree is gone but the branch is there, the branch's head is
-    returned. Raises IsolationError when neither exists (discarded) or git fails.
+    returned. A copy's ``.git`` that the sub-agent removed or replaced is put back
+    first (a folder or link in its place kept aside, see :data:`SET_ASIDE`); git's own
+    entry for the worktree gone too, the files are saved through the repository.
+    Raises IsolationError when neither worktree nor branch exists (discarded) or git
+    fails.
     """
     git_dir = Path(copy.git_dir)
     head = _branch_head(copy)
     worktree = Path(copy.worktree)
-    admin = _worktree_admin(worktree)
-    if admin is None:
+    if not worktree.is_dir() or worktree.is_symlink():
         return head
+    admin = _worktree_admin(copy)
+    if admin is not None:
+        _relink(worktree, admin)
     specs = snapshot_pathspecs(copy.prefix, copy.exclude)
-    with temp_index(git_dir, admin / "index") as index:
-        env = {"cwd": worktree, "git_dir": admin, "work_tree": worktree, "index_file": index}
+    with temp_index(git_dir, admin / "index" if admin else None) as index:
+        env = {"cwd": worktree, "git_dir": admin or git_dir, "work_tree": worktree,
+               "index_file": index}  # fmt: skip
+        if admin is None:
+            git(["read-tree", head], **env)  # type: ignore[arg-type]
         git(["add", "-A", "--", *specs], **env)  # type: ignore[arg-type]
         tree = git(["write-tree"], **env).text.strip()  # type: ignore[arg-type]
         if tree == _git_dir(git_dir, ["rev-parse", f"{head}^{{tree}}"]).strip():
@@ -160,7 +187,7 @@ def save_copy(copy: Copy) -> str:
         commit = commit.strip()
         _git_dir(git_dir, ["update-ref", "-m", "agentkit save", f"refs/heads/{copy.branch}",
                            commit, head])  # fmt: skip
-        if _head_is_branch(admin, copy.branch):
+        if admin is not None and _head_is_branch(admin, copy.branch):
             # The worktree's own index then matches its HEAD: a clean `git status` there.
             with contextlib.suppress(OSError):
                 shutil.copyfile(index, admin / "index.agentkit")
@@ -179,18 +206,19 @@ def copy_exists(copy: Copy) -> bool:
 
 def discard(copy: Copy) -> None:
     """Drop the copy: its worktree (the copy's files), branch, base ref and the
-    pre-merge ref. Idempotent. Never touches the workspace's own files: a worktree
-    folder that is not a registered worktree of ``copy.git_dir`` inside
-    ``.agentkit/worktrees`` is refused (a damaged record). Raises IsolationError then,
-    or when git fails."""
+    pre-merge ref. Idempotent. Never touches the workspace's own files or the user's
+    branches: a record whose names are not the ones :func:`create_copy` gives
+    (:func:`check_names`), or whose worktree folder is not a registered worktree of
+    ``copy.git_dir``, is refused (a damaged record). Raises IsolationError then, or
+    when git fails."""
+    check_names(copy)
     git_dir = Path(copy.git_dir)
     worktree = Path(copy.worktree)
-    if f"/.agentkit/{WORKTREES}/" not in worktree.as_posix() + "/":
-        raise IsolationError(f"refusing to discard {worktree}: not an agentkit worktree")
     if worktree.is_dir() or worktree.is_symlink():
-        admin = _worktree_admin(worktree)
-        if admin is None or admin.parent.parent.resolve() != git_dir.resolve():
+        admin = _worktree_admin(copy) if not worktree.is_symlink() else None
+        if admin is None:
             raise IsolationError(f"refusing to discard {worktree}: not a worktree of {git_dir}")
+        _relink(worktree, admin)  # git checks the link before it removes a worktree
         for rel in copy.exclude:  # the shared deliverables folder: never followed
             link = Path(copy.root) / rel
             if link.is_symlink():
@@ -207,6 +235,33 @@ def discard(copy: Copy) -> None:
         with contextlib.suppress(OSError):
             if folder.name != ".agentkit":
                 folder.rmdir()  # only when empty
+
+
+def check_names(copy: Copy) -> None:
+    """Raise IsolationError unless the recorded ``copy`` names only what
+    :func:`create_copy` made for one sub-agent: ``branch`` is
+    ``agentkit/<conversation>/agent-<id>``, ``base_ref`` is
+    ``refs/agentkit/bases/<same>`` and ``worktree`` an absolute path ending in
+    ``.agentkit/worktrees/<same>``. A damaged record (or one the sub-agent rewrote:
+    it lives in the shared deliverables folder) then never names the user's branches."""
+    tail = copy.branch.removeprefix("agentkit/")
+    conversation, _, agent = tail.partition("/")
+    parts = Path(copy.worktree).parts
+    if not (
+        copy.branch.startswith("agentkit/")
+        and conversation
+        and ref_component(conversation) == conversation
+        and _AGENT.fullmatch(agent)
+        and copy.base_ref == f"{BASES}/{tail}"
+        and Path(copy.worktree).is_absolute()
+        and ".." not in parts
+        and parts[-4:] == (".agentkit", WORKTREES, conversation, agent)
+    ):
+        raise IsolationError(
+            f"refusing the recorded copy (branch {copy.branch[:200]!r}, base ref "
+            f"{copy.base_ref[:200]!r}, worktree {copy.worktree[:300]!r}): not the names "
+            "agentkit gives a sub-agent's copy (a damaged record)"
+        )
 
 
 # ------------------------------------------------------------------ helpers
@@ -251,18 +306,52 @@ def _branch_head(copy: Copy) -> str:
     return result.text.strip()
 
 
-def _worktree_admin(worktree: Path) -> Path | None:
-    """The worktree's own git folder (``<git_dir>/worktrees/<name>``), read from its
-    ``.git`` file; ``None`` when the worktree or that file is missing."""
+def _worktree_admin(copy: Copy) -> Path | None:
+    """The copy's worktree's own git folder, ``<git_dir>/worktrees/<name>``: the entry
+    whose ``gitdir`` file (git's, outside the copy) names ``<copy.worktree>/.git``;
+    ``None`` when git has none. The copy's ``.git`` file is never read: the sub-agent
+    can write it, and a git folder it names would bring that folder's config (filters,
+    commands git runs) to agentkit's own git."""
+    entries = Path(copy.git_dir) / WORKTREES
+    wanted = os.path.realpath(copy.worktree)
     try:
-        text = (worktree / ".git").read_text(errors="replace")[:4096]
+        admins = sorted(entries.iterdir())
     except OSError:
         return None
-    if not text.startswith("gitdir:"):
-        return None
-    admin = Path(text[len("gitdir:") :].strip())
-    admin = admin if admin.is_absolute() else (worktree / admin)
-    return admin if admin.is_dir() else None
+    for admin in admins:
+        try:
+            with open(admin / "gitdir", encoding="utf-8", errors="replace") as handle:
+                named = handle.read(8192).strip()
+        except OSError:
+            continue
+        if os.path.isabs(named) and os.path.realpath(os.path.dirname(named)) == wanted:
+            return admin if admin.is_dir() and not admin.is_symlink() else None
+    return None
+
+
+def _relink(worktree: Path, admin: Path) -> None:
+    """Make ``<worktree>/.git`` the file ``gitdir: <admin>`` again when the sub-agent
+    removed or changed it. A folder or link there (``git init`` in the copy) is moved
+    next to the worktree, outside the copy (``<worktree>.git-set-aside-<n>``), never
+    deleted. Raises IsolationError when the file cannot be written."""
+    link = worktree / ".git"
+    text = f"gitdir: {os.path.realpath(admin)}\n"  # as git writes it
+    try:
+        if not link.is_symlink() and link.is_file():
+            with open(link, encoding="utf-8", errors="replace") as handle:
+                if handle.read(8192) == text:
+                    return
+        elif link.is_symlink() or link.exists():
+            for n in range(1, 1000):
+                aside = worktree.parent / f"{worktree.name}{SET_ASIDE}-{n}"
+                if not aside.exists() and not aside.is_symlink():
+                    os.rename(link, aside)
+                    break
+        temp = worktree.parent / f".{worktree.name}.gitlink.tmp"
+        temp.write_text(text, encoding="utf-8")
+        os.replace(temp, link)
+    except OSError as exc:
+        raise IsolationError(f"the copy's git link {link} is damaged: {exc}") from None
 
 
 def _head_is_branch(admin: Path, branch: str) -> bool:

@@ -34,6 +34,7 @@ from starlette.routing import BaseRoute, Route
 from agentkit.chat import Workspace
 from agentkit.chat.store import load_conversation
 from agentkit.errors import ConfigurationError
+from agentkit.isolation.copies import check_names
 from agentkit.isolation.types import Copy, IsolationError
 from agentkit.subagent.isolated import Isolation, from_record, mark_record
 from agentkit.subagent.record import read_record
@@ -82,15 +83,21 @@ class Waiting:
         }
 
     def remove_commands(self) -> list[str]:
-        """The git commands that drop this copy by hand: its worktree, branch and base."""
-        git = f"git --git-dir={shlex.quote(str(self.copy.get('git_dir', '')))}"
-        commands = [
-            f"{git} worktree remove --force {shlex.quote(str(self.copy.get('worktree', '')))}",
-            f"{git} branch -D {shlex.quote(str(self.copy.get('branch', '')))}",
+        """The git commands that drop this copy by hand: its worktree, branch and base.
+        Empty for a damaged record (names that are not a sub-agent copy's, see
+        agentkit.isolation.copies.check_names): never a command that deletes the
+        user's own branch."""
+        try:
+            copy = Copy.from_dict(self.copy)
+            check_names(copy)
+        except IsolationError:
+            return []
+        git = f"git --git-dir={shlex.quote(copy.git_dir)}"
+        return [
+            f"{git} worktree remove --force {shlex.quote(copy.worktree)}",
+            f"{git} branch -D {shlex.quote(copy.branch)}",
+            f"{git} update-ref -d {shlex.quote(copy.base_ref)}",
         ]
-        if self.copy.get("base_ref"):
-            commands.append(f"{git} update-ref -d {shlex.quote(str(self.copy['base_ref']))}")
-        return commands
 
 
 def _record(workspace: Path, row: dict[str, Any]) -> tuple[Path | None, dict[str, Any] | None]:
