@@ -12,10 +12,12 @@ from __future__ import annotations
 import hashlib
 import posixpath
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
 __all__ = [
+    "MAX_LINK_HOPS",
     "MergeTreeOutput",
     "RawChange",
     "blob_id",
@@ -209,13 +211,49 @@ def parse_batch(data: bytes) -> dict[str, str]:
     return found
 
 
-def link_leaves(path: str, target: str) -> bool:
-    """True when a symbolic link at ``path`` (workspace-relative, POSIX) pointing at
-    ``target`` leads out of the workspace: an absolute target, an empty one, one no
-    system takes (a NUL, :data:`MAX_LINK_TARGET` characters or more), or a relative one
-    that climbs above the workspace's top (judged on the text, as ``..`` would be
-    followed from the link's folder)."""
-    if not target or target.startswith("/") or "\0" in target or len(target) >= MAX_LINK_TARGET:
+MAX_LINK_HOPS = 40
+"""Links followed while judging one target (Linux's MAXSYMLINKS); more is a loop."""
+
+
+def link_leaves(path: str, target: str, link_at: Callable[[str], str | None] | None = None) -> bool:
+    """True when a symbolic link at ``path`` (top-relative, POSIX) pointing at
+    ``target`` leads out of the top folder (a workspace, a deliverables folder).
+
+    The target is followed component by component as the kernel would: where a prefix
+    is itself a link (``link_at(prefix)`` gives its target, None for none), its target
+    replaces it, so ``q -> .`` then ``pw -> q/q/../../etc/passwd`` is seen to climb
+    out. Leaving means: an absolute target (here or along the way), an empty one, one
+    no system takes (a NUL, :data:`MAX_LINK_TARGET` characters or more), ``..`` above
+    the top, or more than :data:`MAX_LINK_HOPS` links followed (a loop). Without
+    ``link_at`` no other link is known and the target is judged as text."""
+    todo = _parts(target) + _parts(posixpath.dirname(path))
+    if _unusable(target):
         return True
-    where = posixpath.normpath(posixpath.join(posixpath.dirname(path), target))
-    return where == ".." or where.startswith("../") or where.startswith("/")
+    where: list[str] = []  # the folders reached so far, none of them a link
+    hops = 0
+    while todo:
+        part = todo.pop()
+        if part == "..":
+            if not where:
+                return True
+            where.pop()
+            continue
+        where.append(part)
+        found = link_at("/".join(where)) if link_at is not None else None
+        if found is None:
+            continue
+        hops += 1
+        if hops > MAX_LINK_HOPS or _unusable(found):
+            return True
+        where.pop()  # the link's target is read from the link's own folder
+        todo += _parts(found)
+    return False
+
+
+def _unusable(target: str) -> bool:
+    return not target or target.startswith("/") or "\0" in target or len(target) >= MAX_LINK_TARGET
+
+
+def _parts(text: str) -> list[str]:
+    """``text``'s components, ``.`` and empty ones dropped, reversed (a stack)."""
+    return [p for p in reversed(text.split("/")) if p not in ("", ".")]

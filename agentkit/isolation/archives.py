@@ -18,13 +18,13 @@ from __future__ import annotations
 import contextlib
 import io
 import os
-import posixpath
 import re
 import secrets
 import stat
 import tarfile
 from pathlib import Path, PurePosixPath
 
+from agentkit.isolation._parse import link_leaves
 from agentkit.isolation.types import IsolationError
 
 __all__ = ["MAX_ARCHIVE_BYTES", "MAX_MEMBERS", "pack_folder", "unpack_folder"]
@@ -71,7 +71,7 @@ def _add_tree(tar: tarfile.TarFile, top: Path, rel: str, budget: list[int]) -> N
         info = tarfile.TarInfo(name)
         if entry.is_symlink():
             target = os.readlink(entry.path)
-            if _link_escapes(name, target):
+            if _link_escapes(name, target, top):
                 continue  # leads outside the folder: not carried
             info.type, info.linkname = tarfile.SYMTYPE, target
             tar.addfile(info)
@@ -105,13 +105,23 @@ def _read_capped(path: Path, room: int) -> bytes:
     return data
 
 
-def _link_escapes(name: str, target: str) -> bool:
+def _link_escapes(
+    name: str, target: str, top: Path, archived: dict[str, str | None] | None = None
+) -> bool:
     """True when a link at ``name`` (folder-relative) pointing to ``target`` leads
-    outside the folder (absolute, or ``..`` past its top)."""
-    if not target or target.startswith("/") or "\0" in target:
-        return True
-    joined = posixpath.normpath(posixpath.join(posixpath.dirname(name), target))
-    return joined == ".." or joined.startswith("../") or joined.startswith("/")
+    outside the folder ``top``: absolute, or ``..`` past its top once the links on the
+    way are followed (``q -> .`` then ``pw -> q/q/../../etc/passwd``). ``archived``
+    maps each archive member's name to its link target (None for a file or folder);
+    a name not in it is looked up on disk below ``top``."""
+
+    def link_at(rel: str) -> str | None:
+        if archived is not None and rel in archived:
+            return archived[rel]
+        with contextlib.suppress(OSError):
+            return os.readlink(top / rel)
+        return None
+
+    return link_leaves(name, target, link_at)
 
 
 def unpack_folder(data: bytes, dest: Path, *, root: Path | None = None) -> list[str]:
@@ -135,6 +145,7 @@ def unpack_folder(data: bytes, dest: Path, *, root: Path | None = None) -> list[
     try:
         with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as tar:
             members = _checked_members(tar)
+            _check_links(members, Path(dest))
             return _write_members(tar, members, Path(dest), root)
     except (tarfile.TarError, EOFError) as exc:
         raise IsolationError(f"the archive is damaged: {exc}") from None
@@ -173,10 +184,6 @@ def _checked_members(tar: tarfile.TarFile) -> list[tarfile.TarInfo]:
         if any(str(parent) in links for parent in PurePosixPath(name).parents):
             raise IsolationError(f"the archive's member {name!r} lies below a link")
         if member.issym():
-            if _link_escapes(name, member.linkname):
-                raise IsolationError(
-                    f"the archive's link {name!r} leads outside the folder ({member.linkname!r})"
-                )
             links.add(name)
         elif member.isfile():
             total += member.size
@@ -192,6 +199,18 @@ def _checked_members(tar: tarfile.TarFile) -> list[tarfile.TarInfo]:
         member.name = name
         members.append(member)
     return members
+
+
+def _check_links(members: list[tarfile.TarInfo], dest: Path) -> None:
+    """IsolationError for the first link that would lead outside ``dest``, judged with
+    every link of the archive (and those already in ``dest``) followed."""
+    archived = {m.name: (m.linkname if m.issym() else None) for m in members}
+    for member in members:
+        if member.issym() and _link_escapes(member.name, member.linkname, dest, archived):
+            raise IsolationError(
+                f"the archive's link {member.name!r} leads outside the folder "
+                f"({member.linkname[:200]!r})"
+            )
 
 
 def _safe_name(name: str) -> str:

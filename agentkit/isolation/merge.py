@@ -12,13 +12,22 @@ both sides' diffs against the base. The user's index, HEAD and branch are never 
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
-from pathlib import Path
+from collections.abc import Callable
+from pathlib import Path, PurePosixPath
 
 from agentkit.isolation._git import first_lines, git
 from agentkit.isolation._parse import RawChange, conflict_reason, link_leaves, parse_merge_tree
 from agentkit.isolation.apply import apply_changes, stale_paths
-from agentkit.isolation.changes import link_targets, raw_changes, relative_path, unified_diff
+from agentkit.isolation.changes import (
+    SYMLINK,
+    link_targets,
+    raw_changes,
+    relative_path,
+    unified_diff,
+)
 from agentkit.isolation.copies import BEFORE_MERGE, save_copy
 from agentkit.isolation.snapshot import (
     Repo,
@@ -31,6 +40,9 @@ from agentkit.isolation.snapshot import (
 from agentkit.isolation.types import Conflict, Copy, IsolationError, MergeReport
 
 __all__ = ["merge"]
+
+_ABSENT = "000000"
+_NO_ID = "0" * 40
 
 MAX_SIDE = 8_000
 """Characters of each side's diff in a conflict report."""
@@ -87,18 +99,31 @@ def _merge(repo: Repo, workspace: Path, copy: Copy, dry_run: bool) -> MergeRepor
         return MergeReport("conflicts", conflicts=conflicts, **report)  # type: ignore[arg-type]
     to_apply = raw_changes(git_dir, copy.prefix, copy.exclude, ours, parsed.tree)
     files = tuple(relative_path(c.path, copy.prefix) for c in to_apply)
-    unsafe = _unsafe_links(copy, to_apply, ours, head)
+    unsafe = _unsafe_links(copy, workspace, to_apply, parsed.tree, (ours, head))
     stale = stale_paths(repo, workspace, to_apply)
     if unsafe or stale:  # an ignored file where the sub-agent adds one, a symlinked folder
         conflicts = unsafe + tuple(_changed_meanwhile(copy, p, ours, head) for p in stale)
         return MergeReport("conflicts", conflicts=conflicts, **report)  # type: ignore[arg-type]
-    if dry_run:
+    if dry_run or not to_apply:  # nothing to apply: its changes are in already
         return MergeReport("merged", files=files, **report)  # type: ignore[arg-type]
-    tail = copy.branch.removeprefix("agentkit/")
-    git(["update-ref", "-m", "agentkit: workspace before merge", f"{BEFORE_MERGE}/{tail}", ours],
-        cwd=git_dir, git_dir=git_dir)  # fmt: skip
+    _keep_before(copy, ours)
     apply_changes(repo, workspace, to_apply)
     return MergeReport("merged", files=files, **report)  # type: ignore[arg-type]
+
+
+def _keep_before(copy: Copy, ours: str) -> None:
+    """Keep W on the copy's before-merge ref, created only: a later merge of the same
+    copy leaves the first one's record (the workspace before any of its changes)."""
+    git_dir = Path(copy.git_dir)
+    ref = f"{BEFORE_MERGE}/{copy.branch.removeprefix('agentkit/')}"
+    made = git(["update-ref", "-m", "agentkit: workspace before merge", ref, ours, ""],
+               cwd=git_dir, git_dir=git_dir, check=False)  # fmt: skip
+    if made.returncode != 0:
+        there = git(["rev-parse", "-q", "--verify", ref], cwd=git_dir, git_dir=git_dir,
+                    check=False)  # fmt: skip
+        if there.returncode != 0:
+            raise IsolationError(f"could not keep the workspace on {ref}: "
+                                 f"{first_lines(made.stderr)}")  # fmt: skip
 
 
 def _same_repository(repo: Repo, copy: Copy) -> None:
@@ -140,19 +165,56 @@ def _conflicts(
 
 
 def _unsafe_links(
-    copy: Copy, to_apply: list[RawChange], ours: str, theirs: str
+    copy: Copy, workspace: Path, to_apply: list[RawChange], tree: str, sides: tuple[str, str]
 ) -> tuple[Conflict, ...]:
     """A conflict (``unsafe_link``) per symbolic link the merge would write whose target
     is absolute or leads out of the workspace: written into the person's folder, it
-    would make a path there reach outside (``pw -> /etc/passwd``)."""
+    would make a path there reach outside (``pw -> /etc/passwd``). Targets are followed
+    through the links of the merged ``tree`` and the workspace's others (``q -> .``,
+    ``pw -> q/q/../../etc/passwd``)."""
+    targets = link_targets(Path(copy.git_dir), to_apply)
+    if not targets:
+        return ()
+    link_at = _links_after(copy, workspace, tree)
     out = []
-    for path, target in sorted(link_targets(Path(copy.git_dir), to_apply).items()):
-        if link_leaves(relative_path(path, copy.prefix), target):
+    for path, target in sorted(targets.items()):
+        if link_leaves(relative_path(path, copy.prefix), target, link_at):
             shown = target if len(target) <= 200 else target[:200] + "…"
             detail = (f"the symbolic link points to {shown!r}, outside the workspace; "
                       "nothing was written")  # fmt: skip
-            out.append(_with_sides(copy, path, "unsafe_link", detail, ours, theirs, detailed=True))
+            out.append(_with_sides(copy, path, "unsafe_link", detail, *sides, detailed=True))
     return tuple(out)
+
+
+def _links_after(copy: Copy, workspace: Path, tree: str) -> Callable[[str], str | None]:
+    """Where a workspace-relative path will point after the merge: the merged ``tree``'s
+    link there, nothing when the tree has a file or folder there, else the link on disk
+    (an ignored or excluded path the merge does not write)."""
+    git_dir = Path(copy.git_dir)
+    out = git(["ls-tree", "-r", "-z", "--full-tree", tree], cwd=git_dir, git_dir=git_dir)
+    in_tree: set[str] = set()
+    links: list[RawChange] = []
+    for entry in out.stdout.split(b"\0"):
+        meta, _, raw_path = entry.partition(b"\t")
+        path = raw_path.decode("utf-8", "surrogateescape")
+        if not path.startswith(copy.prefix) or not path:
+            continue
+        rel = relative_path(path, copy.prefix)
+        in_tree.update(str(p) for p in PurePosixPath(rel).parents if str(p) != ".")
+        in_tree.add(rel)
+        mode, _, object_id = meta.decode("ascii", "replace").partition(" blob ")
+        if mode == SYMLINK:
+            links.append(RawChange(_ABSENT, SYMLINK, _NO_ID, object_id, "A", path))
+    targets = {relative_path(p, copy.prefix): t for p, t in link_targets(git_dir, links).items()}
+
+    def link_at(rel: str) -> str | None:
+        if rel in in_tree:
+            return targets.get(rel)
+        with contextlib.suppress(OSError):
+            return os.readlink(workspace / rel)
+        return None
+
+    return link_at
 
 
 def _changed_meanwhile(copy: Copy, path: str, ours: str, theirs: str) -> Conflict:

@@ -97,24 +97,34 @@ def merge(manager: SubAgentManager, agent_id: int, *, dry_run: bool = False) -> 
     apply) marks it ``merged: true`` in its record and row. Raises IsolationRefused
     (unknown, shared, running, discarded, merged) or IsolationError (git failed:
     nothing was written)."""
+    _unmerged(manager, agent_id)  # refused before waiting for the lock
+    # One merge at a time, and the state read again inside: the page and the main
+    # agent may both ask, and the second must see the first's mark.
+    with _merge_lock(manager.workspace):
+        target = _unmerged(manager, agent_id)
+        report = _engine().merge(manager.workspace, target.copy, dry_run=dry_run)
+        if not dry_run and report.status in ("merged", "nothing_to_merge"):
+            changed = report.changes or target.state.changes
+            _store(manager, target, replace(target.state, merged=True, changes=changed))
+    return report
+
+
+def _unmerged(manager: SubAgentManager, agent_id: int) -> _Target:
+    """The ended, unmerged isolated sub-agent ``agent_id``, or IsolationRefused."""
     target = _find(manager, agent_id, allow_running=False)
     if target.state.merged:
         raise _refused(manager, "merged", agent_id)
-    with _merge_lock(manager.workspace):  # two merges at once would read stale files
-        report = _engine().merge(manager.workspace, target.copy, dry_run=dry_run)
-    if not dry_run and report.status in ("merged", "nothing_to_merge"):
-        changed = report.changes or target.state.changes
-        _store(manager, target, replace(target.state, merged=True, changes=changed))
-    return report
+    return target
 
 
 def discard(manager: SubAgentManager, agent_id: int) -> None:
     """Drop sub-agent ``agent_id``'s copy and branch (the workspace is not touched);
     its record and row say ``discarded: true``. Raises IsolationRefused (unknown,
     shared, running, discarded) or IsolationError (git failed: the copy stays)."""
-    target = _find(manager, agent_id, allow_running=False)
-    _engine().discard(target.copy)
-    _store(manager, target, replace(target.state, discarded=True))
+    with _merge_lock(manager.workspace):  # not while a merge reads its copy
+        target = _find(manager, agent_id, allow_running=False)
+        _engine().discard(target.copy)
+        _store(manager, target, replace(target.state, discarded=True))
 
 
 def unmerged(manager: SubAgentManager) -> list[dict[str, Any]]:

@@ -114,6 +114,36 @@ def test_a_member_below_a_link_is_refused(tmp_path: Path) -> None:
     assert not (tmp_path / "dest").exists()
 
 
+def test_a_link_chain_leading_out_refuses_the_whole_archive(tmp_path: Path) -> None:
+    """``q -> .`` then ``pw -> q/q/../../x``: the text stays inside, the kernel climbs
+    out through ``q`` (review: a Ray node's deliverables reached /etc/passwd)."""
+    chain = "q/" * 12 + "../" * 12 + "etc/passwd"
+    data = archive(
+        (member("q", tarfile.SYMTYPE, "."), b""),
+        (member("pw", tarfile.SYMTYPE, chain), b""),
+    )
+    dest = tmp_path / "dest"
+    with pytest.raises(IsolationError, match="'pw' leads outside"):
+        unpack_folder(data, dest)
+    assert not dest.exists()
+    # A link already in the folder counts too; the archive's own chain stays refused.
+    dest.mkdir()
+    (dest / "q").symlink_to(".")
+    with pytest.raises(IsolationError, match="'pw' leads outside"):
+        unpack_folder(archive((member("pw", tarfile.SYMTYPE, "q/../x"), b"")), dest)
+    assert listing(dest) == ["q"]
+
+
+def test_a_link_chain_leading_out_is_not_packed(tmp_path: Path) -> None:
+    folder = tmp_path / "out"
+    folder.mkdir()
+    (folder / "q").symlink_to(".")
+    (folder / "pw").symlink_to("q/q/../../outside")
+    (folder / "ok").symlink_to("q/q/f.txt")
+    with tarfile.open(fileobj=io.BytesIO(pack_folder(folder))) as tar:
+        assert sorted(tar.getnames()) == ["ok", "q"]
+
+
 def test_a_link_in_the_destination_is_not_followed(tmp_path: Path) -> None:
     outside = tmp_path / "outside"
     outside.mkdir()

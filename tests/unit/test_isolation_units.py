@@ -201,6 +201,32 @@ def test_a_link_target_leaving_the_workspace_is_told_from_its_text(
     assert link_leaves(path, target) is leaves
 
 
+@pytest.mark.parametrize(
+    ("path", "target", "links", "leaves"),
+    [
+        # q -> . makes q/q/.. the top, not a folder below it: the text says inside.
+        ("pw", "q/q/q/q/../../../../etc/passwd", {"q": "."}, True),
+        ("pw", "q/q/../../f.txt", {"q": "."}, True),
+        ("a/pw", "../q/../x", {"q": "."}, True),  # q from the top, then .. above it
+        ("pw", "d/../../x", {"d": "a/b"}, False),  # d is a/b: a/b/../.. is the top
+        ("pw", "d/../x", {"d": "/tmp"}, True),  # a link on the way points outside
+        ("pw", "d/x", {"d": "e", "e": "d"}, True),  # a loop
+        ("pw", "d0/x", {f"d{i}": f"d{i + 1}" for i in range(50)}, True),  # too deep
+        ("pw", "d0/x", {f"d{i}": f"d{i + 1}" for i in range(30)}, False),
+        ("a/b/pw", "../x", {"a": "c/d"}, False),  # the link's own folder is a link
+        ("a/b/pw", "../../../x", {"a": "c/d"}, False),  # a -> c/d: c/d/b/../../.. is top
+        ("a/b/pw", "../../../../x", {"a": "c/d"}, True),
+        ("pw", "q/f.txt", {"q": "."}, False),
+    ],
+)
+def test_a_link_target_is_followed_through_the_links_on_its_way(
+    path: str, target: str, links: dict[str, str], leaves: bool
+) -> None:
+    """A link chain is judged as the kernel follows it (review: ``q -> .`` then
+    ``pw -> q/q/q/q/../../../../etc/passwd`` passed a judgement on the text alone)."""
+    assert link_leaves(path, target, links.get) is leaves
+
+
 def test_cat_file_batch_output_is_parsed_and_a_cut_record_ends_it() -> None:
     data = b"aaa blob 11\n/etc/passwd\nbbb missing\nccc blob 5\nf.txt\nddd blob 9\nshort"
     assert parse_batch(data) == {"aaa": "/etc/passwd", "ccc": "f.txt"}
