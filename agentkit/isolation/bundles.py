@@ -218,9 +218,15 @@ def import_result(copy: Copy, data: bytes) -> str:
         if tree != sent_tree:
             message = f"agentkit: work done on another machine ({head})"
             new = _run(git_dir, ["commit-tree", tree, "-p", current, "-m", message]).strip()
+            # The worktree first, the branch last: if writing a file fails, the branch
+            # still matches the worktree's base and the next save cannot undo the work.
+            try:
+                _write_worktree(copy, sent_tree, tree)
+            except (OSError, UnicodeError, ValueError) as exc:
+                raise IsolationError(f"could not write the work into the copy: {exc}; "
+                                     f"the branch {copy.branch} keeps what it had") from None  # fmt: skip
             _run(git_dir, ["update-ref", "-m", "agentkit import", f"refs/heads/{copy.branch}",
                            new, current])  # fmt: skip
-            _write_worktree(copy, sent_tree, tree)
     _run(git_dir, ["update-ref", "-d", transfer_ref(copy)])
     return new
 
@@ -238,7 +244,7 @@ def _kept_tree(copy: Copy, sent_tree: str, tree: str) -> str:
         env = {"cwd": git_dir, "git_dir": git_dir, "index_file": index}
         git(["read-tree", tree], **env)  # type: ignore[arg-type]
         git(["update-index", "--force-remove", "-z", "--stdin"],
-            stdin=b"\0".join(p.encode() for p in foreign) + b"\0", **env)  # type: ignore[arg-type]  # fmt: skip
+            stdin=b"\0".join(os.fsencode(p) for p in foreign) + b"\0", **env)  # type: ignore[arg-type]  # fmt: skip
         listing = git(["ls-tree", "-r", "-z", sent_tree, "--", *foreign], **env).stdout  # type: ignore[arg-type]
         if listing:
             git(["update-index", "-z", "--index-info"], stdin=listing, **env)  # type: ignore[arg-type]
@@ -270,7 +276,7 @@ def _write_worktree(copy: Copy, old_tree: str, new_tree: str) -> None:
         env = {"cwd": worktree, "git_dir": admin, "work_tree": worktree, "index_file": index}
         git(["read-tree", new_tree], **env)  # type: ignore[arg-type]
         if written:
-            paths = b"\0".join(p.encode() for p in written) + b"\0"
+            paths = b"\0".join(os.fsencode(p) for p in written) + b"\0"
             git(["checkout-index", "-f", "-z", "--stdin"], stdin=paths, **env)  # type: ignore[arg-type]
         if _head_is_branch(admin, copy.branch):
             with contextlib.suppress(OSError):

@@ -20,7 +20,7 @@ from pathlib import Path, PurePosixPath
 
 from agentkit.isolation._git import first_lines, git
 from agentkit.isolation._parse import RawChange, conflict_reason, link_leaves, parse_merge_tree
-from agentkit.isolation.apply import apply_changes, stale_paths
+from agentkit.isolation.apply import ChangedMeanwhile, apply_changes, stale_paths
 from agentkit.isolation.changes import (
     SYMLINK,
     link_targets,
@@ -107,7 +107,11 @@ def _merge(repo: Repo, workspace: Path, copy: Copy, dry_run: bool) -> MergeRepor
     if dry_run or not to_apply:  # nothing to apply: its changes are in already
         return MergeReport("merged", files=files, **report)  # type: ignore[arg-type]
     _keep_before(copy, ours)
-    apply_changes(repo, workspace, to_apply)
+    try:
+        apply_changes(repo, workspace, to_apply)
+    except ChangedMeanwhile as exc:  # saved between the check and the write: all put back
+        conflicts = tuple(_changed_meanwhile(copy, p, ours, head) for p in exc.paths)
+        return MergeReport("conflicts", conflicts=conflicts, **report)  # type: ignore[arg-type]
     return MergeReport("merged", files=files, **report)  # type: ignore[arg-type]
 
 

@@ -7,6 +7,8 @@ work, and it merges. Safety of the archives and headers: tests/unit/test_isolati
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -159,6 +161,48 @@ def test_a_result_for_another_base_or_a_moved_branch_is_refused(repo: Path, tmp_
     with pytest.raises(IsolationError, match="changed here since"):
         import_result(copy, result)
     assert git(repo, "rev-parse", f"refs/heads/{copy.branch}").strip() == moved
+
+
+def test_a_file_name_that_is_not_utf8_comes_back_from_the_node(repo: Path, tmp_path: Path) -> None:
+    copy = isolated(repo)
+    local = on_node(pack_base(copy), tmp_path / "node", copy)
+    latin = os.fsdecode(b"caf\xe9.txt")
+    (Path(local.root) / latin).write_text("a Latin-1 name\n")
+    (Path(local.root) / "b.txt").write_text("bee from the node\n")
+    head = import_result(copy, pack_result(local))
+    assert (Path(copy.root) / latin).read_text() == "a Latin-1 name\n"
+    assert (Path(copy.root) / "b.txt").read_text() == "bee from the node\n"
+    assert save_copy(copy) == head  # the worktree holds the branch's files: nothing undone
+    assert {f.path for f in changes(copy).files} == {latin, "b.txt"}
+    assert merge(repo, copy).status == "merged"
+    assert (repo / latin).read_text() == "a Latin-1 name\n"
+
+
+def test_a_failed_write_into_the_copy_leaves_the_branch_as_it_was(
+    repo: Path, tmp_path: Path
+) -> None:
+    (repo / "sub").mkdir()
+    (repo / "sub" / "x.txt").write_text("x\n")
+    copy = isolated(repo)
+    local = on_node(pack_base(copy), tmp_path / "node", copy)
+    (Path(local.root) / "sub" / "x.txt").unlink()
+    (Path(local.root) / "b.txt").write_text("bee from the node\n")
+    data = pack_result(local)
+    branch = git(repo, "rev-parse", f"refs/heads/{copy.branch}").strip()
+    # The copy's folder became a link here: the deletion is refused, never followed.
+    outside = tmp_path / "outside"
+    shutil.move(Path(copy.root) / "sub", outside)
+    (Path(copy.root) / "sub").symlink_to(outside)
+    with pytest.raises(IsolationError, match="could not remove"):
+        import_result(copy, data)
+    assert git(repo, "rev-parse", f"refs/heads/{copy.branch}").strip() == branch
+    assert (outside / "x.txt").read_text() == "x\n"
+    (Path(copy.root) / "sub").unlink()  # put right, the same result imports
+    shutil.move(outside, Path(copy.root) / "sub")
+    head = import_result(copy, data)
+    assert git(repo, "show", f"{head}:b.txt") == "bee from the node\n"
+    assert not (Path(copy.root) / "sub" / "x.txt").exists()
+    assert save_copy(copy) == head
 
 
 def test_outside_git_the_snapshot_copy_travels_too(tmp_path: Path) -> None:
