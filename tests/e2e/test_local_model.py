@@ -296,7 +296,7 @@ def test_agentkit_run_local_as_a_new_user_types_it(tmp_path: Path) -> None:
     saved = json.loads(Path(result["transcript_path"]).read_text())
     check_transcript(saved["messages"])
     assert result["stats"]["tool_calls"], "the model made no tool call"
-    assert list((workspace / ".agentkit").glob("llama-server-*.log"))
+    assert list((workspace / ".agentkit" / "logs").glob("llama-server-*.log"))
 
 
 OWNER = """
