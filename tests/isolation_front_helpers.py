@@ -4,34 +4,19 @@ sub-agents (each rewrites one line of ``app.py``) and a shared one."""
 
 from __future__ import annotations
 
-import os
-import subprocess
 from pathlib import Path
 from typing import Any
 
+import git_helpers
+from git_helpers import git as git
 from subagent_helpers import Router, call, calls, finish
 
 APP = "def main():\n    return 1\n\nprint(main())\n"
 
 
-def git(cwd: Path, *args: str) -> str:
-    """The user's own git in ``cwd``; stdout."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    out = subprocess.run(
-        ["git", "-c", "user.name=User", "-c", "user.email=user@example.com", *args],
-        cwd=cwd, env=env, check=True, capture_output=True, text=True,
-    )  # fmt: skip
-    return out.stdout
-
-
 def make_repo(root: Path, files: dict[str, str] | None = None) -> Path:
     """``root`` as a git repository with one commit of ``files`` (default: app.py)."""
-    git(root, "init", "-q", "-b", "main")
-    for name, text in (files or {"app.py": APP}).items():
-        (root / name).write_text(text)
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "first")
-    return root
+    return git_helpers.make_repo(root, files or {"app.py": APP})
 
 
 def version(n: int) -> str:

@@ -9,22 +9,12 @@ and the workspace's own; such a link is refused (``unsafe_link``) and nothing is
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
+from git_helpers import git
 
 from agentkit import isolation as iso
-
-
-def git(cwd: Path, *args: str) -> str:
-    """The test's own git (as the user would run it); stdout."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    out = subprocess.run(
-        ["git", "-c", "user.name=User", "-c", "user.email=user@example.com", *args],
-        cwd=cwd, env=env, check=True, capture_output=True, text=True,
-    )  # fmt: skip
-    return out.stdout
 
 
 @pytest.fixture

@@ -8,13 +8,12 @@ manager apply once: the second is refused as ``merged``.
 
 from __future__ import annotations
 
-import os
-import subprocess
 import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
+from git_helpers import git, make_repo
 from subagent_helpers import Router, call, calls, finish, scripted_settings, wait_until
 
 from agentkit import Agent
@@ -25,26 +24,8 @@ from agentkit.testing import FakeOpenAIServer
 REF = "refs/agentkit/before-merge/conv/agent-1"
 
 
-def git(cwd: Path, *args: str) -> str:
-    """The user's own git in ``cwd``; stdout."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    out = subprocess.run(
-        ["git", "-c", "user.name=User", "-c", "user.email=user@example.com", *args],
-        cwd=cwd, env=env, check=True, capture_output=True, text=True,
-    )  # fmt: skip
-    return out.stdout
-
-
-def make_repo(root: Path) -> Path:
-    git(root, "init", "-q", "-b", "main")
-    (root / "f.txt").write_text("one\n")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "first")
-    return root
-
-
 def test_a_second_merge_of_a_copy_keeps_the_first_before_merge_ref(workspace: Path) -> None:
-    make_repo(workspace)
+    make_repo(workspace, {"f.txt": "one\n"})
     copy = iso.create_copy(workspace, "conv", 1)
     (Path(copy.root) / "a.txt").write_text("sub-agent\n")
     assert iso.merge(workspace, copy).files == ("a.txt",)
@@ -79,7 +60,7 @@ class WatchedLock:
 def test_two_merges_asked_at_once_apply_once_and_the_second_is_refused(
     workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    make_repo(workspace)
+    make_repo(workspace, {"f.txt": "one\n"})
     router = Router(
         main=["noted"],
         subs={

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from git_helpers import git, make_repo
 from subagent_helpers import Gate, Router, call, calls, finish, scripted_settings, wait_until, who
 
 from agentkit import Agent
@@ -29,25 +30,6 @@ from agentkit.testing import FakeOpenAIServer
 pytestmark = pytest.mark.slow
 
 APP = "def main():\n    return 1\n\nprint(main())\n"
-
-
-def git(cwd: Path, *args: str) -> str:
-    """The user's own git in ``cwd``; stdout."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    out = subprocess.run(
-        ["git", "-c", "user.name=User", "-c", "user.email=user@example.com", *args],
-        cwd=cwd, env=env, check=True, capture_output=True, text=True,
-    )  # fmt: skip
-    return out.stdout
-
-
-def make_repo(root: Path, files: dict[str, str]) -> Path:
-    git(root, "init", "-q", "-b", "main")
-    for name, text in files.items():
-        (root / name).write_text(text)
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "first")
-    return root
 
 
 def user_state(repo: Path) -> dict[str, str]:

@@ -16,30 +16,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from git_helpers import git, make_repo
 
 from agentkit import isolation as iso
 from agentkit.subagent.isolated import Isolation
 from agentkit.webchat.deleting import Waiting
-
-
-def git(cwd: Path, *args: str) -> str:
-    """The test's own git (as the user would run it); stdout."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    out = subprocess.run(
-        ["git", "-c", "user.name=User", "-c", "user.email=user@example.com", *args],
-        cwd=cwd, env=env, check=True, capture_output=True, text=True,
-    )  # fmt: skip
-    return out.stdout
-
-
-def make_repo(root: Path, files: dict[str, str]) -> Path:
-    root.mkdir(parents=True, exist_ok=True)
-    git(root, "init", "-q", "-b", "main")
-    for name, text in files.items():
-        (root / name).write_text(text)
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "first")
-    return root
 
 
 @pytest.fixture

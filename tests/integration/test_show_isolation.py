@@ -5,11 +5,10 @@ real git repository, the model played by FakeOpenAIServer."""
 
 from __future__ import annotations
 
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
+from git_helpers import git
 from subagent_helpers import Router, call, calls, finish, scripted_settings
 
 from agentkit import Agent
@@ -17,14 +16,6 @@ from agentkit.cli.show import conversation_overview, render_overview
 from agentkit.testing import FakeOpenAIServer
 
 pytestmark = pytest.mark.slow
-
-
-def git(cwd: Path, *args: str) -> str:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    return subprocess.run(
-        ["git", "-c", "user.name=User", "-c", "user.email=user@example.com", *args],
-        cwd=cwd, env=env, check=True, capture_output=True, text=True,
-    ).stdout  # fmt: skip
 
 
 def test_show_lists_the_copies_that_wait_for_a_merge_and_those_merged(workspace: Path) -> None:
