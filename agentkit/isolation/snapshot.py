@@ -154,6 +154,11 @@ def temp_index(git_dir: Path, start_from: Path | None) -> Iterator[Path]:
     try:
         if start_from is not None and start_from.is_file():
             shutil.copyfile(start_from, path)
+            # Keep the index's own time: git re-reads an entry whose file time is not
+            # older than the index's ("racily clean"). A copy dated now trusted a
+            # same-size edit made in the clock tick of the checkout, and missed it.
+            st = start_from.stat()
+            os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
         else:
             path.unlink()  # an empty file is not a valid index; git creates it
         yield path
