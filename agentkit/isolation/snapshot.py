@@ -125,13 +125,24 @@ def locked(path: Path) -> Iterator[None]:
 
 
 def _ensure_snapshots_repo(git_dir: Path) -> None:
-    """Create the private bare repository once (a file lock: two copies made at once)."""
+    """Create the private bare repository once (a file lock: two copies made at once).
+
+    It is made beside its place and renamed into it, so that nobody who checks without
+    the lock sees a half-made one: ``git init`` writes HEAD before config and objects.
+    """
     if (git_dir / "HEAD").is_file():
         return
     hide_from_git(git_dir.parent)
     with locked(git_dir.parent / "init.lock"):
-        if not (git_dir / "HEAD").is_file():
+        if (git_dir / "HEAD").is_file():
+            return
+        if git_dir.exists():  # left half-made by a start that died in git init
             git(["init", "-q", "--bare", str(git_dir)], cwd=git_dir.parent)
+            return
+        making = git_dir.with_name(f"{git_dir.name}.making-{os.getpid()}")
+        shutil.rmtree(making, ignore_errors=True)  # a start that died before its rename
+        git(["init", "-q", "--bare", str(making)], cwd=git_dir.parent)
+        os.rename(making, git_dir)
 
 
 def hide_from_git(folder: Path) -> None:

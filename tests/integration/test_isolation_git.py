@@ -364,6 +364,38 @@ def test_a_file_changed_after_the_snapshot_is_reported_stale(repo: Path) -> None
     assert sorted(stale_paths(r, repo, moves)) == ["f.txt", "new.txt"]
 
 
+def test_the_private_repository_is_never_seen_half_made(tmp_path: Path) -> None:
+    """Outside git, four threads locate the workspace at once, twenty times over: each
+    gets a repository git can read. ``git init`` writes HEAD before the rest, and a
+    check of HEAD without the lock once let a thread in before config and objects."""
+    for round_ in range(20):
+        ws = tmp_path.resolve() / f"plain{round_}"
+        ws.mkdir()
+        (ws / "a.txt").write_text("x\n")
+        start = threading.Barrier(4)
+        failures: list[str] = []
+
+        def use(ws: Path, start: threading.Barrier, failures: list[str]) -> None:
+            start.wait()
+            repo = locate(ws)
+            done = subprocess.run(
+                ["git", "--git-dir", str(repo.git_dir), "rev-parse", "--git-dir"],
+                capture_output=True, text=True, check=False,
+            )  # fmt: skip
+            if done.returncode != 0:
+                failures.append(done.stderr)
+
+        threads = [threading.Thread(target=use, args=(ws, start, failures)) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert failures == [], f"round {round_}: {failures}"
+        assert [
+            p.name for p in (ws / ".agentkit" / "isolation").iterdir() if "making" in p.name
+        ] == []
+
+
 @pytest.mark.parametrize("kind", ["git", "plain"])
 def test_four_copies_made_at_once(kind: str, tmp_path: Path) -> None:
     files = {f"d{n % 10}/file{n}.txt": f"{n}\n" for n in range(300)}

@@ -127,7 +127,10 @@ def test_descendants_from_one_scan(mark: str, tmp_path: Path) -> None:
     try:
         end = time.monotonic() + 5
         kids: list[psutil.Process] = []
-        while time.monotonic() < end and len(kids) < 2:
+        # A forked child is named sh until it runs exec: wait for both to be sleep.
+        while time.monotonic() < end and not (
+            len(kids) == 2 and all(k.name() == "sleep" for k in kids)
+        ):
             kids = proctree.descendants([psutil.Process(proc.pid)])
             time.sleep(0.02)
         assert len(kids) == 2 and all(k.name() == "sleep" for k in kids)
