@@ -56,7 +56,7 @@ _Watched = tuple[threading.Event | None, Callable[[], None], float]
 
 class Watchdog:
     """Calls ``abort()`` of a watched request as soon as its cancel event is set or
-    its deadline passes."""
+    its deadline passes, and at every poll after that until it is unwatched."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -108,9 +108,10 @@ class Watchdog:
                         return
                 continue
             now = time.monotonic()
-            for token, (cancel, abort, deadline) in items:
+            for _token, (cancel, abort, deadline) in items:
+                # Again at every poll until the request unwatches itself: a cancel set
+                # before its connection was made finds no socket at the first abort.
                 if (cancel is not None and cancel.is_set()) or now >= deadline:
-                    self.unwatch(token)
                     abort()
             time.sleep(POLL_INTERVAL)
 

@@ -42,6 +42,9 @@ from agentkit.subagent.state import SubAgent, earlier_rows
 from agentkit.subagent.supervisor import ApprovalHandler, Supervisor
 from agentkit.subagent.table import SubAgentTable
 
+# Seconds closing waits, in all, for the workers of ended sub-agents to exit.
+SHUTDOWN_WAIT = 10.0
+
 
 class SubAgentManager:
     """Creates and supervises the sub-agents of one main conversation.
@@ -361,6 +364,8 @@ class SubAgentManager:
         # Waits for a create inside its admission: terminate_all then sees that agent.
         self.table.close()
         self.terminate_all(summary_key="left_summary")
+        # No worker outlives its owner: those that ended may still be exiting.
+        self.supervisor.wait_for_workers(list(self.table.agents.values()), SHUTDOWN_WAIT)
         getattr(self.launcher, "close", lambda: None)()  # one holding resources (Ray's pool)
 
 

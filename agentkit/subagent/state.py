@@ -105,6 +105,8 @@ class SubAgent:
     runtime_seconds: int | None = None
     token_usage: dict[str, int] = field(default_factory=dict)
     handle: WorkerHandle | None = None
+    # The thread that watches the worker and ends it (Supervisor.watch).
+    monitor: threading.Thread | None = field(default=None, repr=False, compare=False)
     done: threading.Event = field(default_factory=threading.Event)
     announced: bool = False
     finishing: bool = False  # it called finish_task; its Result is on the way

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -143,12 +143,23 @@ class Supervisor:
 
     def watch(self, agent: SubAgent) -> None:
         """Start the monitor thread of ``agent`` (its handle is set)."""
-        threading.Thread(
+        agent.monitor = threading.Thread(
             target=self._monitor,
             args=(agent,),
             name=f"agentkit-monitor-{agent.spec.agent_id}",
             daemon=True,
-        ).start()
+        )
+        agent.monitor.start()
+
+    def wait_for_workers(self, agents: Iterable[SubAgent], timeout: float) -> None:
+        """Wait up to ``timeout`` seconds in all for the monitors of ``agents`` to end:
+        each has then joined, killed and closed its worker. A finished sub-agent's
+        worker may still be exiting when its result is in; closing waits for it."""
+        deadline = time.monotonic() + timeout
+        for agent in agents:
+            monitor = agent.monitor
+            if monitor is not None and monitor is not threading.current_thread():
+                monitor.join(max(0.0, deadline - time.monotonic()))
 
     # ---------------------------------------------------------------- monitor
     def _monitor(self, agent: SubAgent) -> None:

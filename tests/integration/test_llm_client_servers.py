@@ -896,3 +896,36 @@ def test_a_server_never_reached_gets_one_retry_only() -> None:
         )
     assert info.value.kind == "connection"
     assert retries == ["connection"]
+
+
+def test_a_cancel_set_before_the_connection_is_made_still_aborts_it() -> None:
+    """The watchdog aborts a cancelled request at every poll until it ends: a socket the
+    request connects after its first abort (which found none) is shut down too, so its
+    read ends at once rather than after the server's whole delay."""
+    import socket
+
+    from agentkit.llm._cancel import WATCHDOG, SocketTracker
+
+    tracker = SocketTracker()
+    aborts: list[float] = []
+
+    def abort() -> None:
+        aborts.append(time.monotonic())
+        tracker.abort()
+
+    cancel = threading.Event()
+    cancel.set()
+    token = WATCHDOG.watch(cancel, abort)
+    mine, server_end = socket.socketpair()
+    try:
+        deadline = time.monotonic() + 30
+        while not aborts and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert aborts, "the watchdog never aborted"
+        tracker._sockets.add(mine)  # connected after the first abort
+        mine.settimeout(30)
+        assert mine.recv(1) == b""  # shut down: the blocked read ends
+    finally:
+        WATCHDOG.unwatch(token)
+        mine.close()
+        server_end.close()

@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -144,3 +145,46 @@ def test_a_run_with_a_sub_agent_leaves_no_process_behind(workspace: Path) -> Non
     assert out["code"] == 0, out["stderr"]
     assert asked == 3  # main, the sub-agent, main again
     assert out["left"] == []  # the worker process server ended with the command
+
+
+class SlowExit:
+    """A Launcher whose workers take a while to be joined after their result, as a
+    loaded machine's do: each handle's first join waits up to a second first."""
+
+    def __init__(self) -> None:
+        from agentkit.subagent.launchers.local import LocalLauncher
+
+        self.local = LocalLauncher()
+        self.handles: list[Any] = []
+
+    def start(self, spec: Any) -> Any:
+        worker = self.local.start(spec)
+        slow_join = worker.join
+
+        def join(timeout: float | None = None) -> None:
+            threading.Event().wait(1.0)  # the exit in progress
+            slow_join(timeout)
+
+        worker.join = join  # type: ignore[method-assign]
+        self.handles.append(worker)
+        return worker
+
+
+def test_closing_waits_for_the_workers_of_ended_sub_agents(workspace: Path) -> None:
+    """A sub-agent's result comes before its worker exits; closing the manager then
+    still ends with every worker joined and closed, none left running."""
+    from subagent_helpers import wait_until
+
+    from agentkit.settings import Settings
+    from agentkit.subagent.manager import SubAgentManager
+
+    router = Router(main=["unused"], subs={1: [finish("ok")]})
+    launcher = SlowExit()
+    with FakeOpenAIServer(router) as server:
+        settings = Settings(model="m", base_url=server.base_url, api_key="k", language="en")
+        manager = SubAgentManager(workspace=workspace, settings=settings, launcher=launcher)
+        manager.create(agent_id=1, summary="s", task="t", run_in_background=True)
+        assert wait_until(lambda: manager.agents[1].done.is_set(), 60)
+        manager.shutdown()
+    [handle] = launcher.handles
+    assert handle._closed and handle.exit_code is not None
