@@ -212,6 +212,35 @@ def prepare_workspace(workspace: str | None) -> Path:
     return make_copy()  # marked; copies unused for a day are swept first
 
 
+MAX_DEMO_LATENCY = 60.0
+"""Seconds: the longest pause per scripted reply ``AGENTKIT_DEMO_LATENCY`` may ask for."""
+
+
+def demo_latency(default: float) -> float:
+    """Seconds per scripted reply: env ``AGENTKIT_DEMO_LATENCY``, else ``default``.
+
+    Raises:
+        UsageError: the variable is not a number from 0 to :data:`MAX_DEMO_LATENCY`.
+    """
+    import math
+
+    from agentkit.cli.common import UsageError
+
+    text = os.environ.get("AGENTKIT_DEMO_LATENCY", "").strip()
+    if not text:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and 0 <= value <= MAX_DEMO_LATENCY):
+        raise UsageError(
+            f"AGENTKIT_DEMO_LATENCY must be a number of seconds from 0 to "
+            f"{MAX_DEMO_LATENCY:g}, not {text[:40]!r}"
+        )
+    return value
+
+
 def main(
     workspace: str | None = None, language: str | None = None, latency: float | None = None
 ) -> int:
@@ -225,7 +254,7 @@ def main(
 
     lang = language or os.environ.get("AGENTKIT_LANGUAGE") or "en"
     if latency is None:
-        latency = float(os.environ.get("AGENTKIT_DEMO_LATENCY", "0.6"))
+        latency = demo_latency(0.6)
     given = {"model": DEMO_MODEL, "api_key": "demo-no-key", "language": lang}
     # The settings first (UsageError): a bad value is said before the banner and the copy.
     make_settings({**ENDPOINT_PLACEHOLDER, **given})

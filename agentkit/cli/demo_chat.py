@@ -28,6 +28,7 @@ from agentkit.cli.demo import (
     _call,
     _strip_numbers,
     _tool_texts,
+    demo_latency,
     prepare_workspace,
 )
 
@@ -246,7 +247,7 @@ def start_demo_model(language: str | None, root: Path, where: str) -> DemoSetup:
     editor's folders are the workspaces) and print the label and ``where`` (stderr)."""
     from agentkit.testing import FakeOpenAIServer
 
-    latency = float(os.environ.get("AGENTKIT_DEMO_LATENCY", DEFAULT_LATENCY))
+    latency = demo_latency(DEFAULT_LATENCY)
     server = FakeOpenAIServer(ChatDemoModel(latency), models=[DEMO_MODEL]).start()
     lang = language or os.environ.get("AGENTKIT_LANGUAGE") or "en"
     print(
