@@ -11,27 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from agentkit.subagent.isolated import from_record
-from agentkit.subagent.record import read_record
-from agentkit.subagent.reuse import earlier_folder
+from agentkit.subagent.isolated import from_record, row_record
 
 __all__ = ["copy_line", "copy_state"]
-
-
-def _record(workspace: Path, row: dict[str, Any]) -> dict[str, Any] | None:
-    """The row's own record: in its folder, or where a later run set it aside."""
-    folder = row.get("deliverables_dir")
-    run = row.get("sub_conversation_id")
-    if not isinstance(folder, str) or not folder:
-        return None
-    for place in (workspace / folder, earlier_folder(workspace / folder, str(run))):
-        try:
-            record = read_record(place, workspace)
-        except Exception:  # a damaged or unreadable record: show nothing about a copy
-            continue
-        if record is not None and record.get("sub_conversation_id") == run:
-            return record
-    return None
 
 
 def copy_state(workspace: Path, row: dict[str, Any]) -> dict[str, Any] | None:
@@ -41,7 +23,7 @@ def copy_state(workspace: Path, row: dict[str, Any]) -> dict[str, Any] | None:
     Returns ``{"branch": str, "changes": {"files", "insertions", "deletions"} | None,
     "state": "unmerged" | "merged" | "discarded" | "running"}``.
     """
-    state = from_record(_record(workspace, row))
+    state = from_record(row_record(workspace, row)[1])
     if state is None:
         return None
     if state.discarded:

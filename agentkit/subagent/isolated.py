@@ -201,3 +201,24 @@ def from_record(record: dict[str, Any] | None) -> Isolation | None:
         merged=record.get("merged") is True,
         discarded=record.get("discarded") is True,
     )
+
+
+def row_record(workspace: Path, row: dict[str, Any]) -> tuple[Path | None, dict[str, Any] | None]:
+    """The record of a conversation file's sub-agent ``row`` and the folder holding it:
+    its deliverables folder, or where a later run set the record aside. ``(None, None)``
+    when neither holds it or it cannot be read (a damaged record: the row's own marks
+    then say what is known)."""
+    from agentkit.subagent.record import read_record
+    from agentkit.subagent.reuse import earlier_folder
+
+    folder, run = row.get("deliverables_dir"), row.get("sub_conversation_id")
+    if not isinstance(folder, str) or not folder:
+        return None, None
+    for place in (workspace / folder, earlier_folder(workspace / folder, str(run))):
+        try:
+            record = read_record(place, workspace)
+        except Exception:  # damaged or unreadable: not this row's record
+            continue
+        if record is not None and record.get("sub_conversation_id") == run:
+            return place, record
+    return None, None

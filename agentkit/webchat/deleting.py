@@ -36,9 +36,7 @@ from agentkit.chat.store import load_conversation
 from agentkit.errors import ConfigurationError
 from agentkit.isolation.copies import check_names
 from agentkit.isolation.types import Copy, IsolationError
-from agentkit.subagent.isolated import Isolation, from_record, mark_record
-from agentkit.subagent.record import read_record
-from agentkit.subagent.reuse import earlier_folder
+from agentkit.subagent.isolated import Isolation, from_record, mark_record, row_record
 from agentkit.subagent.sweep import conversation_held
 from agentkit.webchat.api import _conversation_errors, _ws
 from agentkit.webchat.bodies import ApiError
@@ -100,22 +98,6 @@ class Waiting:
         ]
 
 
-def _record(workspace: Path, row: dict[str, Any]) -> tuple[Path | None, dict[str, Any] | None]:
-    """The row's own record and its folder: in its deliverables folder, or where a later
-    run set it aside; ``(None, None)`` when neither holds it."""
-    folder, run = row.get("deliverables_dir"), row.get("sub_conversation_id")
-    if not isinstance(folder, str) or not folder:
-        return None, None
-    for place in (workspace / folder, earlier_folder(workspace / folder, str(run))):
-        try:
-            record = read_record(place, workspace)
-        except Exception:  # a damaged record: the row's own marks say what is known
-            continue
-        if record is not None and record.get("sub_conversation_id") == run:
-            return place, record
-    return None, None
-
-
 def waiting_copies(workspace: Path, rows: list[dict[str, Any]], *, live: bool) -> list[Waiting]:
     """The copies of a conversation's sub-agent ``rows`` that wait for a merge or a
     discard, by agent id. A mark in either the record or the row counts (either may be
@@ -124,7 +106,7 @@ def waiting_copies(workspace: Path, rows: list[dict[str, Any]], *, live: bool) -
     for row in rows:
         if not isinstance(row, dict) or not isinstance(row.get("agent_id"), int):
             continue
-        place, record = _record(workspace, row)
+        place, record = row_record(workspace, row)
         state, marks = from_record(record), from_record(row)
         if state is None:
             state = marks
