@@ -9,12 +9,12 @@ agent is told, the change merges, and the node's folder is gone afterwards."""
 from __future__ import annotations
 
 import json
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from git_helpers import git
 from subagent_helpers import Router, call, calls, finish
 
 from agentkit import Agent, Settings
@@ -45,14 +45,6 @@ def cluster(ray_cluster: Any) -> Iterator[Any]:
     """The session's cluster; afterwards no sub-agent host actor may be alive."""
     yield ray_cluster
     assert ray_cluster.wait_no_hosts() == [], "a sub-agent host actor outlived its test"
-
-
-def git(cwd: Path, *args: str) -> str:
-    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@x", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@x", "PATH": "/usr/bin:/bin", "HOME": str(cwd)}  # fmt: skip
-    done = subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    return done.stdout
 
 
 @pytest.mark.ray

@@ -11,13 +11,12 @@ real workspace cannot be written by a command."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
+from git_helpers import git
 from subagent_helpers import Router, call, calls, finish, scripted_settings
 
 from agentkit.subagent.contract import ClaimAnswer, ClaimRequest, Result, WorkerSpec
@@ -27,15 +26,6 @@ from agentkit.testing import FakeOpenAIServer
 
 DELIVERABLES = "sub_agent_results/agent_1"
 BRANCH = "agentkit/conv/agent-1"
-
-
-def git(cwd: Path, *args: str) -> str:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env.update(GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@localhost",
-               GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@localhost")  # fmt: skip
-    done = subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=60, check=True)  # fmt: skip
-    return done.stdout
 
 
 def make_copy(real: Path) -> dict[str, Any]:

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
+from git_helpers import git
 
 from agentkit.isolation import changes, create_copy, link_deliverables, merge, save_copy
 from agentkit.isolation.bundles import (
@@ -25,14 +25,6 @@ from agentkit.isolation.bundles import (
 from agentkit.isolation.types import Copy, IsolationError
 
 RESULTS = "sub_agent_results/agent_1"
-
-
-def git(cwd: Path, *args: str) -> str:
-    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@x", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@x", "PATH": "/usr/bin:/bin", "HOME": str(cwd)}  # fmt: skip
-    done = subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    return done.stdout
 
 
 @pytest.fixture
