@@ -220,10 +220,12 @@ END_ALL_SCRIPT = textwrap.dedent(
                 and p.info["status"] != psutil.STATUS_ZOMBIE]
 
     env = dict(os.environ)
-    launch.spawn("/bin/sh", "sleep 976543", ".", env)
+    # Held: a Launched dropped closes its control socket, which ends the command.
+    held = launch.spawn("/bin/sh", "sleep 976543", ".", env)
     deadline = time.monotonic() + 10
     while not alive() and time.monotonic() < deadline:
         time.sleep(0.01)
+    print("running" if alive() else "never started", flush=True)
     launch.end_all()
     deadline = time.monotonic() + 5  # while this process lives on
     while alive() and time.monotonic() < deadline:
@@ -246,8 +248,9 @@ def test_end_all_kills_launched_commands_and_refuses_new_ones() -> None:
     )
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
-    assert lines[0] == "gone", lines  # killed by end_all, not by this process's exit
-    assert lines[1].startswith("refused: this agent is ending"), lines
+    assert lines[0] == "running", lines  # the command ran until end_all
+    assert lines[1] == "gone", lines  # killed by end_all, not by this process's exit
+    assert lines[2].startswith("refused: this agent is ending"), lines
     assert wait_until(lambda: not running_with("sleep 97654"), 10)
 
 
