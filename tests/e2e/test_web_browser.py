@@ -11,12 +11,14 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
+from sse_helpers import running_web
 from subagent_helpers import Gate, Router, call, calls, finish, wait_until
-from web_helpers import CuttableProxy, running_web
+from web_helpers import CuttableProxy, Web
 
 from agentkit.testing import Reply
 
@@ -58,6 +60,18 @@ def page(browser: Any) -> Iterator[Any]:
     context.close()
 
 
+@contextmanager
+def serving(page: Any, workspace: Path, handler: Any) -> Iterator[Web]:
+    """``running_web(workspace, handler)`` whose ``page`` is closed before the server
+    stops. An open page reopens its conversation when the server's stop closes it,
+    and uvicorn then waits out its 3 s grace for that new event stream."""
+    with running_web(workspace, handler) as web:
+        try:
+            yield web
+        finally:
+            page.close()
+
+
 def expect(locator: Any) -> Any:
     return playwright_api.expect(locator)
 
@@ -73,7 +87,7 @@ def assistant(page: Any) -> Any:
 
 def test_type_a_message_and_see_the_streamed_answer(workspace: Path, page: Any) -> None:
     reply = Reply(content="Here is **bold** and `code`.\n\n- one\n- two", chunk_delay=0.05)
-    with running_web(workspace, [reply]) as web:
+    with serving(page, workspace, [reply]) as web:
         page.goto(web.url)
         expect(page.get_by_test_id("conversation")).to_have_count(1)
         send(page, "hello there")
@@ -122,7 +136,7 @@ def test_background_subagent_runs_completes_and_notification_round_appears(
 ) -> None:
     (workspace / "notes.txt").write_text("alpha\n")
     gate = Gate()
-    with running_web(workspace, _router(gate)) as web:
+    with serving(page, workspace, _router(gate)) as web:
         page.goto(web.url)
         expect(page.get_by_test_id("conversation")).to_have_count(1)
         page.evaluate("window.__notReloaded = true")
@@ -172,7 +186,7 @@ def started_in_background(page: Any, url: str) -> Any:
 def test_stop_a_running_subagent_from_its_button(workspace: Path, page: Any) -> None:
     (workspace / "notes.txt").write_text("alpha\n")
     gate = Gate()
-    with running_web(workspace, _router(gate)) as web:
+    with serving(page, workspace, _router(gate)) as web:
         row = started_in_background(page, web.url)
         boxes = [row.locator(sel).bounding_box() for sel in (".line", ".last", ".counters")]
         stop = row.get_by_test_id("subagent-stop").bounding_box()
@@ -191,7 +205,7 @@ def test_leaving_a_conversation_whose_sub_agent_works_asks_first(
     the person stay (a new user's trial: the work was stopped without a word)."""
     (workspace / "notes.txt").write_text("alpha\n")
     gate = Gate()
-    with running_web(workspace, _router(gate)) as web:
+    with serving(page, workspace, _router(gate)) as web:
         row = started_in_background(page, web.url)
         first = page.evaluate("location.hash")
         leave = page.get_by_test_id("leave-dialog")
@@ -241,7 +255,7 @@ def test_deleting_the_current_conversation_asks_nothing_of_it_afterwards(
     page fetch the deleted conversation (404s in the console)."""
     (workspace / "notes.txt").write_text("alpha\n")
     gate = Gate()
-    with running_web(workspace, _router(gate)) as web:
+    with serving(page, workspace, _router(gate)) as web:
         errors: list[str] = []
         page.on("console", lambda m: m.type == "error" and errors.append(m.text))
         started_in_background(page, web.url)
@@ -257,7 +271,9 @@ def test_deleting_the_current_conversation_asks_nothing_of_it_afterwards(
 
 
 def test_switch_between_conversations(workspace: Path, page: Any) -> None:
-    with running_web(workspace, lambda request: "ok: " + request["messages"][-1]["content"]) as web:
+    with serving(
+        page, workspace, lambda request: "ok: " + request["messages"][-1]["content"]
+    ) as web:
         page.goto(web.url)
         expect(page.get_by_test_id("conversation")).to_have_count(1)
         send(page, "first conversation")
@@ -299,7 +315,7 @@ def test_hostile_reply_and_tool_output_stay_inert(workspace: Path, page: Any) ->
         "<script>window.__pwned='tool'</script><img src=x onerror=alert(1)>"
     )
     script = [calls(call("read_file", path="evil.html")), HOSTILE]
-    with running_web(workspace, script) as web:
+    with serving(page, workspace, script) as web:
         page.goto(web.url)
         expect(page.get_by_test_id("conversation")).to_have_count(1)
         send(page, "be evil")
@@ -328,7 +344,7 @@ def test_dropped_event_stream_resumes_without_loss_or_repeat(workspace: Path, pa
     words = " ".join(f"w{i}" for i in range(60))
     gate = Gate()
     script = [gate.hold(Reply(content=words, chunk_delay=0.1))]
-    with running_web(workspace, script) as web:
+    with serving(page, workspace, script) as web:
         proxy = CuttableProxy(web.server.port)
         try:
             page.goto(proxy.url)
@@ -349,7 +365,7 @@ def test_dropped_event_stream_resumes_without_loss_or_repeat(workspace: Path, pa
 
 
 def test_rename_and_delete_from_the_sidebar(workspace: Path, page: Any) -> None:
-    with running_web(workspace, ["ok"]) as web:
+    with serving(page, workspace, ["ok"]) as web:
         page.goto(web.url)
         expect(page.get_by_test_id("conversation")).to_have_count(1)
         send(page, "keep me")
@@ -409,7 +425,7 @@ def test_markdown_bare_urls_and_autolinks_render_as_links(workspace: Path, page:
         many,
         "**" * 3000 + "https://x.org/deep" + "**" * 3000,
     ]
-    with running_web(workspace, ["ok"]) as web:
+    with serving(page, workspace, ["ok"]) as web:
         page.goto(web.url)
         expect(page.get_by_test_id("conversation")).to_have_count(1)
         out = _render(page, cases)
@@ -444,7 +460,7 @@ def test_markdown_underscores_inside_words_are_not_emphasis(workspace: Path, pag
         "un*frigging*believable and a**b**c": "<p>un<em>frigging</em>believable and a<strong>b</strong>c</p>",
         "`my_var_name` and `_x_/y_z.md`": "<p><code>my_var_name</code> and <code>_x_/y_z.md</code></p>",
     }  # fmt: skip
-    with running_web(workspace, ["ok"]) as web:
+    with serving(page, workspace, ["ok"]) as web:
         page.goto(web.url)
         expect(page.get_by_test_id("conversation")).to_have_count(1)
         out = _render(page, list(cases))
@@ -458,7 +474,7 @@ def test_bidirectional_overrides_in_messages_are_shown_not_obeyed(
     titles dropped such controls, message bodies obeyed them. Now each is shown as
     its code point, in the Markdown of an answer and in a user's message alike."""
     tricky = "gninibmoc \u202eevil\u202c and \u2067x\u2069"
-    with running_web(workspace, ["the answer " + tricky]) as web:
+    with serving(page, workspace, ["the answer " + tricky]) as web:
         page.goto(web.url)
         expect(page.get_by_test_id("conversation")).to_have_count(1)
         (out,) = _render(page, [tricky])
@@ -482,7 +498,7 @@ def test_markdown_lists_tables_and_entities(workspace: Path, page: Any) -> None:
         "Scores:\n| name | score |\n|:-----|------:|\n| <b>ann</b> | 3 |\n| bo \\| b | 4 |\n\nafter",
         "&lt;b&gt;x&lt;/b&gt; &amp; &#60;i&#x3E; &bogus; `&lt;kept&gt;`",
     ]
-    with running_web(workspace, ["ok"]) as web:
+    with serving(page, workspace, ["ok"]) as web:
         page.goto(web.url)
         expect(page.get_by_test_id("conversation")).to_have_count(1)
         out = _render(page, cases)
@@ -517,7 +533,7 @@ def test_urls_in_answers_render_and_survive_a_reload(workspace: Path, page: Any)
     first = (
         "see https://example.com/x and more\n\n- **bold https://x.org**\n- <https://example.org>"
     )
-    with running_web(workspace, [first, "second answer"]) as web:
+    with serving(page, workspace, [first, "second answer"]) as web:
         page.goto(web.url)
         expect(page.get_by_test_id("conversation")).to_have_count(1)
         send(page, "links please")
@@ -540,7 +556,7 @@ def test_urls_in_answers_render_and_survive_a_reload(workspace: Path, page: Any)
 
 
 def test_a_renderer_failure_shows_that_message_as_plain_text(workspace: Path, page: Any) -> None:
-    with running_web(workspace, ["ok"]) as web:
+    with serving(page, workspace, ["ok"]) as web:
         page.goto(web.url)
         expect(page.get_by_test_id("conversation")).to_have_count(1)
         shown = page.evaluate(
@@ -567,7 +583,9 @@ def _stream_status(web: Any, cid: str) -> int:
 def test_page_reopens_its_conversation_when_the_stream_is_refused(
     workspace: Path, page: Any
 ) -> None:
-    with running_web(workspace, lambda request: "ok: " + request["messages"][-1]["content"]) as web:
+    with serving(
+        page, workspace, lambda request: "ok: " + request["messages"][-1]["content"]
+    ) as web:
         page.goto(web.url)
         expect(page.get_by_test_id("conversation")).to_have_count(1)
         send(page, "first")
@@ -602,7 +620,9 @@ def test_a_message_sent_before_the_page_has_its_conversation_arrives(
     until the message is typed and sent, so the early send happens every time."""
     held: list[Any] = []
     page.route("**/api/switch", lambda route: route.continue_() if held else held.append(route))
-    with running_web(workspace, lambda request: "ok: " + request["messages"][-1]["content"]) as web:
+    with serving(
+        page, workspace, lambda request: "ok: " + request["messages"][-1]["content"]
+    ) as web:
         with page.expect_request("**/api/switch"):
             page.goto(web.url)
         send(page, "sent at once")
@@ -626,7 +646,7 @@ HEADING_SIZES = """() => {
 def test_markdown_headings_are_larger_than_the_text(workspace: Path, page: Any) -> None:
     """Regression (issue 35): `###` rendered smaller than the body text (an h5)."""
     answer = "# One\n\n## Two\n\n### Three\n\n#### Four\n\nThe body text."
-    with running_web(workspace, [answer]) as web:
+    with serving(page, workspace, [answer]) as web:
         page.goto(web.url)
         send(page, "headings please")
         expect(assistant(page)).to_contain_text("The body text.")
@@ -643,7 +663,7 @@ def test_a_new_conversation_has_the_same_title_in_the_header_and_the_list(
     moment is seen every time."""
     held: list[Any] = []
     page.route("**/api/switch", lambda route: route.continue_() if held else held.append(route))
-    with running_web(workspace, ["ok"]) as web:
+    with serving(page, workspace, ["ok"]) as web:
         web.post("/api/conversations", {})  # saved, untitled: the one the page opens
         with page.expect_request("**/api/switch"):
             page.goto(web.url)
@@ -671,7 +691,7 @@ AGENTS_HEADER = """() => {
 def test_the_intro_card_names_the_agents_panel_by_its_title(workspace: Path, page: Any) -> None:
     """Regression (polish): the intro card said "the Sub-agents panel" of a panel titled
     "Agents"."""
-    with running_web(workspace, ["ok"]) as web:
+    with serving(page, workspace, ["ok"]) as web:
         page.goto(web.url)
         panel = page.locator("#agents > header strong").inner_text()
         expect(page.get_by_test_id("empty-state")).to_contain_text(f"in the {panel} panel")
@@ -694,7 +714,7 @@ def test_the_agents_header_keeps_each_figure_on_one_line(
         ],
         subs={i: [finish(f"part {i} done")] for i in (1, 2)},
     )
-    with running_web(workspace, router) as web:
+    with serving(page, workspace, router) as web:
         page.goto(web.url)
         send(page, "two parts")
         expect(assistant(page)).to_have_text("Both parts are done.")

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sse_helpers import running_web
 from subagent_helpers import Gate, Router, call, calls, finish, scripted_settings
-from web_helpers import running_web
 
 from agentkit import Settings
 from agentkit.cli.demo import DEMO_MODEL
@@ -74,7 +74,8 @@ def web_app(workspace: Path, settings: Settings, demo: bool = False) -> Iterator
 def demo_web(workspace: Path) -> Iterator[str]:
     """The web chat on the keyless demo's scripted model (as ``serve --demo``)."""
     (workspace / "app.py").write_text("# TODO: handle errors\nprint('hello')\n")
-    with FakeOpenAIServer(ChatDemoModel(latency=0.3), models=[DEMO_MODEL]) as model:
+    # No latency: serve --demo slows each reply so it can be watched; nothing here is.
+    with FakeOpenAIServer(ChatDemoModel(latency=0), models=[DEMO_MODEL]) as model:
         settings = scripted_settings(model, "en", model=DEMO_MODEL)
         with web_app(workspace, settings, demo=True) as url:
             yield url
@@ -95,6 +96,14 @@ def open_agents(page: Any) -> None:
     if toggle.is_visible() and toggle.get_attribute("aria-expanded") != "true":
         toggle.click()
     expect(page.get_by_test_id("subagents")).to_be_in_viewport()
+
+
+def hold_first_switch(page: Any) -> list[Any]:
+    """Hold the page's first ``POST /api/switch`` (its first conversation) until the
+    test calls ``continue_()`` on the returned list's route; later ones go through."""
+    held: list[Any] = []
+    page.route("**/api/switch", lambda route: route.continue_() if held else held.append(route))
+    return held
 
 
 def overflow(page: Any) -> int:
@@ -297,32 +306,26 @@ def test_a_dead_endpoint_is_named_in_the_header_and_in_the_failed_round(
 def test_a_message_sent_before_the_page_is_ready_is_sent_once_it_is(
     browser: Any, workspace: Path, width: int
 ) -> None:
-    import time
-
-    def slow_switch(route: Any) -> None:
-        time.sleep(1.5)  # the page has no conversation yet while this is held
-        route.continue_()
-
     with running_web(workspace, ["answered"]) as web, tab(browser, width) as page:
-        page.route("**/api/switch", slow_switch)
-        page.goto(web.url, wait_until="domcontentloaded")
-        send(page, "typed at once")
+        held = hold_first_switch(page)
+        with page.expect_request("**/api/switch"):
+            page.goto(web.url, wait_until="domcontentloaded")
+        send(page, "typed at once")  # the page has no conversation yet: its switch is held
         expect(messages(page, "user")).to_have_text("typed at once")
+        assert web.client.get("/api/conversations").json()["conversations"] == []
+        held[0].continue_()
         expect(messages(page, "assistant")).to_have_text("answered")
         assert page.evaluate("document.querySelectorAll('.message.pending').length") == 0
 
 
 def test_a_drawer_opened_during_a_slow_first_load_stays_open(browser: Any, workspace: Path) -> None:
-    import time
-
-    def slow_switch(route: Any) -> None:
-        time.sleep(1.5)  # the first conversation arrives after the drawer is opened
-        route.continue_()
-
     with running_web(workspace, ["answered"]) as web, tab(browser, 390) as page:
-        page.route("**/api/switch", slow_switch)
-        page.goto(web.url, wait_until="domcontentloaded")
+        held = hold_first_switch(page)
+        with page.expect_request("**/api/switch"):
+            page.goto(web.url, wait_until="domcontentloaded")
         page.get_by_test_id("sidebar-toggle").click()
+        expect(page.get_by_test_id("sidebar-toggle")).to_have_attribute("aria-expanded", "true")
+        held[0].continue_()  # the first conversation arrives after the drawer is opened
         expect(page.get_by_test_id("conversation")).to_have_count(1)  # the switch is done
         expect(page.get_by_test_id("sidebar-toggle")).to_have_attribute("aria-expanded", "true")
         expect(page.locator("#sidebar")).to_be_in_viewport()

@@ -11,8 +11,9 @@ from pathlib import Path
 from urllib.parse import quote
 
 import pytest
+from sse_helpers import SseReader, running_web, tls_context
 from subagent_helpers import Gate, Router, call, calls, finish, wait_until
-from web_helpers import SseReader, Web, running_web
+from web_helpers import Web
 
 from agentkit.testing import FakeOpenAIServer, Reply
 
@@ -353,7 +354,7 @@ def test_token_header_cookie_visit_and_redirect(workspace: Path) -> None:
     import httpx
 
     with running_web(workspace, ["ok"], token="s3cret-token-0123456789") as web:
-        bare = httpx.Client(base_url=web.url, timeout=10)
+        bare = httpx.Client(base_url=web.url, timeout=10, verify=tls_context())
         assert bare.get("/api/conversations").status_code == 401
         assert bare.get("/").status_code == 401
         assert bare.get("/?token=wrong").status_code == 401
@@ -706,7 +707,10 @@ def test_a_failed_round_is_explained_naming_the_endpoint(workspace: Path) -> Non
     app = create_app(workspace, settings, check_endpoint=False)
     import httpx
 
-    with BackgroundServer(app) as server, httpx.Client(base_url=server.url, timeout=30) as client:
+    with (
+        BackgroundServer(app) as server,
+        httpx.Client(base_url=server.url, timeout=30, verify=tls_context()) as client,
+    ):
         cid = client.post("/api/conversations", content=b"{}", headers=JSON_H).json()["id"]
         reader = SseReader(f"{server.url}/api/conversations/{cid}/events?after=0")
         client.post(f"/api/conversations/{cid}/messages", content=b'{"text": "hi"}', headers=JSON_H)

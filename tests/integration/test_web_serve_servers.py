@@ -12,6 +12,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from sse_helpers import tls_context
 from subagent_helpers import Router, call, calls, finish, wait_until
 
 from agentkit import Settings
@@ -54,16 +55,18 @@ def test_serve_process_answers_on_loopback_and_stops_on_ctrl_c(workspace: Path) 
                 == f"agentkit serve: open http://127.0.0.1:{port}/?token=tok-1234567890abcdef"
             )
             url = f"http://127.0.0.1:{port}"
-            deadline = time.monotonic() + 20
-            while True:
-                try:
-                    visit = httpx.get(f"{url}/?token=tok-1234567890abcdef", timeout=5)
-                    break
-                except httpx.ConnectError:
-                    assert time.monotonic() < deadline
-                    time.sleep(0.1)
-            assert visit.status_code == 303 and visit.headers["location"] == "/"
-            assert httpx.get(f"{url}/api/conversations", timeout=5).status_code == 401
+            with _client(url) as client:
+                deadline = time.monotonic() + 20
+                while True:
+                    try:
+                        visit = client.get("/?token=tok-1234567890abcdef")
+                        break
+                    except httpx.ConnectError:
+                        assert time.monotonic() < deadline
+                        time.sleep(0.05)
+                assert visit.status_code == 303 and visit.headers["location"] == "/"
+                client.cookies.clear()  # the visit's cookie: this asks without it
+                assert client.get("/api/conversations").status_code == 401
         finally:
             proc.send_signal(signal.SIGINT)
             out, err = proc.communicate(timeout=30)
@@ -94,13 +97,13 @@ def test_serve_on_public_address_refuses_empty_or_short_token(workspace: Path, t
 def test_wildcard_bind_still_refuses_foreign_host_names(workspace: Path) -> None:
     hosts = hosts_for("0.0.0.0", ["Chat.Example.org"])
     app = create_app(workspace, _settings(), token=STRONG, allowed_hosts=hosts)
-    with BackgroundServer(app) as server:
+    with BackgroundServer(app) as server, _client(server.url) as client:
         auth = {"Authorization": f"Bearer {STRONG}"}
         port = server.port
 
         def status(host: str) -> int:
             headers = {**auth, "Host": host}
-            return httpx.get(f"{server.url}/api/conversations", headers=headers).status_code
+            return client.get("/api/conversations", headers=headers).status_code
 
         assert status(f"evil.example:{port}") == 421  # DNS rebinding, token or not
         assert status("evil.example") == 421
@@ -111,12 +114,12 @@ def test_wildcard_bind_still_refuses_foreign_host_names(workspace: Path) -> None
 
 def test_host_may_be_the_address_the_connection_arrived_on(workspace: Path) -> None:
     app = create_app(workspace, _settings(), token=STRONG, allowed_hosts=["chat.example.org"])
-    with BackgroundServer(app) as server:
+    with BackgroundServer(app) as server, _client(server.url) as client:
         auth = {"Authorization": f"Bearer {STRONG}"}
 
         def status(host: str) -> int:
             headers = {**auth, "Host": host}
-            return httpx.get(f"{server.url}/api/conversations", headers=headers).status_code
+            return client.get("/api/conversations", headers=headers).status_code
 
         assert status(f"127.0.0.1:{server.port}") == 200  # the local address, as a literal
         assert status(f"127.0.0.2:{server.port}") == 421
@@ -138,42 +141,50 @@ def _serve(workspace: Path, *args: str, **more_env: str) -> tuple[subprocess.Pop
     return proc, first.removeprefix("agentkit serve: open ").rstrip("/")
 
 
-def _info(url: str) -> dict[str, object]:
-    deadline = time.monotonic() + 30
-    while True:
+def _client(url: str) -> httpx.Client:
+    """One client for a test's requests to ``url`` (a new client per request would
+    load certifi's bundle each time: about 0.2 s of CPU, on a 2-core machine)."""
+    return httpx.Client(base_url=url, timeout=10, verify=tls_context())
+
+
+def _info(client: httpx.Client) -> dict[str, object]:
+    """GET /api/info once the endpoint check has an answer."""
+    answers: list[dict[str, object]] = []
+
+    def checked() -> bool:
         try:
-            info = httpx.get(f"{url}/api/info", timeout=5).json()
-            if info["endpoint"]["status"] != "checking":
-                return dict(info)
+            info = client.get("/api/info").json()
         except httpx.ConnectError:
-            pass
-        assert time.monotonic() < deadline
-        time.sleep(0.1)
+            return False
+        answers.append(info)
+        return bool(info["endpoint"]["status"] != "checking")
+
+    assert wait_until(checked, 30)
+    return dict(answers[-1])
 
 
 def test_serve_demo_needs_no_key_and_says_it_is_scripted(workspace: Path) -> None:
     proc, url = _serve(workspace, "--demo")
+    client = _client(url)
     try:
-        info = _info(url)
+        info = _info(client)
         assert info["demo"] is True and info["model"] == "agentkit-demo-scripted"
         endpoint: dict[str, object] = info["endpoint"]  # type: ignore[assignment]
         assert endpoint["status"] == "ok"
         assert endpoint["message"] == "a scripted demo model (no real model, no network)"
-        cid = httpx.post(f"{url}/api/conversations", json={}, timeout=10).json()["id"]
-        httpx.post(f"{url}/api/conversations/{cid}/messages", json={"text": "hi"}, timeout=10)
-        deadline = time.monotonic() + 60
+        cid = client.post("/api/conversations", json={}).json()["id"]
+        client.post(f"/api/conversations/{cid}/messages", json={"text": "hi"})
 
         def answers() -> list[str]:
-            detail = httpx.get(f"{url}/api/conversations/{cid}", timeout=10).json()
+            detail = client.get(f"/api/conversations/{cid}").json()
             return [m["content"] for m in detail["messages"] if m["kind"] == "assistant"]
 
         # The answer itself, not the turn counter: a turn counts at the model's reply,
         # a moment before its message is in the conversation.
-        while not (said := answers()):
-            assert time.monotonic() < deadline
-            time.sleep(0.2)
-        assert "scripted demo" in said[-1]
+        assert wait_until(lambda: bool(answers()), 60)
+        assert "scripted demo" in answers()[-1]
     finally:
+        client.close()
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, err
@@ -185,12 +196,14 @@ def test_serve_demo_needs_no_key_and_says_it_is_scripted(workspace: Path) -> Non
 
 def test_serve_starts_on_a_dead_endpoint_and_says_so(workspace: Path) -> None:
     proc, url = _serve(workspace, "--model", "m", "--base-url", "http://127.0.0.1:9/v1")
+    client = _client(url)
     try:
-        endpoint = _info(url)["endpoint"]
+        endpoint = _info(client)["endpoint"]
         assert endpoint["status"] == "failed"  # type: ignore[index]
         assert "cannot reach the model endpoint http://127.0.0.1:9/v1" in endpoint["message"]  # type: ignore[index]
-        assert httpx.get(f"{url}/api/conversations", timeout=5).status_code == 200  # it serves
+        assert client.get("/api/conversations").status_code == 200  # it serves
     finally:
+        client.close()
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=30)
     assert (
@@ -207,16 +220,18 @@ def test_ctrl_c_says_which_sub_agents_it_terminated(workspace: Path) -> None:
     )
     with FakeOpenAIServer(Router(main=[start, "started"], subs={1: sleeper})) as model:
         proc, url = _serve(workspace, "--model", "fake-model", "--base-url", model.base_url)
+        client = _client(url)
         try:
-            cid = httpx.post(f"{url}/api/conversations", json={}, timeout=10).json()["id"]
-            httpx.post(f"{url}/api/conversations/{cid}/messages", json={"text": "go"}, timeout=10)
+            cid = client.post("/api/conversations", json={}).json()["id"]
+            client.post(f"/api/conversations/{cid}/messages", json={"text": "go"})
 
             def running() -> bool:
-                rows = httpx.get(f"{url}/api/conversations/{cid}/subagents", timeout=10).json()
+                rows = client.get(f"/api/conversations/{cid}/subagents").json()
                 return any(r["status"] == "running" for r in rows["subagents"])
 
             assert wait_until(running, 60)
         finally:
+            client.close()
             proc.send_signal(signal.SIGINT)
             out, err = proc.communicate(timeout=30)
     (stopped,) = [line for line in out.splitlines() if line.startswith("agentkit serve: stopped")]
@@ -269,17 +284,19 @@ def test_serve_yes_allows_what_the_rules_would_ask(workspace: Path, yes: bool) -
         flags = ["--model", "fake-model", "--base-url", model.base_url]
         rules = '{"write_file": "ask"}'
         proc, url = _serve(workspace, *flags, *(["--yes"] if yes else []), AGENTKIT_APPROVALS=rules)
+        client = _client(url)
         try:
-            cid = httpx.post(f"{url}/api/conversations", json={}, timeout=10).json()["id"]
-            httpx.post(f"{url}/api/conversations/{cid}/messages", json={"text": "go"}, timeout=10)
+            cid = client.post("/api/conversations", json={}).json()["id"]
+            client.post(f"/api/conversations/{cid}/messages", json={"text": "go"})
 
             def settled() -> bool:
-                detail = httpx.get(f"{url}/api/conversations/{cid}", timeout=10).json()
+                detail = client.get(f"/api/conversations/{cid}").json()
                 return bool(detail["approvals"]) or (workspace / "a.txt").exists()
 
             assert wait_until(settled, 60)
-            waiting = httpx.get(f"{url}/api/conversations/{cid}", timeout=10).json()["approvals"]
+            waiting = client.get(f"/api/conversations/{cid}").json()["approvals"]
         finally:
+            client.close()
             proc.send_signal(signal.SIGINT)
             proc.communicate(timeout=30)
     if yes:
