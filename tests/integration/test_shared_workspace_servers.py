@@ -145,7 +145,14 @@ def test_a_named_folder_held_by_another_conversation_is_still_refused(workspace:
         path = f"{_brief(request)['Deliverables directory']}/notes.md"
         return calls(call("write_file", path=path, content=_brief(request)["Task details"]))
 
-    router = Router(main=["unused"], subs={1: [write, gate.hold(finish())], 3: [finish()]})
+    held = gate.hold(finish())
+
+    def end(request: dict[str, Any]) -> Any:
+        # Only A's sub-agent 1 waits for the gate: B's, in a folder of its own, ends
+        # at once (both are sub-agent 1 to the router).
+        return held(request) if _brief(request)["Task details"] == "A" else finish()
+
+    router = Router(main=["unused"], subs={1: [write, end], 3: [finish()]})
     with FakeOpenAIServer(router) as server:
         a, b = Conversation(), Conversation()
         first, second = _manager(server, workspace, a), _manager(server, workspace, b)
