@@ -146,10 +146,15 @@ def listen(host: str, port: int) -> socket.socket:
     """A TCP socket bound to ``host``:``port`` (0: a free port) and listening, as
     uvicorn binds its own (``SO_REUSEADDR``; an IPv6 address gets an IPv6 socket).
 
+    Made with ``IPPROTO_TCP`` (not 0), as getaddrinfo gives it to uvicorn's own
+    socket: asyncio turns Nagle off (``TCP_NODELAY``) only on connections whose
+    socket says so, and a response's headers and body are two writes; with Nagle on,
+    the body waited for the client's delayed ACK, 40 ms on every keep-alive request.
+
     Raises ConfigurationError naming the address and what to do (the port in use, an
     address this machine does not have, a port that needs privileges)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host, port))
