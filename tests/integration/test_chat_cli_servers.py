@@ -152,6 +152,9 @@ def background(agent_id: int, summary: str) -> dict[str, Any]:
 
 
 SLEEPER = [calls(call("run_command", command="sleep 60")), finish()]
+# For a chat that starts no sub-agent: workers would start by spawn, so the chat does
+# not start and preload the worker process server beside it (a second of CPU each).
+NO_WORKERS = {"AGENTKIT_SUBAGENT_START_METHOD": "spawn"}
 
 
 # ------------------------------------------------------------- JSON lines
@@ -226,7 +229,7 @@ def test_message_sent_during_a_round_is_queued_after_the_tool_results(workspace:
     gate = Gate()
     router = Router(main=[gate.hold(calls(call("read_file", path="a.txt"))), "answered both"])
     with FakeOpenAIServer(router) as server:
-        chat = JsonlChat(workspace, cli_env(server.base_url))
+        chat = JsonlChat(workspace, cli_env(server.base_url, **NO_WORKERS))
         try:
             chat.send("read a.txt")
             chat.until(lambda e: e["type"] == "RoundStarted")
@@ -253,7 +256,7 @@ def test_quit_says_how_many_queued_messages_it_leaves_unsent(workspace: Path) ->
     gate = Gate()
     router = Router(main=[gate.hold("first answer"), "later"])
     with FakeOpenAIServer(router) as server:
-        chat = JsonlChat(workspace, cli_env(server.base_url))
+        chat = JsonlChat(workspace, cli_env(server.base_url, **NO_WORKERS))
         try:
             chat.send("one")
             chat.until(lambda e: e["type"] == "RoundStarted")
@@ -270,7 +273,8 @@ def test_quit_says_how_many_queued_messages_it_leaves_unsent(workspace: Path) ->
         # Kept, as it says: continuing the conversation sends it.
         before = main_requests(server)
         conversation_id = next(e["conversation_id"] for e in chat.seen if e.get("conversation_id"))
-        again = JsonlChat(workspace, cli_env(server.base_url), "--continue", conversation_id)
+        env = cli_env(server.base_url, **NO_WORKERS)
+        again = JsonlChat(workspace, env, "--continue", conversation_id)
         try:
             again.until(lambda e: e["type"] == "RoundFinished")
             again.command("/quit")
@@ -285,7 +289,7 @@ def test_quit_says_how_many_queued_messages_it_leaves_unsent(workspace: Path) ->
 
 def test_a_double_slash_sends_a_message_that_starts_with_a_slash(workspace: Path) -> None:
     with FakeOpenAIServer(["a path", "no command"]) as server:
-        chat = JsonlChat(workspace, cli_env(server.base_url))
+        chat = JsonlChat(workspace, cli_env(server.base_url, **NO_WORKERS))
         try:
             chat.send("//etc/hosts: what is it?")
             chat.round_end()
@@ -455,7 +459,7 @@ def test_terminal_chat_in_tmux(workspace: Path, tmp_path: Path) -> None:
 
     router = Router(main=["Hello **from the model**\n\n- first point\n- second point"])
     with FakeOpenAIServer(router) as server:
-        env = cli_env(server.base_url, TERM="xterm-256color")
+        env = cli_env(server.base_url, TERM="xterm-256color", **NO_WORKERS)
         command = (
             f"{sys.executable} -m agentkit chat -w {workspace}; echo $? > {status_file}; sleep 60"
         )
@@ -508,7 +512,7 @@ def test_terminal_chat_takes_a_paste_sent_as_keys_and_ctrl_d_counts_unsent(
     gate = Gate()
     router = Router(main=["got the paste", gate.hold("late answer")])
     with FakeOpenAIServer(router) as server:
-        env = cli_env(server.base_url, TERM="xterm-256color")
+        env = cli_env(server.base_url, TERM="xterm-256color", **NO_WORKERS)
         command = (
             f"{sys.executable} -m agentkit chat -w {workspace}; echo $? > {status_file}; sleep 60"
         )
@@ -551,7 +555,7 @@ def test_closing_the_terminal_exits_129_and_saves(
 
     gate = Gate()
     with FakeOpenAIServer(Router(main=[gate.hold("too late")])) as server:
-        env = cli_env(server.base_url, TERM="xterm-256color")
+        env = cli_env(server.base_url, TERM="xterm-256color", **NO_WORKERS)
         master, slave = pty.openpty()
         err = (tmp_path / "stderr").open("w")
         proc = subprocess.Popen(

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from cli_helpers import REPO, cli_env
 from subagent_helpers import Gate, Router, call, calls, finish, wait_until, who
-from test_chat_cli_servers import SLEEPER, background
+from test_chat_cli_servers import NO_WORKERS, SLEEPER, background
 
 from agentkit.testing import FakeOpenAIServer
 
@@ -60,9 +60,13 @@ class Tmux:
 
 
 @contextmanager
-def tmux_chat(tmp: Path, workspace: Path, server: FakeOpenAIServer, *args: str) -> Iterator[Tmux]:
+def tmux_chat(
+    tmp: Path, workspace: Path, server: FakeOpenAIServer, *args: str, **extra: str
+) -> Iterator[Tmux]:
+    """The chat in tmux against ``server``, started (its greeting shown); ``extra``:
+    more environment."""
     tmux = Tmux(tmp)
-    env = cli_env(server.base_url, TERM="xterm-256color")
+    env = cli_env(server.base_url, TERM="xterm-256color", **extra)
     tmux.start(f"{sys.executable} -m agentkit chat -w {workspace} {' '.join(args)}", env)
     try:
         tmux.wait_for("/help lists the commands")
@@ -161,7 +165,7 @@ def test_a_message_kept_from_before_is_shown_when_the_continued_chat_sends_it(
     # continued chat's round gets the first reply again (released by then).
     router = Router(main=[gate.hold("the answer")])
     with FakeOpenAIServer(router) as server:
-        with tmux_chat(tmp_path, workspace, server) as tmux:
+        with tmux_chat(tmp_path, workspace, server, **NO_WORKERS) as tmux:
             tmux.keys("one", "Enter")
             assert wait_until(lambda: len(server.requests) == 1, 30)
             tmux.keys("the kept message", "Enter")
@@ -172,7 +176,7 @@ def test_a_message_kept_from_before_is_shown_when_the_continued_chat_sends_it(
         (saved,) = (workspace / ".agentkit" / "conversations").glob("*.json")
         again = tmp_path / "again"
         again.mkdir()
-        with tmux_chat(again, workspace, server, "--continue", saved.stem) as tmux:
+        with tmux_chat(again, workspace, server, "--continue", saved.stem, **NO_WORKERS) as tmux:
             shown = tmux.wait_for("the answer")
     assert "· sent, kept from before: the kept message" in shown
     assert shown.count("kept from before") == 1
@@ -184,7 +188,7 @@ def test_a_failed_round_names_the_dead_endpoint_and_what_to_do(
 ) -> None:
     dead = "http://127.0.0.1:9/v1"  # nothing listens on the discard port
     tmux = Tmux(tmp_path)
-    env = cli_env(dead, TERM="xterm-256color")
+    env = cli_env(dead, TERM="xterm-256color", **NO_WORKERS)
     tmux.start(f"{sys.executable} -m agentkit chat -w {workspace}", env)
     try:
         tmux.wait_for("/help lists the commands")
@@ -217,7 +221,7 @@ def test_piped_lines_read_together_are_answered_one_by_one(workspace: Path) -> N
         return "ok: " + request["messages"][-1]["content"]
 
     with FakeOpenAIServer(echo) as server:
-        events = _run_chat(workspace, cli_env(server.base_url), "hello\nbg x\n")
+        events = _run_chat(workspace, cli_env(server.base_url, **NO_WORKERS), "hello\nbg x\n")
         bodies = list(server.requests)
     answers = [e["final_text"] for e in events if e["type"] == "RoundFinished"]
     assert answers == ["ok: hello", "ok: bg x"]  # one request each, not one for both
@@ -230,7 +234,12 @@ def test_max_turns_and_no_stream_reach_the_chat_s_requests(workspace: Path) -> N
     reads = [calls(call("read_file", path="a.txt"))] * 3
     with FakeOpenAIServer(Router(main=[*reads, "never reached"])) as server:
         events = _run_chat(
-            workspace, cli_env(server.base_url), "read it\n", "--max-turns", "2", "--no-stream"
+            workspace,
+            cli_env(server.base_url, **NO_WORKERS),
+            "read it\n",
+            "--max-turns",
+            "2",
+            "--no-stream",
         )
         bodies = list(server.requests)
     assert len(bodies) == 2  # --max-turns 2: two model requests in the round
@@ -279,7 +288,7 @@ def test_no_way_back_is_offered_for_a_conversation_that_could_not_be_saved(
     (workspace / ".agentkit").write_text("not a folder\n")
     proc = subprocess.run(
         [sys.executable, "-m", "agentkit", "chat", "-w", str(workspace), "--demo"],
-        env=cli_env(AGENTKIT_DEMO_LATENCY="0"), cwd=REPO, input="hello\n",
+        env=cli_env(AGENTKIT_DEMO_LATENCY="0", **NO_WORKERS), cwd=REPO, input="hello\n",
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     (end,) = [e for e in map(json.loads, proc.stdout.splitlines()) if e["type"] == "RoundFinished"]
@@ -299,17 +308,17 @@ def test_chat_checks_the_endpoint_at_start_as_serve_does(workspace: Path) -> Non
             env=env, cwd=REPO, input="", capture_output=True, text=True, timeout=60,
         )  # fmt: skip
 
-    dead = chat(cli_env("http://127.0.0.1:9/v1"))
+    dead = chat(cli_env("http://127.0.0.1:9/v1", **NO_WORKERS))
     assert dead.returncode == 0, dead.stderr
     assert "agentkit: model endpoint: cannot reach the model endpoint http://127.0.0.1:9/v1" in (
         dead.stderr
     )
     with FakeOpenAIServer(Router(main=[]), models=["other-model"]) as server:
-        unlisted = chat(cli_env(server.base_url))
-        listed = chat(cli_env(server.base_url, AGENTKIT_MODEL="other-model"))
+        unlisted = chat(cli_env(server.base_url, **NO_WORKERS))
+        listed = chat(cli_env(server.base_url, AGENTKIT_MODEL="other-model", **NO_WORKERS))
     assert "does not list the model 'fake-model'" in unlisted.stderr
     assert "model endpoint" not in listed.stderr
-    demo = chat(cli_env(AGENTKIT_DEMO_LATENCY="0"), "--demo")
+    demo = chat(cli_env(AGENTKIT_DEMO_LATENCY="0", **NO_WORKERS), "--demo")
     assert demo.returncode == 0 and "model endpoint" not in demo.stderr
 
 
@@ -318,7 +327,7 @@ def test_a_demo_copy_is_said_at_exit_and_swept_a_day_later(tmp_path: Path) -> No
     nothing said so. It says where and how to remove it; old copies go at the next start."""
     from agentkit.cli.demo_copies import MARKER
 
-    env = cli_env(AGENTKIT_DEMO_LATENCY="0", TMPDIR=str(tmp_path))
+    env = cli_env(AGENTKIT_DEMO_LATENCY="0", TMPDIR=str(tmp_path), **NO_WORKERS)
 
     def demo() -> subprocess.CompletedProcess[str]:
         return subprocess.run(

@@ -205,9 +205,10 @@ def test_serve_leaves_cleanly_on_sigterm_and_sighup(
     server, script = model
     script.waiting.discard("slow-model")
     port = free_port()
-    proc = start_agentkit(
-        "serve", "-w", str(workspace), "--port", str(port), env=cli_env(server.base_url)
-    )
+    # No sub-agent here: workers would start by spawn, so serve does not start and
+    # preload the worker process server beside it (a second of CPU).
+    env = cli_env(server.base_url, AGENTKIT_SUBAGENT_START_METHOD="spawn")
+    proc = start_agentkit("serve", "-w", str(workspace), "--port", str(port), env=env)
     try:
         url = f"http://127.0.0.1:{port}/api/conversations"
 
