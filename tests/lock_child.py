@@ -3,9 +3,9 @@ workspace as another agentkit process would, and reports through files.
 
 Usage: ``python lock_child.py MODE WORKSPACE CONTROL_FOLDER [ARGS...]``
 
-- ``race CID NAME ROUNDS``: each round, wait for ``go-<r>`` (a start time), open
-  CID, write ``result-<r>-<NAME>`` (OPENED or the error), wait for ``close-<r>``,
-  close, write ``closed-<r>-<NAME>``.
+- ``race CID NAME ROUNDS``: write ``ready-<NAME>``; each round, wait for ``go-<r>``
+  (a start time), open CID, write ``result-<r>-<NAME>`` (OPENED or the error), wait
+  for ``close-<r>``, close, write ``closed-<r>-<NAME>`` (and wait for the next go).
 - ``churn NAME COUNT START``: from START (time.time()), COUNT times claim the lock
   of conversation ``churn`` and, holding it, create and remove a marker file with
   O_EXCL (failing = two holders at once); write ``churn-<NAME>`` "opened violations".
@@ -59,6 +59,7 @@ def open_session(workspace: str, cid: str | None) -> Session:
 
 
 def race(workspace: str, ctl: Path, cid: str, name: str, rounds: int) -> None:
+    write(ctl / f"ready-{name}", "")  # imported: waits for go-0 from now on
     for r in range(rounds):
         go = ctl / f"go-{r}"
         wait_for(go)

@@ -73,8 +73,15 @@ def saved_conversation(workspace: Path) -> str:
     return conversation.id
 
 
-def all_appear(paths: list[Path]) -> bool:
-    return wait_until(lambda: all(p.exists() for p in paths), 60)
+def all_appear(paths: list[Path], timeout: float = 60) -> bool:
+    """Wait until every one of ``paths`` exists (polled every 5 ms: a round of the
+    race waits for its results and its closes, twenty rounds)."""
+    deadline = time.monotonic() + timeout
+    while not all(p.exists() for p in paths):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.005)
+    return True
 
 
 def open_here(workspace: Path, cid: str | None) -> Session:
@@ -87,9 +94,12 @@ def test_processes_racing_to_open_one_conversation_never_both_win(
     cid, ctl, rounds, names = saved_conversation(workspace), tmp_path / "ctl", 20, ["a", "b", "c"]
     ctl.mkdir()
     procs = [start(children, "race", workspace, ctl, cid, name, rounds) for name in names]
+    assert all_appear([ctl / f"ready-{name}" for name in names])  # each imported once
     winners: list[list[str]] = []
     for r in range(rounds):
-        write(ctl / f"go-{r}", str(time.time() + 0.3))  # each child imports once
+        # Every child already waits for this round's go (ready, or closed the last
+        # round): a short lead lets each see the start time before it comes.
+        write(ctl / f"go-{r}", str(time.time() + 0.1))
         results = [ctl / f"result-{r}-{name}" for name in names]
         assert all_appear(results), f"round {r}"
         outcomes = {name: p.read_text() for name, p in zip(names, results, strict=True)}
