@@ -126,6 +126,11 @@ def test_host_may_be_the_address_the_connection_arrived_on(workspace: Path) -> N
         assert status("localhost") == 421  # a name: only those listed
 
 
+# For a serve that starts no sub-agent: workers would start by spawn, so it does not
+# start and preload a worker process server beside itself (about a second of CPU).
+NO_WORKERS = {"AGENTKIT_SUBAGENT_START_METHOD": "spawn"}
+
+
 def _serve(workspace: Path, *args: str, **more_env: str) -> tuple[subprocess.Popen[str], str]:
     """``agentkit serve ARGS`` on a free port (``--port 0``): the process and its URL."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AGENTKIT_"))}
@@ -164,7 +169,7 @@ def _info(client: httpx.Client) -> dict[str, object]:
 
 
 def test_serve_demo_needs_no_key_and_says_it_is_scripted(workspace: Path) -> None:
-    proc, url = _serve(workspace, "--demo")
+    proc, url = _serve(workspace, "--demo", **NO_WORKERS)
     client = _client(url)
     try:
         info = _info(client)
@@ -195,7 +200,8 @@ def test_serve_demo_needs_no_key_and_says_it_is_scripted(workspace: Path) -> Non
 
 
 def test_serve_starts_on_a_dead_endpoint_and_says_so(workspace: Path) -> None:
-    proc, url = _serve(workspace, "--model", "m", "--base-url", "http://127.0.0.1:9/v1")
+    dead = ["--model", "m", "--base-url", "http://127.0.0.1:9/v1"]
+    proc, url = _serve(workspace, *dead, **NO_WORKERS)
     client = _client(url)
     try:
         endpoint = _info(client)["endpoint"]
@@ -283,7 +289,8 @@ def test_serve_yes_allows_what_the_rules_would_ask(workspace: Path, yes: bool) -
     with FakeOpenAIServer(Router(main=[write, "done"])) as model:
         flags = ["--model", "fake-model", "--base-url", model.base_url]
         rules = '{"write_file": "ask"}'
-        proc, url = _serve(workspace, *flags, *(["--yes"] if yes else []), AGENTKIT_APPROVALS=rules)
+        yes_flag = ["--yes"] if yes else []
+        proc, url = _serve(workspace, *flags, *yes_flag, AGENTKIT_APPROVALS=rules, **NO_WORKERS)
         client = _client(url)
         try:
             cid = client.post("/api/conversations", json={}).json()["id"]
