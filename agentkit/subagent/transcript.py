@@ -355,24 +355,27 @@ class TranscriptWriter:
 
     def _write_whole(self, rotate: bool) -> bool:
         """Write the record whole (if the guard allows; else it is final: stop) and
-        start a new journal after it (``rotate``) or remove it. Raises OSError."""
+        start a new journal after it (``rotate``) or remove it. Raises OSError.
+
+        All of it happens within the guard (the record folder's lock): a journal
+        started after the lock is released could follow a final record the parent
+        wrote in between, and stay beside it."""
         fragments = self._whole()
-        sizes: list[int] = []
 
         def write() -> None:
-            sizes.append(write_fragments_atomic(self.root, self.path, fragments))
+            size = write_fragments_atomic(self.root, self.path, fragments)
+            self._base = size
+            self.bytes_written += size
+            self._close_fd()
+            drop_journal(self.path.parent, self.root)
+            self._stale = False
+            if rotate and size >= self.floor:  # a small record is written whole each time
+                self._start_journal()
 
         if not self.guard(self._head, write):
             self._done = True
             self._close_fd()
             return False
-        self._base = sizes[0]
-        self.bytes_written += sizes[0]
-        self._close_fd()
-        drop_journal(self.path.parent, self.root)
-        self._stale = False
-        if rotate and self._base >= self.floor:  # a small record is written whole each time
-            self._start_journal()
         return True
 
     def _start_journal(self) -> None:
