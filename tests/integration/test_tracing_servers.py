@@ -35,6 +35,7 @@ from tracing_helpers import (
 )
 
 from agentkit import Agent, tracing
+from agentkit.subagent.launchers.local import prewarm
 from agentkit.testing import ErrorReply, FakeOpenAIServer, Reply
 from agentkit.tracing.base import SCHEMA_URL
 
@@ -271,23 +272,35 @@ def test_a_sub_agent_killed_at_its_timeout_still_exports_its_spans_ended(
 ) -> None:
     # The timeout runs from the sub-agent's creation, its worker's start included: the
     # first worker of a process also starts the forkserver and preloads agentkit
-    # (seconds on a loaded machine). 1 s was spent before the worker traced anything;
-    # 20 s bounds reaching the command, which then runs until the timeout stops it.
-    main = [
-        calls(call("create_sub_agent", agent_id=1, summary="s", task="t", timeout_seconds=20)),
-        "Done.",
-    ]
-    subs = {1: [calls(call("run_command", command="sleep 300", timeout_seconds=600))]}
-    result, conversation_id, _ = run_agent(workspace, Router(main, subs))
-    assert result.status == "done"
-    trace = spans_of_run(
-        traced, conversation_id, lambda spans: bool(named(spans, "invoke_agent sub-agent 1"))
-    )
-    (run,) = named(trace, "invoke_agent sub-agent 1")
-    assert run["attributes"]["agentkit.agent.status"] == "timeout"
-    assert run["status"]["code"] == 2 and run["attributes"]["error.type"] == "timeout"
+    # (seconds on a loaded machine). With the forkserver started beforehand (prewarm)
+    # a worker is one fork, and 3 s is ample to reach the command, which then runs
+    # until the timeout stops it. A machine so loaded that the worker never reached
+    # the command within 3 s gets a second run with 20 s: what the assertions read is
+    # then that run's trace. (Without the ended command span, both runs fail it.)
+    prewarm()
+    for timeout in (3, 20):
+        main = [
+            calls(
+                call("create_sub_agent", agent_id=1, summary="s", task="t", timeout_seconds=timeout)
+            ),
+            "Done.",
+        ]
+        subs = {1: [calls(call("run_command", command="sleep 300", timeout_seconds=600))]}
+        place = workspace / f"timeout-{timeout}"
+        place.mkdir()
+        result, conversation_id, _ = run_agent(place, Router(main, subs))
+        assert result.status == "done"
+        trace = spans_of_run(
+            traced, conversation_id, lambda spans: bool(named(spans, "invoke_agent sub-agent 1"))
+        )
+        (run,) = named(trace, "invoke_agent sub-agent 1")
+        assert run["attributes"]["agentkit.agent.status"] == "timeout"
+        assert run["status"]["code"] == 2 and run["attributes"]["error.type"] == "timeout"
+        commands = [s for s in children(trace, run) if s["name"] == "execute_tool run_command"]
+        if commands:
+            break
+        assert tracing.configure()  # on again for the second run
     # The command the timeout interrupted was still open: it ended, as a timeout.
-    commands = [s for s in children(trace, run) if s["name"] == "execute_tool run_command"]
     assert commands and commands[-1]["attributes"]["error.type"] == "timeout"
 
 
@@ -392,8 +405,19 @@ def test_a_worker_whose_parent_is_killed_exports_its_spans_before_it_exits(
 
 
 # ----------------------------------------------------------- dead collector
-def cli_run(workspace: Path, base_url: str, **env: str) -> subprocess.CompletedProcess[str]:
-    """``agentkit run --json`` in a subprocess with the given OTEL_* variables."""
+# ``python -m agentkit`` with the bound on the process's last export (EXIT_FLUSH_SECONDS,
+# 3 s) made 0.5 s: a dead collector makes the end wait all of it.
+SHORT_EXIT = (
+    "import runpy, agentkit.tracing.setup as setup; setup.EXIT_FLUSH_SECONDS = 0.5; "
+    "runpy.run_module('agentkit', run_name='__main__', alter_sys=True)"
+)
+
+
+def cli_run(
+    workspace: Path, base_url: str, short_exit: bool = False, **env: str
+) -> subprocess.CompletedProcess[str]:
+    """``agentkit run --json`` in a subprocess with the given OTEL_* variables
+    (``short_exit``: its last export bounded by 0.5 s, see SHORT_EXIT)."""
     full = {
         k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AGENTKIT_", "OTEL_"))
     }
@@ -407,7 +431,11 @@ def cli_run(workspace: Path, base_url: str, **env: str) -> subprocess.CompletedP
         **env,
     )
     return subprocess.run(
-        [sys.executable, "-m", "agentkit", "run", "go", "--json", "-w", str(workspace)],
+        [
+            sys.executable,
+            *(["-c", SHORT_EXIT] if short_exit else ["-m", "agentkit"]),
+            *("run", "go", "--json", "-w", str(workspace)),
+        ],
         env=full,
         capture_output=True,
         text=True,
@@ -430,12 +458,14 @@ def test_a_dead_collector_never_breaks_a_run_and_gives_one_warning(
     workspace: Path, collector: str
 ) -> None:
     # OTEL_EXPORTER_OTLP_TIMEOUT=600: an export waits up to ten minutes (seconds in the
-    # Python SDK); only agentkit's bounded end lets the processes exit.
+    # Python SDK); only agentkit's bounded end lets the processes exit (the main
+    # process's bound made short: SHORT_EXIT).
     with CaptureReceiver(mode="hang") as hanging, FakeOpenAIServer(Router(*DEAD_SCRIPT)) as server:
         endpoint = hanging.endpoint if collector == "hang" else f"http://127.0.0.1:{refused_port()}"
         done = cli_run(
             workspace,
             server.base_url,
+            short_exit=True,
             OTEL_EXPORTER_OTLP_ENDPOINT=endpoint,
             OTEL_EXPORTER_OTLP_TIMEOUT="600",
         )

@@ -12,14 +12,17 @@ import select
 import signal
 import socket
 import struct
+import threading
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 from subagent_helpers import Gate, wait_until
-from web_helpers import JSON, SseReader, running_web, serve_process
+from web_helpers import JSON, running_web, serve_process
 
 from agentkit import events as ev
 from agentkit.chat.store import conversations_dir
@@ -28,6 +31,10 @@ from agentkit.webchat.api import MAX_BODY
 from agentkit.webchat.fanout import MAX_BEHIND
 
 pytestmark = pytest.mark.slow
+NO_PREWARM = {"AGENTKIT_SUBAGENT_START_METHOD": "spawn"}
+"""For a server whose conversations start no sub-agent: with the spawn start method
+no worker process server is prewarmed when a conversation opens (1-2 s of CPU,
+each ``agentkit serve`` process once)."""
 
 
 def session_of(web: Any, cid: str) -> Any:
@@ -36,6 +43,56 @@ def session_of(web: Any, cid: str) -> Any:
 
 def user_texts(detail: dict[str, Any]) -> list[str]:
     return [m["content"] for m in detail["messages"] if m["kind"] == "user"]
+
+
+def quick_wait(predicate: Callable[[], bool], timeout: float = 20.0) -> bool:
+    """``wait_until`` polling every 5 ms, not 50: for a wait repeated many times on
+    something that takes milliseconds (a scripted round)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.005)
+    return predicate()
+
+
+class CountedReader:
+    """Reads one event stream in a thread until ``count`` events have come, then
+    closes its connection (the server sees the reader leave at once). ``events`` as
+    web_helpers.SseReader parses them. Its ``close()`` joins a thread that has ended
+    or is about to: web_helpers.SseReader's waited 5 s for a thread blocked on a
+    stream with nothing more to say, and the server kept that reader until its next
+    ping (15 s)."""
+
+    def __init__(self, url: str, headers: dict[str, str], count: int) -> None:
+        self.events: list[dict[str, Any]] = []
+        self.thread = threading.Thread(target=self._run, args=(url, headers, count))
+        self.thread.daemon = True
+        self.thread.start()
+
+    def _run(self, url: str, headers: dict[str, str], count: int) -> None:
+        with (
+            httpx.Client(timeout=httpx.Timeout(30, read=60)) as client,
+            client.stream("GET", url, headers=headers) as response,
+        ):
+            kind, data = "message", list[str]()
+            for line in response.iter_lines():
+                if line == "" and data:
+                    event = json.loads("\n".join(data))
+                    self.events.append({"type": "reset", **event} if kind == "reset" else event)
+                    if len(self.events) == count:
+                        return
+                if line == "":
+                    kind, data = "message", list[str]()
+                elif line.startswith("event:"):
+                    kind = line[6:].strip()
+                elif line.startswith("data:"):
+                    data.append(line[5:].lstrip())
+
+    def close(self) -> None:
+        """Wait (a bound on a hang) for the reader to have read its events and left."""
+        self.thread.join(30)
+        assert not self.thread.is_alive(), f"the reader stopped at {len(self.events)} events"
 
 
 # ------------------------------------------------------- resource limits (13)
@@ -63,7 +120,7 @@ def test_serve_under_a_low_descriptor_limit_keeps_creating_conversations(
             cid = created.json()["id"]
             sent = serve.post(f"/api/conversations/{cid}/messages", {"text": f"hello {i}"})
             assert sent.status_code == 202, (i, sent.text)
-            assert wait_until(lambda cid=cid: answered(cid)), (i, serve.output()[-2000:])
+            assert quick_wait(partial(answered, cid)), (i, serve.output()[-2000:])
             ids.append(cid)
         listed = serve.client.get("/api/conversations").json()["conversations"]
         assert sorted(c["id"] for c in listed) == sorted(ids)
@@ -99,12 +156,41 @@ def test_a_full_server_answers_503_and_leaves_nothing_behind(workspace: Path) ->
         assert web.post("/api/conversations", {}).status_code == 201  # room again
 
 
+# ---------------------------------------------- answers not held back (Nagle)
+def test_serves_connections_send_without_waiting_for_the_clients_ack() -> None:
+    """Regression: ``agentkit serve``'s listening socket was made with protocol 0, and
+    asyncio turns Nagle off (TCP_NODELAY) only on connections whose socket says
+    IPPROTO_TCP: a response's body, written after its headers, waited for the
+    client's delayed ACK, 40 ms on every keep-alive request. The listener is served
+    as uvicorn serves it (``create_server(sock=...)``)."""
+    from agentkit.webchat.serve import listen
+
+    async def nodelay_of_a_connection() -> int:
+        accepted: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+
+        async def on_connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            sock = writer.get_extra_info("socket")
+            accepted.set_result(sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+            writer.close()
+
+        listener = listen("127.0.0.1", 0)
+        server = await asyncio.start_server(on_connect, sock=listener)
+        async with server:
+            _, writer = await asyncio.open_connection(*listener.getsockname())
+            try:
+                return await asyncio.wait_for(accepted, 30)
+            finally:
+                writer.close()
+
+    assert asyncio.run(nodelay_of_a_connection()) != 0
+
+
 # ----------------------------------------------- accepted means saved (16)
 def test_messages_accepted_before_ctrl_c_are_delivered_after_a_restart(workspace: Path) -> None:
     gate = Gate()
     script = [gate.hold("never seen"), "answered two three four"]
     with FakeOpenAIServer(script) as model:
-        with serve_process(workspace, model.base_url) as serve:
+        with serve_process(workspace, model.base_url, env=NO_PREWARM) as serve:
             cid = serve.post("/api/conversations", {}).json()["id"]
             assert (
                 serve.post(f"/api/conversations/{cid}/messages", {"text": "one"}).status_code == 202
@@ -115,7 +201,7 @@ def test_messages_accepted_before_ctrl_c_are_delivered_after_a_restart(workspace
                 assert sent.status_code == 202
             assert serve.stop(signal.SIGINT) == 130
         gate.event.set()
-        with serve_process(workspace, model.base_url) as serve:
+        with serve_process(workspace, model.base_url, env=NO_PREWARM) as serve:
             shown = serve.client.get(f"/api/conversations/{cid}").json()
             assert shown["queued"] == ["two", "three", "four"]  # shown before it is opened
             assert serve.post("/api/switch", {"leaving": None, "to": cid}).status_code == 200
@@ -136,14 +222,14 @@ def test_a_message_whose_round_runs_survives_kill_9(workspace: Path) -> None:
     turn ended; kill -9 during that turn lost it."""
     gate = Gate()
     with FakeOpenAIServer([gate.hold("never seen"), "answered"]) as model:
-        with serve_process(workspace, model.base_url) as serve:
+        with serve_process(workspace, model.base_url, env=NO_PREWARM) as serve:
             cid = serve.post("/api/conversations", {}).json()["id"]
             sent = serve.post(f"/api/conversations/{cid}/messages", {"text": "keep me"})
             assert sent.status_code == 202
             assert wait_until(lambda: len(model.requests) == 1)
             assert serve.stop(signal.SIGKILL) == -signal.SIGKILL
         gate.event.set()
-        with serve_process(workspace, model.base_url) as serve:
+        with serve_process(workspace, model.base_url, env=NO_PREWARM) as serve:
             serve.post("/api/switch", {"leaving": None, "to": cid})
 
             def answered() -> bool:
@@ -175,8 +261,9 @@ def test_a_resumed_stream_of_a_reopened_conversation_gets_reset_not_a_silent_gap
         for i in range(40):
             session.publish(ev.TextDelta(text=f"new {i}"))
         url = f"{web.url}/api/conversations/{cid}/events"
-        stale = SseReader(url, headers={"Last-Event-ID": "5"})  # it missed events since
-        current = SseReader(url, headers={"Last-Event-ID": str(ended_at)})
+        # It missed events since 5: a reset, then the live one. The other had them all.
+        stale = CountedReader(url, {"Last-Event-ID": "5"}, count=2)
+        current = CountedReader(url, {"Last-Event-ID": str(ended_at)}, count=41)
         assert wait_until(lambda: len(stale.events) >= 1 and len(current.events) >= 40)
         session.publish(ev.TextDelta(text="live"))
         assert wait_until(lambda: len(stale.events) >= 2 and len(current.events) >= 41)
@@ -373,8 +460,8 @@ def test_a_reader_that_stops_reading_is_cut_and_told_on_reconnect(workspace: Pat
         stuck.close()
         ids = [int(line[3:]) for line in received.decode().splitlines() if line.startswith("id:")]
         assert ids and ids == list(range(1, len(ids) + 1)) and len(ids) < 2000
-        reader = SseReader(
-            f"{web.url}/api/conversations/{cid}/events", headers={"Last-Event-ID": str(ids[-1])}
+        reader = CountedReader(
+            f"{web.url}/api/conversations/{cid}/events", {"Last-Event-ID": str(ids[-1])}, count=1
         )
         assert wait_until(lambda: len(reader.events) >= 1)
         reader.close()
