@@ -126,6 +126,7 @@ def test_a_reader_process_always_sees_the_seeds_shape_and_the_end_is_complete(
 
 CHILD = r"""
 import sys
+import time
 from pathlib import Path
 from agentkit.settings import Settings
 from agentkit.subagent.manager import SubAgentManager
@@ -139,6 +140,9 @@ for line in sys.stdin:
     if line.strip() == "terminate":
         manager.terminate(1)
         print("terminated", flush=True)
+    elif line.strip() == "expire":  # the timeout clock jumps past the sub-agent's timeout
+        manager.agents[1].clock = lambda: time.monotonic() + int(sys.argv[3])
+        print("expired", flush=True)
 manager.agents[1].done.wait(60)
 manager.shutdown()
 """
@@ -167,10 +171,10 @@ def test_the_record_is_complete_however_the_worker_ends(workspace: Path, end: st
     path = workspace / "sub_agent_results/agent_1/.subagent/conversations.json"
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     with FakeOpenAIServer(Router(main=["unused"], subs={1: [model]})) as server:
-        # Long enough for the worker to start on a loaded machine and pass the floor.
-        timeout = "20" if end == "timeout" else "600"
+        # The timeout is reached by moving the sub-agent's timeout clock on ("expire",
+        # SubAgent.clock) once the worker is past the floor, not by waiting it out.
         child = subprocess.Popen(
-            [sys.executable, "-c", CHILD, server.base_url, str(workspace), timeout],
+            [sys.executable, "-c", CHILD, server.base_url, str(workspace), "600"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
@@ -182,10 +186,11 @@ def test_the_record_is_complete_however_the_worker_ends(workspace: Path, end: st
             assert wait_until(lambda: path.exists() and len(load_record(path)["messages"]) > 40, 60)
             assert path.with_name(JOURNAL_FILE).exists()  # past the floor: turns are journaled
             worker = load_record(path)["worker_pid"]
-            if end == "terminate":
-                child.stdin.write("terminate\n")
+            if end in ("terminate", "timeout"):
+                order = "terminate" if end == "terminate" else "expire"
+                child.stdin.write(f"{order}\n")
                 child.stdin.flush()
-                assert child.stdout.readline().strip() == "terminated"
+                assert child.stdout.readline().strip() == f"{order}d"
             elif end == "kill-worker":
                 os.kill(worker, signal.SIGKILL)
             elif end == "kill-parent":
