@@ -80,29 +80,11 @@ def _cli(args: list[str], env: dict[str, str], stdin: str = "") -> subprocess.Co
     )
 
 
-@pytest.mark.parametrize("front", ["chat --jsonl", "run"])
-def test_jsonl_chat_and_run_say_it_once_on_standard_error_at_the_start(
-    workspace: Path, front: str
-) -> None:
-    with FakeOpenAIServer(_one_command()) as server:
-        env = cli_env(server.base_url, **FORCED)
-        if front == "run":
-            done = _cli(["run", "-w", str(workspace), "run something"], env)
-        else:
-            done = _cli(["chat", "--jsonl", "-w", str(workspace)], env, "run something\n")
-    assert done.returncode == 0, done.stderr
-    lines = done.stderr.splitlines()
-    sandbox = [n for n, line in enumerate(lines) if "command sandbox is off" in line.lower()]
-    assert len(sandbox) == 1, done.stderr
-    assert INSTALL in lines[sandbox[0]] and lines[sandbox[0]].startswith("agentkit: ")
-    assert [line for line in lines if UNPRICED in line], done.stderr
-    assert "from-the-command" in done.stdout  # the round ran after it was said
-
-
-def test_a_sub_agent_s_first_command_does_not_say_it_again(workspace: Path) -> None:
+def _command_then_sub_agent() -> Router:
+    """The main agent runs a command, then a sub-agent (a worker process) runs its own."""
     create = call("create_sub_agent", agent_id=1, summary="Run one command", task="run it")
-    router = Router(
-        main=[calls(create), "done"],
+    return Router(
+        main=[calls(call("run_command", command="echo from-the-command")), calls(create), "done"],
         subs={
             1: [
                 calls(call("run_command", command="echo from-the-sub-agent")),
@@ -110,12 +92,32 @@ def test_a_sub_agent_s_first_command_does_not_say_it_again(workspace: Path) -> N
             ]
         },
     )
+
+
+@pytest.mark.parametrize("front", ["chat --jsonl", "run"])
+def test_jsonl_chat_and_run_say_it_once_on_standard_error_at_the_start(
+    workspace: Path, front: str
+) -> None:
+    """Under ``run`` a sub-agent's first command comes after the main agent's, and it
+    does not say it again either (one process shows both)."""
+    router = _command_then_sub_agent() if front == "run" else _one_command()
     with FakeOpenAIServer(router) as server:
-        done = _cli(["run", "-w", str(workspace), "go"], cli_env(server.base_url, **FORCED))
+        env = cli_env(server.base_url, **FORCED)
+        if front == "run":
+            done = _cli(["run", "-w", str(workspace), "run something"], env)
+        else:
+            done = _cli(["chat", "--jsonl", "-w", str(workspace)], env, "run something\n")
         ran = [r for r in server.requests if "from-the-sub-agent" in str(r["messages"][-1])]
     assert done.returncode == 0, done.stderr
-    assert ran, "the sub-agent's command ran"
-    assert done.stderr.lower().count("command sandbox is off") == 1, done.stderr
+    lines = done.stderr.splitlines()
+    sandbox = [n for n, line in enumerate(lines) if "command sandbox is off" in line.lower()]
+    assert len(sandbox) == 1, done.stderr
+    assert INSTALL in lines[sandbox[0]] and lines[sandbox[0]].startswith("agentkit: ")
+    assert [line for line in lines if UNPRICED in line], done.stderr
+    assert "from-the-command" in done.stdout  # the round ran after it was said
+    if front == "run":  # a sub-agent's first command does not say it again
+        assert ran, "the sub-agent's command ran"
+        assert done.stderr.lower().count("command sandbox is off") == 1, done.stderr
 
 
 def test_serve_says_it_on_its_console_and_in_the_page_header(workspace: Path) -> None:
@@ -146,7 +148,7 @@ def test_acp_modes_and_first_answer_say_it(workspace: Path) -> None:
     server_box: dict[str, Any] = {}
 
     async def scenario() -> None:
-        async with connect(server_box["url"], workspace, **FORCED) as (conn, _proc, rec):
+        async with connect(server_box["url"], workspace, None, **FORCED) as (conn, _proc, rec):
             created = await conn.new_session(cwd=str(workspace), mcp_servers=[])
             modes = {m.id: m.description for m in created.modes.available_modes}
             server_box["modes"] = modes
