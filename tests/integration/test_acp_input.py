@@ -31,15 +31,16 @@ pytestmark = pytest.mark.slow
 
 class RawAgent:
     """``agentkit acp`` with pipes: write lines, read parsed JSON lines; ``base_url``
-    None: ``agentkit acp --demo`` with no endpoint or key at all."""
+    None: ``agentkit acp --demo`` with no endpoint or key at all (its scripted model
+    answers with no pause: ``AGENTKIT_DEMO_LATENCY=0``)."""
 
     def __init__(self, cwd: Path, base_url: str | None, **env: str) -> None:
         keyless = base_url is None
         self.proc = subprocess.Popen(
             (*AGENT, "--demo") if keyless else AGENT,
             cwd=cwd,
-            env=cli_env(None, AGENTKIT_TOKENIZER="estimate")
-            if keyless
+            env=cli_env(None, AGENTKIT_TOKENIZER="estimate", AGENTKIT_DEMO_LATENCY="0")
+            if base_url is None
             else agent_env(base_url, **env),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -81,97 +82,111 @@ def error_of(answer: dict[str, Any]) -> tuple[int, str]:
     return answer["error"]["code"], answer["error"]["message"]
 
 
-def test_bad_input_gets_json_rpc_errors_and_the_agent_keeps_running(workspace: Path) -> None:
-    with FakeOpenAIServer(lambda request: "unused") as server:
-        agent = RawAgent(workspace, server.base_url)
-        try:
-            bad_lines: list[tuple[bytes | str, int, str]] = [
-                ("this is not json", -32700, "Parse error"),
-                (b"\xff\xfe not utf-8", -32700, "Parse error"),
-                ("[" * 100_000 + "]" * 100_000, -32700, "Parse error"),  # recursion-proof
-                ('[{"jsonrpc": "2.0", "id": 1, "method": "initialize"}]', -32600, "batches"),
-                ("42", -32600, "JSON object"),
-                ('{"jsonrpc": "2.0", "id": 1, "method": "initialize", "x": NaN}', -32700, "NaN"),
-                ('{"jsonrpc": "2.0", "id": {"x": 1}, "method": "initialize"}', -32600, "id must"),
-                ('{"jsonrpc": "2.0", "result": 1}', -32600, "neither a method nor an id"),
-            ]
-            for raw, code, words in bad_lines:
-                agent.write(raw)
-                answer = agent.read()
-                assert answer["id"] is None, raw
-                assert answer["error"]["code"] == code, (raw, answer)
-                assert words in answer["error"]["message"]
-            agent.write({"id": 5, "method": "initialize", "params": {"protocolVersion": 1}})
-            assert agent.read() == {
-                "jsonrpc": "2.0",
-                "id": 5,
-                "error": {"code": -32600, "message": 'Invalid Request: "jsonrpc" must be "2.0"'},
-            }
-            # A bad notification is never answered (JSON-RPC 2.0): the next answer is
-            # the next request's.
-            agent.write({"jsonrpc": "2.0", "method": "no/such/notification", "params": {}})
-            agent.write({"method": 3})
-            code, message = error_of(agent.request("no/such", {}, "m1"))
-            assert (code, message) == (-32601, "Method not found: no/such")
-            assert error_of(agent.request("authenticate", {"methodId": "x"}, "m2"))[0] == -32601
+def _bad_lines_get_errors(agent: RawAgent, workspace: Path) -> None:
+    """Every bad line gets a JSON-RPC error and none ends the agent; it then answers
+    a good request (and has made one session, with no title)."""
+    bad_lines: list[tuple[bytes | str, int, str]] = [
+        ("this is not json", -32700, "Parse error"),
+        (b"\xff\xfe not utf-8", -32700, "Parse error"),
+        ("[" * 100_000 + "]" * 100_000, -32700, "Parse error"),  # recursion-proof
+        ('[{"jsonrpc": "2.0", "id": 1, "method": "initialize"}]', -32600, "batches"),
+        ("42", -32600, "JSON object"),
+        ('{"jsonrpc": "2.0", "id": 1, "method": "initialize", "x": NaN}', -32700, "NaN"),
+        ('{"jsonrpc": "2.0", "id": {"x": 1}, "method": "initialize"}', -32600, "id must"),
+        ('{"jsonrpc": "2.0", "result": 1}', -32600, "neither a method nor an id"),
+    ]
+    for raw, code, words in bad_lines:
+        agent.write(raw)
+        answer = agent.read()
+        assert answer["id"] is None, raw
+        assert answer["error"]["code"] == code, (raw, answer)
+        assert words in answer["error"]["message"]
+    agent.write({"id": 5, "method": "initialize", "params": {"protocolVersion": 1}})
+    assert agent.read() == {
+        "jsonrpc": "2.0",
+        "id": 5,
+        "error": {"code": -32600, "message": 'Invalid Request: "jsonrpc" must be "2.0"'},
+    }
+    # A bad notification is never answered (JSON-RPC 2.0): the next answer is
+    # the next request's.
+    agent.write({"jsonrpc": "2.0", "method": "no/such/notification", "params": {}})
+    agent.write({"method": 3})
+    code, message = error_of(agent.request("no/such", {}, "m1"))
+    assert (code, message) == (-32601, "Method not found: no/such")
+    assert error_of(agent.request("authenticate", {"methodId": "x"}, "m2"))[0] == -32601
 
-            init = agent.request("initialize", {"protocolVersion": 1}, "init")
-            assert init["result"]["protocolVersion"] == 1
-            assert init["result"]["agentCapabilities"]["loadSession"] is True
+    init = agent.request("initialize", {"protocolVersion": 1}, "init")
+    assert init["result"]["protocolVersion"] == 1
+    assert init["result"]["agentCapabilities"]["loadSession"] is True
 
-            code, message = error_of(agent.request("session/new", {"cwd": str(workspace)}, 1))
-            assert code == -32602 and "mcpServers" in message
-            code, message = error_of(
-                agent.request("session/new", {"cwd": "relative/dir", "mcpServers": []}, 2)
-            )
-            assert code == -32602 and "absolute path" in message
-            sse = {"type": "sse", "name": "old", "url": "http://127.0.0.1:1/sse", "headers": []}
-            code, message = error_of(
-                agent.request("session/new", {"cwd": str(workspace), "mcpServers": [sse]}, 3)
-            )
-            assert code == -32602 and "sse transport is not supported" in message
-            prompt = {"sessionId": "conv_nope", "prompt": [{"type": "text", "text": "hi"}]}
-            code, message = error_of(agent.request("session/prompt", prompt, 4))
-            assert code == -32002 and "conv_nope" in message
-            assert error_of(agent.request("session/prompt", "oops", 6))[0] == -32602
+    code, message = error_of(agent.request("session/new", {"cwd": str(workspace)}, 1))
+    assert code == -32602 and "mcpServers" in message
+    code, message = error_of(
+        agent.request("session/new", {"cwd": "relative/dir", "mcpServers": []}, 2)
+    )
+    assert code == -32602 and "absolute path" in message
+    sse = {"type": "sse", "name": "old", "url": "http://127.0.0.1:1/sse", "headers": []}
+    code, message = error_of(
+        agent.request("session/new", {"cwd": str(workspace), "mcpServers": [sse]}, 3)
+    )
+    assert code == -32602 and "sse transport is not supported" in message
+    prompt = {"sessionId": "conv_nope", "prompt": [{"type": "text", "text": "hi"}]}
+    code, message = error_of(agent.request("session/prompt", prompt, 4))
+    assert code == -32002 and "conv_nope" in message
+    assert error_of(agent.request("session/prompt", "oops", 6))[0] == -32602
 
-            made = agent.request("session/new", {"cwd": str(workspace), "mcpServers": []}, 7)
-            sid = made["result"]["sessionId"]
-            image = {"type": "image", "data": "AAAA", "mimeType": "image/png"}
-            code, message = error_of(
-                agent.request("session/prompt", {"sessionId": sid, "prompt": [image]}, 8)
-            )
-            assert code == -32602 and "image content is not supported" in message
-            empty = {"sessionId": sid, "prompt": [{"type": "text", "text": "  "}]}
-            assert error_of(agent.request("session/prompt", empty, 9))[0] == -32602
-            listed = agent.request("session/list", {"cursor": "not-a-number"}, 10)
-            assert error_of(listed)[0] == -32602
-            for bad_id in ("../../etc/passwd", "conv/../x", ""):  # a path is no session id
-                load = {"cwd": str(workspace), "sessionId": bad_id, "mcpServers": []}
-                code, message = error_of(agent.request("session/load", load, 11))
-                assert code == -32602 and "not a conversation id" in message, (bad_id, message)
-            # Text no UTF-8 file can hold is refused before it reaches the conversation.
-            half = {"sessionId": sid, "prompt": [{"type": "text", "text": "half \ud800"}]}
-            answer = agent.request("session/prompt", half, 12)  # sent as a \\ud800 escape
-            assert answer["error"]["code"] == -32602, answer
-            assert "lone surrogate" in answer["error"]["message"]
+    made = agent.request("session/new", {"cwd": str(workspace), "mcpServers": []}, 7)
+    sid = made["result"]["sessionId"]
+    image = {"type": "image", "data": "AAAA", "mimeType": "image/png"}
+    code, message = error_of(
+        agent.request("session/prompt", {"sessionId": sid, "prompt": [image]}, 8)
+    )
+    assert code == -32602 and "image content is not supported" in message
+    empty = {"sessionId": sid, "prompt": [{"type": "text", "text": "  "}]}
+    assert error_of(agent.request("session/prompt", empty, 9))[0] == -32602
+    listed = agent.request("session/list", {"cursor": "not-a-number"}, 10)
+    assert error_of(listed)[0] == -32602
+    for bad_id in ("../../etc/passwd", "conv/../x", ""):  # a path is no session id
+        load: dict[str, Any] = {"cwd": str(workspace), "sessionId": bad_id, "mcpServers": []}
+        code, message = error_of(agent.request("session/load", load, 11))
+        assert code == -32602 and "not a conversation id" in message, (bad_id, message)
+    # Text no UTF-8 file can hold is refused before it reaches the conversation.
+    half = {"sessionId": sid, "prompt": [{"type": "text", "text": "half \ud800"}]}
+    answer = agent.request("session/prompt", half, 12)  # sent as a \\ud800 escape
+    assert answer["error"]["code"] == -32602, answer
+    assert "lone surrogate" in answer["error"]["message"]
 
-            # Still alive and well: a good request after all that.
-            again = agent.request("session/list", {"cwd": str(workspace)}, "last")
-            listed = again["result"]["sessions"]
-            assert [(s["sessionId"], s.get("title")) for s in listed] == [(sid, None)]
-            assert agent.proc.poll() is None
-        finally:
-            assert agent.proc.stdin is not None
-            agent.proc.stdin.close()
-            code = agent.proc.wait(60)
-        assert code == 0, b"".join(agent.stderr).decode(errors="replace")
+    # Still alive and well: a good request after all that.
+    again = agent.request("session/list", {"cwd": str(workspace)}, "last")
+    listed = again["result"]["sessions"]
+    assert [(s["sessionId"], s.get("title")) for s in listed] == [(sid, None)]
+    assert agent.proc.poll() is None
 
 
-def test_output_of_tools_and_workers_never_reaches_the_protocol(workspace: Path) -> None:
-    """A tool that prints (print, sys.stdout, fd 1), run by the main agent and by a
-    sub-agent's worker process: every byte on the agent's stdout is still a JSON-RPC
-    message, and the noise is in its stderr."""
+def _tool_output_stays_off_the_protocol(agent: RawAgent, workspace: Path) -> None:
+    """A prompt whose tool prints (print, sys.stdout, fd 1), run by the main agent and by
+    a sub-agent's worker process: every line the agent writes is still a JSON-RPC message."""
+    made = agent.request("session/new", {"cwd": str(workspace), "mcpServers": []}, 1)
+    prompt = {
+        "sessionId": made["result"]["sessionId"],
+        "prompt": [{"type": "text", "text": "go"}],
+    }
+    agent.write({"jsonrpc": "2.0", "id": 2, "method": "session/prompt", "params": prompt})
+    seen = []
+    while (message := agent.read()).get("id") != 2:  # read() requires JSON objects
+        assert message["jsonrpc"] == "2.0" and message["method"] == "session/update"
+        seen.append(message["params"]["update"])
+    # Each prompt's answer says the language in use (docs/acp.md, session/new).
+    meta = {"agentkit": {"language": "en"}}
+    assert message["result"] == {"stopReason": "end_turn", "_meta": meta}
+    ended = [u for u in seen if u.get("status") in ("completed", "failed")]
+    assert [u["status"] for u in ended] == ["completed", "completed"]
+
+
+def test_bad_input_and_tool_output_never_break_the_protocol(workspace: Path) -> None:
+    """One agent shows both (one process start, not two): bad input gets JSON-RPC
+    errors and the agent keeps running; then the output of tools and workers never
+    reaches the protocol, and the noise is in its stderr; it leaves cleanly at end of input."""
     router = Router(
         main=[
             calls(call("noisy", text="main")),
@@ -183,27 +198,14 @@ def test_output_of_tools_and_workers_never_reaches_the_protocol(workspace: Path)
     with FakeOpenAIServer(router) as server:
         agent = RawAgent(workspace, server.base_url, AGENTKIT_TOOLS="acp_noisy_tool:noisy")
         try:
-            agent.request("initialize", {"protocolVersion": 1}, 0)
-            made = agent.request("session/new", {"cwd": str(workspace), "mcpServers": []}, 1)
-            prompt = {
-                "sessionId": made["result"]["sessionId"],
-                "prompt": [{"type": "text", "text": "go"}],
-            }
-            agent.write({"jsonrpc": "2.0", "id": 2, "method": "session/prompt", "params": prompt})
-            seen = []
-            while (message := agent.read()).get("id") != 2:  # read() requires JSON objects
-                assert message["jsonrpc"] == "2.0" and message["method"] == "session/update"
-                seen.append(message["params"]["update"])
-            # Each prompt's answer says the language in use (docs/acp.md, session/new).
-            meta = {"agentkit": {"language": "en"}}
-            assert message["result"] == {"stopReason": "end_turn", "_meta": meta}
-            ended = [u for u in seen if u.get("status") in ("completed", "failed")]
-            assert [u["status"] for u in ended] == ["completed", "completed"]
+            _bad_lines_get_errors(agent, workspace)
+            _tool_output_stays_off_the_protocol(agent, workspace)
         finally:
             assert agent.proc.stdin is not None
             agent.proc.stdin.close()
-            assert agent.proc.wait(60) == 0
+            code = agent.proc.wait(60)
         noise = b"".join(agent.stderr)
+        assert code == 0, noise.decode(errors="replace")
         for words in (b"print from main", b"print from worker", b"raw bytes on fd 1", b"garbage"):
             assert words in noise
 
