@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from example_runner import PRELOAD, ExampleRunner
 
 ROOT = Path(__file__).resolve().parents[2]
 PROGRAMS = ROOT / "benchmarks" / "api_comparison"
@@ -51,25 +52,32 @@ def fake_model() -> Iterator[str]:
         server.wait(timeout=30)
 
 
-def run_program(name: str, base_url: str, tmp_path: Path) -> str:
+@pytest.fixture(scope="module")
+def runner() -> Iterator[ExampleRunner]:
+    """One forking runner for the programs: each still runs as ``python <name>.py`` in a
+    process of its own, without importing agentkit and openai again
+    (tests/example_runner.py)."""
+    started = ExampleRunner((*PRELOAD, "httpx", "starlette.applications", "uvicorn"))
+    try:
+        yield started
+    finally:
+        started.close()
+
+
+def run_program(name: str, base_url: str, tmp_path: Path, runner: ExampleRunner) -> str:
     """Run ``benchmarks/api_comparison/<name>.py``; return its stdout (it must exit 0).
     Its workspaces (``tempfile.mkdtemp``) go under ``tmp_path``."""
     env = {**os.environ, "FAKE_BASE_URL": base_url, "TMPDIR": str(tmp_path)}
-    done = subprocess.run(
-        [sys.executable, f"{name}.py"],
-        cwd=PROGRAMS,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=RUN_TIMEOUT,
-    )
+    done = runner.run(PROGRAMS / f"{name}.py", cwd=PROGRAMS, env=env, timeout=RUN_TIMEOUT)
     assert done.returncode == 0, f"{name} exited {done.returncode}:\n{done.stderr[-3000:]}"
     return done.stdout
 
 
 @pytest.mark.slow
-def test_p1_delegates_two_sub_agents(fake_model: str, tmp_path: Path) -> None:
-    out = run_program("p1_delegate", fake_model, tmp_path)
+def test_p1_delegates_two_sub_agents(
+    fake_model: str, tmp_path: Path, runner: ExampleRunner
+) -> None:
+    out = run_program("p1_delegate", fake_model, tmp_path, runner)
     lines = out.splitlines()
     for agent_id in (1, 2):
         assert f"SubAgentStarted {agent_id} running" in lines
@@ -79,8 +87,8 @@ def test_p1_delegates_two_sub_agents(fake_model: str, tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_p2_streams_the_run_as_sse(fake_model: str, tmp_path: Path) -> None:
-    seen = run_program("p2_sse", fake_model, tmp_path).split()
+def test_p2_streams_the_run_as_sse(fake_model: str, tmp_path: Path, runner: ExampleRunner) -> None:
+    seen = run_program("p2_sse", fake_model, tmp_path, runner).split()
     assert seen[0] == "RunStarted" and seen[-1] == "RunFinished"
     assert seen.count("SubAgentStarted") == 2 and seen.count("SubAgentFinished") == 2
     assert seen.count("ToolCallStarted") == 3 and "TextDelta" in seen
@@ -91,8 +99,10 @@ def test_p2_streams_the_run_as_sse(fake_model: str, tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_p3_runs_ten_and_cancels_one(fake_model: str, tmp_path: Path) -> None:
-    lines = run_program("p3_concurrent", fake_model, tmp_path).splitlines()
+def test_p3_runs_ten_and_cancels_one(
+    fake_model: str, tmp_path: Path, runner: ExampleRunner
+) -> None:
+    lines = run_program("p3_concurrent", fake_model, tmp_path, runner).splitlines()
     assert re.fullmatch(r"\d+\.\d\ds", lines[0]), lines[0]
     for n in range(10):
         expected = "cancelled" if n == 3 else f"('done', 'Done with [p3] [slow] job {n}')"
@@ -102,8 +112,8 @@ def test_p3_runs_ten_and_cancels_one(fake_model: str, tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_p4_gives_typed_findings(fake_model: str, tmp_path: Path) -> None:
-    lines = run_program("p4_typed", fake_model, tmp_path).splitlines()
+def test_p4_gives_typed_findings(fake_model: str, tmp_path: Path, runner: ExampleRunner) -> None:
+    lines = run_program("p4_typed", fake_model, tmp_path, runner).splitlines()
     points = "['scripted point one', 'scripted point two']"
     for topic in ("alpha", "beta"):
         assert f"Finding {topic} 0.75 {points}" in lines

@@ -13,19 +13,24 @@ HTML comment on the line before its fence (CONTRIBUTING.md, "Examples in the doc
 - ``<!-- example: tested by PATH -->``: a test of its own drives it (PATH exists);
 - ``<!-- example: not run: REASON -->``: a fragment, with the reason (where the whole
   program runs, say).
+
+Each block is its own process, forked from one runner for the module that has already
+imported agentkit and openai (tests/example_runner.py): the script runs as
+``__main__`` with fresh globals, its own folder, environment, stdin and exit status, as
+``python SCRIPT`` would, without paying the imports once a block.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import subprocess
-import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from example_runner import ExampleRunner
 
 from agentkit.testing import FakeOpenAIServer
 
@@ -95,8 +100,20 @@ def _answer(request: dict[str, Any]) -> Any:
 PAGES = sorted({ex.page for ex in examples() if ex.mark == ""})
 
 
+@pytest.fixture(scope="module")
+def runner() -> Iterator[ExampleRunner]:
+    """One forking runner for the module's examples."""
+    started = ExampleRunner()
+    try:
+        yield started
+    finally:
+        started.close()
+
+
 @pytest.mark.parametrize("page", PAGES)
-def test_the_pages_examples_run_as_written(page: str, tmp_path: Path) -> None:
+def test_the_pages_examples_run_as_written(
+    page: str, tmp_path: Path, runner: ExampleRunner
+) -> None:
     (tmp_path / "my_project").mkdir()
     (tmp_path / "proj").mkdir()
     env = {**os.environ, "AGENTKIT_MODEL": "fake-model", "OPENAI_API_KEY": "k"}
@@ -112,15 +129,7 @@ def test_the_pages_examples_run_as_written(page: str, tmp_path: Path) -> None:
                 continue
             script = tmp_path / f"example_{ex.number}.py"
             script.write_text(ex.code)
-            proc = subprocess.run(
-                [sys.executable, str(script)],
-                capture_output=True,
-                text=True,
-                cwd=tmp_path,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                timeout=120,
-            )
+            proc = runner.run(script, cwd=tmp_path, env=env, timeout=120)
             assert proc.returncode == 0, f"{page} block {ex.number}:\n{proc.stderr[-3000:]}"
             ran += 1
     assert ran > 0
