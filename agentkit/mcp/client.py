@@ -150,6 +150,7 @@ class Connection:
         self.tools: list[Any] | None = None
         self._session: Any = None
         self._task: asyncio.Task[None] | None = None
+        self._ready: asyncio.Future[None] | None = None
         self._stop: asyncio.Event | None = None
         self._lock = threading.Lock()
         self._closed = False
@@ -231,6 +232,7 @@ class Connection:
         # Read the outcome even when nobody waits any more (the start timed out).
         ready.add_done_callback(lambda f: f.cancelled() or f.exception())
         self._stop = asyncio.Event()
+        self._ready = ready
         self._task = loop.create_task(self._own(ready))
         try:
             await asyncio.wait_for(asyncio.shield(ready), self.settings.mcp_start_timeout)
@@ -244,6 +246,11 @@ class Connection:
             return
         if self._stop is not None:
             self._stop.set()
+        if self._ready is not None and not self._ready.done():
+            # Still starting (a server that never answers the handshake): the task
+            # waits on the server, not on the stop event, so cancel it at once
+            # rather than after CLOSE_TIMEOUT.
+            task.cancel()
         try:
             await asyncio.wait_for(asyncio.shield(task), CLOSE_TIMEOUT)
         except BaseException:
