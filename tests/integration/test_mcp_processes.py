@@ -17,6 +17,7 @@ from typing import Any
 
 import psutil
 import pytest
+from subagent_helpers import wait_until
 
 pytest.importorskip("mcp")
 
@@ -157,8 +158,7 @@ def test_server_that_fails_to_start_or_hangs_gives_a_clear_error(
         assert tools.tools() == []
     assert any("'hang' did not start within 1.5 s" in r.getMessage() for r in caplog.records)
     tools.close()
-    time.sleep(0.5)
-    assert alive_with(token) == []
+    assert wait_until(lambda: alive_with(token) == [], timeout=10), alive_with(token)
 
 
 def _free_port() -> int:

@@ -120,6 +120,7 @@ def test_worker_killed_by_sigkill_takes_its_mcp_server_with_it(workspace: Path) 
         # The server and the detached child it started (its token is in argv).
         assert wait_until(lambda: len(alive_with(token)) >= 2, timeout=30)
         worker = agent.manager.agents[1].handle
+        assert worker is not None
         psutil.Process(worker.pid).kill()  # SIGKILL: no handler runs in the worker
         assert wait_until(lambda: alive_with(token) == [], timeout=10), alive_with(token)
         main = [r for r in server.requests if who(r) is None]
@@ -240,6 +241,10 @@ def test_cli_profiles_lists_and_checks(workspace: Path) -> None:
     assert "bad: refused: " in done.stdout and "must start with a --- line" in done.stdout
 
 
+RELEASED = "timeout 60 sh -c 'until [ -e release ]; do sleep 0.05; done'"
+"""A command that ends once the test creates ``release`` in the workspace."""
+
+
 def test_a_worker_starts_its_mcp_server_only_at_the_first_call(workspace: Path) -> None:
     token = f"tok-{uuid.uuid4().hex}"
     servers = {
@@ -255,7 +260,8 @@ def test_a_worker_starts_its_mcp_server_only_at_the_first_call(workspace: Path) 
         ],
         subs={
             1: [
-                calls(call("run_command", command="sleep 3")),
+                # Held until the test has seen that no server runs (bounded: 60 s).
+                calls(call("run_command", command=RELEASED)),
                 calls(call("mcp__t__echo", text="late")),
                 finish("Echoed through MCP after a while."),
             ]
@@ -270,8 +276,9 @@ def test_a_worker_starts_its_mcp_server_only_at_the_first_call(workspace: Path) 
         first = next(r for r in server.requests if who(r) == 1)
         assert "mcp__t__echo" in names(first)  # offered from the parent's listing...
         # ...while no server runs: the parent's listing session is closed, and the
-        # worker (in its 3-second command) has not called an MCP tool yet.
-        assert wait_until(lambda: alive_with(token) == [], timeout=2.5), alive_with(token)
+        # worker (in its command, held until released) has not called an MCP tool yet.
+        assert wait_until(lambda: alive_with(token) == [], timeout=10), alive_with(token)
+        (workspace / "release").touch()
         assert agent.session.wait_idle(timeout=60)
         sub = [r for r in server.requests if who(r) == 1]
     assert tool_results(sub[-1])[-1] == "echo: late"
