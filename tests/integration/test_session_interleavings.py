@@ -10,6 +10,7 @@ import random
 import re
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from agentkit.testing import FakeOpenAIServer
 pytestmark = pytest.mark.slow
 
 RUNS = int(os.environ.get("AGENTKIT_INTERLEAVINGS", "200"))
+AT_ONCE = 4  # sessions run side by side, each in its own thread
 ANNOUNCED = re.compile(r"子智能体(\d+) \([^)]*\) 已完成")
 
 
@@ -69,7 +71,8 @@ class Plan:
 
 
 def run_one(seed: int, workspace: Path, server: FakeOpenAIServer, plan: Plan) -> None:
-    settings = scripted_settings(server)
+    # The model's name tells the server's handler whose plan a request is for.
+    settings = scripted_settings(server, model=model_of(seed))
     with Session(workspace, settings, prewarm=False) as session:
         futures = []
         for text, gap in zip(plan.messages, plan.gaps, strict=True):
@@ -92,17 +95,31 @@ def run_one(seed: int, workspace: Path, server: FakeOpenAIServer, plan: Plan) ->
     assert said == plan.messages, f"seed {seed}: user messages {said} != {plan.messages}"
 
 
+def model_of(seed: int) -> str:
+    """The model name of seed ``seed``'s session and sub-agents."""
+    return f"fake-model-{seed}"
+
+
 def test_random_interleavings_lose_and_double_nothing(tmp_path: Path) -> None:
-    current: dict[str, Plan] = {}
+    """RUNS seeded sessions, AT_ONCE at a time (each its own Session, workspace and
+    plan; one server answers all, by model name): most of a run is waiting for its
+    workers and the plan's pauses, so several share the wall time."""
+    plans = {model_of(seed): Plan(seed) for seed in range(RUNS)}
 
     def handler(request: dict[str, Any]) -> Any:
-        plan = current["plan"]
+        plan = plans[request["model"]]
         return plan.main(request) if who(request) is None else plan.sub(request)
 
-    with FakeOpenAIServer(handler) as server:
-        for seed in range(RUNS):
-            workspace = tmp_path / f"ws{seed}"
-            workspace.mkdir()
-            (workspace / "a.txt").write_text("a\n")
-            current["plan"] = Plan(seed)
-            run_one(seed, workspace, server, current["plan"])
+    def run(seed: int) -> None:
+        workspace = tmp_path / f"ws{seed}"
+        workspace.mkdir()
+        (workspace / "a.txt").write_text("a\n")
+        run_one(seed, workspace, server, plans[model_of(seed)])
+
+    with FakeOpenAIServer(handler) as server, ThreadPoolExecutor(AT_ONCE) as pool:
+        futures = [pool.submit(run, seed) for seed in range(RUNS)]
+        try:
+            for future in as_completed(futures):
+                future.result()
+        finally:  # a failure stops the runs not started yet
+            pool.shutdown(cancel_futures=True)
