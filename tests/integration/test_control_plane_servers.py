@@ -350,8 +350,10 @@ def test_ask_parent_when_idle_starts_a_round_and_the_answer_comes_back(
 ) -> None:
     """The question starts a round (the user template) while the main agent is idle;
     its answer is ask_parent's result; the sub-agent's timeout clock is paused
-    meanwhile (a 5 s timeout; its clock moves on 6 s while the main agent answers, and
-    the monitor checks it: it still completes)."""
+    meanwhile (a 120 s timeout; its clock moves on 121 s while the main agent answers,
+    and the monitor checks it: it still completes). The timeout is not shorter: its
+    clock runs for real until the sub-agent's first request, and a worker's start on a
+    loaded machine once took 5 s."""
     clock = MovedClock()
     opened: list[Session] = []
 
@@ -360,7 +362,7 @@ def test_ask_parent_when_idle_starts_a_round_and_the_answer_comes_back(
         return calls(call("ask_parent", question="用哪个数据库？"))
 
     def slow_answer(request: dict[str, Any]) -> Any:
-        clock.move_on(6)  # longer than the sub-agent's whole timeout
+        clock.move_on(121)  # longer than the sub-agent's whole timeout
         assert clock.read_after_move.wait(30)  # a timeout would be seen by now
         return calls(call("answer_sub_agent", agent_id=1, answer="用 PostgreSQL"))
 
@@ -373,7 +375,7 @@ def test_ask_parent_when_idle_starts_a_round_and_the_answer_comes_back(
                     summary="建表",
                     task="建表",
                     run_in_background=True,
-                    timeout_seconds=5,
+                    timeout_seconds=120,
                 )
             ),
             "已启动。",
@@ -404,7 +406,7 @@ def test_ask_parent_when_idle_starts_a_round_and_the_answer_comes_back(
     asked = tool_results(sub_requests(model, 1)[1], "ask_parent")[0]
     assert asked == {"success": True, "answer": "用 PostgreSQL"}
     assert agent.status == "completed"
-    assert agent.paused_seconds > 5  # the wait did not count against its 5 s
+    assert agent.paused_seconds > 120  # the wait did not count against its 120 s
     assert [(e.agent_id, e.question) for e in seen.of(ev.SubAgentQuestion)] == [
         (1, "用哪个数据库？")
     ]
