@@ -134,7 +134,11 @@ class Channel(Generic[SendT, ReceiveT]):
             except (OSError, ValueError):
                 pass  # the other end is gone: False
             except BaseException as exc:  # raised in the caller's thread
-                item.error = exc
+                # A close() from another thread in the middle of the write leaves
+                # multiprocessing's handle None (a TypeError in its write): this end
+                # was closed, which is a send that returns False, not an error.
+                if not (isinstance(exc, TypeError) and self._closed):
+                    item.error = exc
             with self._lock:
                 self._stalled = False
             item.done.set()
