@@ -154,6 +154,15 @@ class Channel(Generic[SendT, ReceiveT]):
             raise ChannelClosed(str(exc)) from exc
         return message
 
+    def readable(self, timeout: float | None = 0.0) -> bool:
+        """Return True once a message, or the other end's close, waits to be received
+        (``timeout`` seconds at most; None: for ever), else False. A closed end is
+        readable too: the next :meth:`receive` raises ChannelClosed."""
+        try:
+            return bool(self.endpoint.poll(timeout))
+        except (EOFError, OSError, ValueError):
+            return True
+
     def close(self) -> None:
         """Close this end (idempotent; errors ignored); later sends return False."""
         with self._lock:

@@ -90,6 +90,10 @@ warm_prices()
 
 __all__ = ["Worker", "worker_main"]
 
+SIGNAL_SETTLE = 0.3
+"""Seconds a SIGTERM waits for the parent's unread messages to be acted on (its
+Terminate comes first); under the parent's grace before SIGKILL (0.5 s)."""
+
 
 def worker_main(spec: WorkerSpec, conn: Endpoint) -> None:
     """Process entry point: run one sub-agent to its end, then exit.
@@ -198,6 +202,9 @@ class Worker:
 
     def _on_signal(self, read_end: int) -> None:
         os.read(read_end, 1)
+        # A purposeful end (the parent's Terminate came before its SIGTERM) is
+        # recorded with the parent's reason, not as a gone parent.
+        self.link.settle(SIGNAL_SETTLE)
         self.parent_gone(False)
 
     def run(self, engine: Engine) -> None:

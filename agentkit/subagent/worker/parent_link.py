@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -66,6 +67,8 @@ class ParentLink:
         self._early: list[ParentMessage] = []
         self._control_lock = threading.Lock()
         self.end_reason: str | None = None  # Terminate's reason: timeout, terminated
+        self.terminated = threading.Event()  # Terminate came (end_reason is set)
+        self._busy = False  # the reader holds a message it has not acted on yet
 
     def send(self, message: WorkerMessage) -> None:
         """Send one message; a broken link means the parent is gone: exit."""
@@ -78,6 +81,10 @@ class ParentLink:
 
     def _read(self) -> None:
         while True:
+            # Busy from before the bytes leave the pipe to after their dispatch, so
+            # pending() never misses a message in between (see settle).
+            self.channel.readable(None)
+            self._busy = True
             try:
                 message = self.channel.receive()
             except ChannelClosed:
@@ -85,6 +92,22 @@ class ParentLink:
                 return
             if message is not None:
                 self.dispatch(message)
+            self._busy = False
+
+    def pending(self) -> bool:
+        """True while a message of the parent's is unread or being acted on."""
+        # This order: a message read between the two checks was busy before it left.
+        return self.channel.readable(0) or self._busy
+
+    def settle(self, seconds: float) -> None:
+        """Wait up to ``seconds`` for the parent's unread messages to be acted on.
+
+        The parent sends Terminate (with its reason: timeout, terminated) before its
+        SIGTERM; a signal handled first would otherwise end the worker as if the
+        parent were gone, a different end from the one the parent records."""
+        deadline = time.monotonic() + seconds
+        while self.pending() and not self.terminated.is_set() and time.monotonic() < deadline:
+            time.sleep(0.01)
 
     def dispatch(self, message: ParentMessage) -> None:
         """Act on one message from the parent (the one place they are handled)."""
@@ -101,6 +124,7 @@ class ParentLink:
             self.wrapup.set()
         elif isinstance(message, Terminate):
             self.end_reason = str(message.reason)
+            self.terminated.set()
             self.on_gone(True)
         else:
             with self._control_lock:
