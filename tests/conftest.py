@@ -56,6 +56,20 @@ def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         cluster.stop()
 
 
+@pytest.fixture(scope="session")
+def ray_node_without_workspace(ray_cluster: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A third node of the session's cluster, with the resource ``no_shared_disk`` and no
+    CPU (nothing else is placed there: ask for ``ray_num_cpus=0``), that cannot see the
+    folder returned: its own mount namespace puts an empty tmpfs over it. A test makes
+    its workspace inside that folder. Started once (a node takes seconds to start); the
+    cluster's end kills it."""
+    hidden = tmp_path_factory.mktemp("hidden").resolve()
+    mount = f'mount -t tmpfs none {hidden} && exec "$@"'
+    wrap = ["unshare", "-m", "--propagation", "private", "sh", "-c", mount, "sh"]
+    ray_cluster.add_node({"no_shared_disk": 10}, wrap=wrap, cpus=0)
+    return hidden
+
+
 @pytest.fixture(params=["bwrap", "none"])
 def command_sandbox(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Run a test twice: commands in the bubblewrap sandbox, then without it

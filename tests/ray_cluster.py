@@ -74,7 +74,7 @@ class RayTestCluster:
         """The GCS address to pass as ``ray_address``."""
         return f"127.0.0.1:{self.port}"
 
-    def _ray_start(self, args: list[str], wrap: list[str] | None = None) -> str:
+    def _ray_start(self, args: list[str], wrap: list[str] | None = None, cpus: int = 2) -> str:
         mark = f"raynode-{uuid.uuid4().hex}"
         env = {
             **os.environ,
@@ -83,7 +83,7 @@ class RayTestCluster:
             "RAY_USAGE_STATS_ENABLED": "0",
         }
         ray = str(Path(sys.executable).with_name("ray"))
-        common = ["--num-cpus=2", "--object-store-memory=78643200", "--disable-usage-stats"]
+        common = [f"--num-cpus={cpus}", "--object-store-memory=78643200", "--disable-usage-stats"]
         self.marks.append(mark)
         done = subprocess.run(
             [*(wrap or []), ray, "start", *common, *args],
@@ -136,9 +136,12 @@ class RayTestCluster:
         )
         self.add_node({NODE2_RESOURCE: 100})
 
-    def add_node(self, resources: dict[str, float], wrap: list[str] | None = None) -> str:
-        """Start one more node with ``resources``; ``wrap``: a command prefix (such as
-        ``unshare -m ...``) the node's ``ray start`` runs under. Returns its mark."""
+    def add_node(
+        self, resources: dict[str, float], wrap: list[str] | None = None, cpus: int = 2
+    ) -> str:
+        """Start one more node with ``resources`` and ``cpus`` CPUs; ``wrap``: a command
+        prefix (such as ``unshare -m ...``) the node's ``ray start`` runs under. Returns
+        its mark."""
         return self._ray_start(
             [
                 f"--address={self.address}",
@@ -146,6 +149,7 @@ class RayTestCluster:
                 f"--resources={json.dumps(resources)}",
             ],
             wrap,
+            cpus,
         )
 
     def kill_node(self, mark: str) -> None:

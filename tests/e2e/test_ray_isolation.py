@@ -50,19 +50,15 @@ def cluster(ray_cluster: Any) -> Iterator[Any]:
 @pytest.mark.ray
 @pytest.mark.slow
 def test_an_isolated_sub_agent_runs_on_a_node_without_the_workspace(
-    tmp_path: Path, cluster: Any
+    tmp_path: Path, cluster: Any, ray_node_without_workspace: Path
 ) -> None:
-    hidden = tmp_path / "hidden"
-    workspace = hidden / "ws"
+    workspace = ray_node_without_workspace / tmp_path.name / "ws"
     workspace.mkdir(parents=True)
     git(workspace, "init", "-q", "-b", "main")
     (workspace / "a.txt").write_text("one\n")
     git(workspace, "add", "-A")
     git(workspace, "commit", "-q", "-m", "first")
     head = git(workspace, "rev-parse", "HEAD")
-    mount = f'mount -t tmpfs none {hidden} && exec "$@"'
-    wrap = ["unshare", "-m", "--propagation", "private", "sh", "-c", mount, "sh"]
-    mark = cluster.add_node({"no_shared_disk": 10}, wrap=wrap)
     probe = (
         f"pwd > {RESULTS}/where.txt; "
         f"if [ -e {workspace}/a.txt ]; then echo seen; else echo unseen; fi >> {RESULTS}/where.txt; "
@@ -77,25 +73,26 @@ def test_an_isolated_sub_agent_runs_on_a_node_without_the_workspace(
         main=[calls(call("create_sub_agent", agent_id=1, summary="s", task="t")), "went on"],
         subs={1: sub},
     )
-    try:
-        with FakeOpenAIServer(router) as server:
-            settings = ray_settings(
-                server, cluster, ray_resources={"no_shared_disk": 1}, subagent_isolation="always"
-            )
-            with Agent(workspace=workspace, settings=settings) as agent:
-                result = agent.run("go")
-                tool = [m for m in server.requests[-1]["messages"] if m["role"] == "tool"][-1]
-                data = json.loads(tool["content"])
-                report = agent.manager.merge(1)
-    finally:
-        cluster.kill_node(mark)
+    with FakeOpenAIServer(router) as server:
+        settings = ray_settings(
+            server,
+            cluster,
+            ray_resources={"no_shared_disk": 1},
+            ray_num_cpus=0,
+            subagent_isolation="always",
+        )
+        with Agent(workspace=workspace, settings=settings) as agent:
+            result = agent.run("go")
+            tool = [m for m in server.requests[-1]["messages"] if m["role"] == "tool"][-1]
+            data = json.loads(tool["content"])
+            report = agent.manager.merge(1)
     assert result.status == "done" and result.final_text == "went on"
     assert data["status"] == "completed", data
     assert data["changes"] == {"files": 1, "insertions": 1, "deletions": 0}
     assert data["merged"] is False
     # The worker worked in a node-local copy and could not see the workspace.
     where, seen = (workspace / RESULTS / "where.txt").read_text().splitlines()
-    assert "agentkit-isolated-" in where and not where.startswith(str(hidden))
+    assert "agentkit-isolated-" in where and not where.startswith(str(ray_node_without_workspace))
     assert seen == "unseen"
     # Its deliverable was streamed back before the main agent was told (read in the
     # tool result's listing), and the node's folder is gone now that the driver has it.

@@ -95,29 +95,24 @@ def test_sub_agents_are_placed_on_both_nodes_and_resources_pin_them(
 @pytest.mark.ray
 @pytest.mark.slow
 def test_a_node_without_the_shared_workspace_fails_the_sub_agent_clearly(
-    tmp_path: Path, cluster: Any
+    tmp_path: Path, cluster: Any, ray_node_without_workspace: Path
 ) -> None:
     # A third node in its own mount namespace sees an empty tmpfs where the workspace is.
-    hidden = tmp_path / "hidden"
-    workspace = hidden / "ws"
+    workspace = ray_node_without_workspace / tmp_path.name / "ws"
     workspace.mkdir(parents=True)
-    mount = f'mount -t tmpfs none {hidden} && exec "$@"'
-    wrap = ["unshare", "-m", "--propagation", "private", "sh", "-c", mount, "sh"]
-    mark = cluster.add_node({"no_shared_disk": 10}, wrap=wrap)
-    try:
-        router = Router(
-            main=[calls(call("create_sub_agent", agent_id=1, summary="s", task="t")), "went on"],
-            subs={1: [finish()]},
+    router = Router(
+        main=[calls(call("create_sub_agent", agent_id=1, summary="s", task="t")), "went on"],
+        subs={1: [finish()]},
+    )
+    with FakeOpenAIServer(router) as server:
+        settings = ray_settings(
+            server, cluster, ray_resources={"no_shared_disk": 1}, ray_num_cpus=0
         )
-        with FakeOpenAIServer(router) as server:
-            settings = ray_settings(server, cluster, ray_resources={"no_shared_disk": 1})
-            with Agent(workspace=workspace, settings=settings) as agent:
-                result = agent.run("go")
-            tool = [m for m in server.requests[-1]["messages"] if m["role"] == "tool"][-1]
-            data = json.loads(tool["content"])
-            asked = [r for r in server.requests if who(r) is not None]
-    finally:
-        cluster.kill_node(mark)
+        with Agent(workspace=workspace, settings=settings) as agent:
+            result = agent.run("go")
+        tool = [m for m in server.requests[-1]["messages"] if m["role"] == "tool"][-1]
+        data = json.loads(tool["content"])
+        asked = [r for r in server.requests if who(r) is not None]
     assert result.status == "done" and result.final_text == "went on"
     assert data["status"] == "failed"
     assert "is not shared with this Ray node" in data["message"]
