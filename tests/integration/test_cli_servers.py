@@ -20,6 +20,7 @@ from typing import Any
 
 import psutil
 import pytest
+from cli_forks import AgentkitForks
 from cli_helpers import REPO, agentkit, cli_env, start_agentkit
 from subagent_helpers import Router, call, calls, finish, running, wait_until
 
@@ -111,7 +112,11 @@ def test_run_json_multi_turn_tool_calls(read_run: dict[str, Any]) -> None:
     assert requests[0]["model"] == "fake-model"
 
 
-def test_run_plain_lines_flags_override_env(workspace: Path) -> None:
+@pytest.fixture(scope="module")
+def plain_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """One plain-lines `run` with --model over AGENTKIT_MODEL; its conversation is
+    then continued in a terminal (test_continue_in_a_terminal_shows_live_view_and_markdown)."""
+    workspace = tmp_path_factory.mktemp("plain_run").resolve()
     (workspace / "a.txt").write_text("hello-from-a\n")
     with FakeOpenAIServer(read_then_answer()) as server:
         env = cli_env(server.base_url, AGENTKIT_MODEL="env-model")
@@ -126,6 +131,11 @@ def test_run_plain_lines_flags_override_env(workspace: Path) -> None:
             env=env,
         )
         requests = list(server.requests)
+    return {"workspace": workspace, "proc": proc, "requests": requests}
+
+
+def test_run_plain_lines_flags_override_env(plain_run: dict[str, Any]) -> None:
+    proc, requests = plain_run["proc"], plain_run["requests"]
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.strip().splitlines()
     assert lines[0].startswith("tool read_file") and "a.txt" in lines[0]
@@ -169,23 +179,23 @@ def in_terminal(args: list[str], env: dict[str, str], timeout: float = 60) -> tu
 
 
 @pytest.mark.slow
-def test_continue_in_a_terminal_shows_live_view_and_markdown(workspace: Path) -> None:
-    (workspace / "a.txt").write_text("hello-from-a\n")
-    script = [
-        "first answer",
-        calls(call("read_file", path="a.txt")),
-        "## Summary\n\n**second** answer",
-    ]
+def test_continue_in_a_terminal_shows_live_view_and_markdown(plain_run: dict[str, Any]) -> None:
+    # Continues plain_run's conversation (two turns: read a.txt, then the answer).
+    workspace = plain_run["workspace"]
+    first = plain_run["proc"]
+    assert first.returncode == 0, first.stderr
+    (conv_id,) = (p.stem for p in (workspace / ".agentkit" / "conversations").glob("*.json"))
+    script = [calls(call("read_file", path="a.txt")), "## Summary\n\n**second** answer"]
     with FakeOpenAIServer(script) as server:
         env = cli_env(server.base_url)
-        first = json.loads(agentkit("run", "one", "-w", str(workspace), "--json", env=env).stdout)
-        conv_id = first["conversation_id"]
         code, screen = in_terminal(["run", "two", "-w", str(workspace), "--continue", conv_id], env)
         requests = list(server.requests)
     assert code == 0, screen
-    contents = [m.get("content") for m in requests[1]["messages"]]
-    assert "one" in contents and "first answer" in contents and contents[-1] == "two"
-    assert "main [" in screen and "turn 3" in screen  # the live status line, turns go on
+    contents = [m.get("content") for m in requests[0]["messages"]]
+    assert "Read a.txt" in contents and "The file says: hello-from-a" in contents
+    assert contents[-1] == "two"
+    # The live status line; turns go on from plain_run's two (a fresh count would end at 2).
+    assert "main [" in screen and "turn 4" in screen
     assert "tool read_file" in screen
     assert "Summary" in screen and "second answer" in screen and "**" not in screen
     saved = json.loads((workspace / ".agentkit" / "conversations" / f"{conv_id}.json").read_text())
@@ -323,7 +333,9 @@ def test_ctrl_c_to_the_process_group_ends_a_working_subagent(workspace: Path) ->
                 proc.wait()
     assert proc.returncode == 130, err
     assert "Traceback" not in err and "interrupted: sub-agents stopped" in err
-    psutil.wait_procs(family, timeout=5)
+    # Gone or a zombie: one whose parent is gone is reaped by PID 1, which may take
+    # seconds (psutil.wait_procs waited for that).
+    wait_until(lambda: not running(family), 10)
     assert not running(family)
     (saved,) = (workspace / ".agentkit" / "conversations").glob("*.json")
     (row,) = json.loads(saved.read_text())["subagents"]
@@ -350,20 +362,28 @@ def _names(processes: list[psutil.Process], *wanted: str) -> set[str]:
 
 
 # ------------------------------------------------------------ show, transcript
-def test_show_and_transcript_after_a_run(read_run: dict[str, Any]) -> None:
+@pytest.fixture(scope="module")
+def forks() -> Any:
+    """``show``/``transcript`` commands as forks of one process that imported the CLI
+    once: each its own process, exit status and output, checked on its own."""
+    with AgentkitForks(cli_env()) as runner:
+        yield runner
+
+
+def test_show_and_transcript_after_a_run(read_run: dict[str, Any], forks: AgentkitForks) -> None:
     workspace, env = read_run["workspace"], read_run["env"]
     run = json.loads(read_run["proc"].stdout)
     conv_id = run["conversation_id"]
 
-    show = agentkit("show", "-w", str(workspace), env=env)
+    show = forks.run("show", "-w", str(workspace), env=env)
     assert show.returncode == 0, show.stderr
     assert f"conversation {conv_id}" in show.stdout and "state: idle" in show.stdout
     assert "The file says: hello-from-a" in show.stdout and "sub-agents: none" in show.stdout
-    shown = json.loads(agentkit("show", conv_id, "-w", str(workspace), "--json", env=env).stdout)
+    shown = json.loads(forks.run("show", conv_id, "-w", str(workspace), "--json", env=env).stdout)
     assert shown["conversation_id"] == conv_id and shown["subagents"] == []
     assert shown["stats"]["token_usage"] == run["stats"]["token_usage"]
 
-    text = agentkit("transcript", conv_id, "-w", str(workspace), env=env)
+    text = forks.run("transcript", conv_id, "-w", str(workspace), env=env)
     assert text.returncode == 0, text.stderr
     out = text.stdout
     assert (
@@ -372,27 +392,27 @@ def test_show_and_transcript_after_a_run(read_run: dict[str, Any]) -> None:
         < out.index("[tool result: read_file]")
     )
     assert "hello-from-a" in out and out.rstrip().splitlines()[-1].startswith("stats: turns 2")
-    by_path = agentkit(
+    by_path = forks.run(
         "transcript", run["transcript_path"], "-w", str(workspace), "--json", env=env
     )
     assert json.loads(by_path.stdout)["conversation_id"] == conv_id
     # A blank target is refused (a trial saw it print the latest conversation).
     for blank in ("", "  "):
-        refused = agentkit("transcript", blank, "-w", str(workspace), env=env)
+        refused = forks.run("transcript", blank, "-w", str(workspace), env=env)
         assert refused.returncode == 2 and "name a transcript" in one_error_line(refused)
 
 
-def test_show_without_conversation_exits_2(workspace: Path) -> None:
-    proc = agentkit("show", "-w", str(workspace), env=cli_env())
+def test_show_without_conversation_exits_2(workspace: Path, forks: AgentkitForks) -> None:
+    proc = forks.run("show", "-w", str(workspace), env=cli_env())
     assert proc.returncode == 2
     assert "no conversation yet" in one_error_line(proc)
-    proc = agentkit("transcript", "7", "-w", str(workspace), env=cli_env())
+    proc = forks.run("transcript", "7", "-w", str(workspace), env=cli_env())
     assert proc.returncode == 2
     one_error_line(proc)
 
 
 @pytest.mark.slow
-def test_run_with_subagent_then_show_and_transcript(workspace: Path) -> None:
+def test_run_with_subagent_then_show_and_transcript(workspace: Path, forks: AgentkitForks) -> None:
     (workspace / "notes.txt").write_text("alpha\n")
     router = Router(
         main=[
@@ -429,20 +449,20 @@ def test_run_with_subagent_then_show_and_transcript(workspace: Path) -> None:
     assert any(line.startswith("sub-agent #1 done") and "1 file read," in line for line in lines)
     assert lines[-1] == "Main task done."
 
-    shown = json.loads(agentkit("show", "-w", str(workspace), "--json", env=env).stdout)
+    shown = json.loads(forks.run("show", "-w", str(workspace), "--json", env=env).stdout)
     (row,) = shown["subagents"]
     assert row["agent_id"] == 1 and row["status"] == "completed"
     assert row["deliverables_files"] == ["report.md"] and row["files_read"] == 1
-    text = agentkit("show", "-w", str(workspace), env=env).stdout
+    text = forks.run("show", "-w", str(workspace), env=env).stdout
     assert "#1  completed" in text and "report.md" in text
 
-    sub = agentkit("transcript", "1", "-w", str(workspace), env=env)
+    sub = forks.run("transcript", "1", "-w", str(workspace), env=env)
     assert sub.returncode == 0, sub.stderr
     assert sub.stdout.startswith("sub-agent #1: Write the notes report")
     assert "-> finish_task(" in sub.stdout and "alpha" in sub.stdout
 
 
-def test_show_reads_records_written_by_hand(workspace: Path) -> None:
+def test_show_reads_records_written_by_hand(workspace: Path, forks: AgentkitForks) -> None:
     # The files alone drive `show`/`transcript`: a conversation with one sub-agent row.
     deliver = workspace / "docs" / "api"
     (deliver / ".subagent").mkdir(parents=True)
@@ -505,15 +525,15 @@ def test_show_reads_records_written_by_hand(workspace: Path) -> None:
     (folder / "conv_handmade0001.json").write_text(json.dumps(conv, ensure_ascii=False))
     env = cli_env()
 
-    shown = json.loads(agentkit("show", "-w", str(workspace), "--json", env=env).stdout)
+    shown = json.loads(forks.run("show", "-w", str(workspace), "--json", env=env).stdout)
     assert shown["subagents"][0]["deliverables_files"] == ["api.md"]
-    text = agentkit("show", "-w", str(workspace), env=env).stdout
+    text = forks.run("show", "-w", str(workspace), env=env).stdout
     assert "#3  timeout  61s  生成API文档" in text and "result: partial" in text
 
-    out = agentkit("transcript", "3", "-w", str(workspace), env=env).stdout
+    out = forks.run("transcript", "3", "-w", str(workspace), env=env).stdout
     assert '-> read_file({"path": "路由.py"})' in out
     assert "(4200 more chars)" in out  # tool results shortened to 800 chars
-    full = agentkit("transcript", "3", "-w", str(workspace), "--full", env=env).stdout
+    full = forks.run("transcript", "3", "-w", str(workspace), "--full", env=env).stdout
     assert "x" * 5000 in full and "more chars" not in full
     assert out.rstrip().splitlines()[-1].startswith("stats: runtime 61s")
 
