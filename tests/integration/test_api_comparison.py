@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from example_runner import PRELOAD, ExampleRunner
+from fork_runner import PRELOAD, ForkRunner
 
 ROOT = Path(__file__).resolve().parents[2]
 PROGRAMS = ROOT / "benchmarks" / "api_comparison"
@@ -53,18 +53,18 @@ def fake_model() -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def runner() -> Iterator[ExampleRunner]:
+def runner() -> Iterator[ForkRunner]:
     """One forking runner for the programs: each still runs as ``python <name>.py`` in a
     process of its own, without importing agentkit and openai again
-    (tests/example_runner.py)."""
-    started = ExampleRunner((*PRELOAD, "httpx", "starlette.applications", "uvicorn"))
+    (tests/fork_runner.py)."""
+    started = ForkRunner((*PRELOAD, "httpx", "starlette.applications", "uvicorn"))
     try:
         yield started
     finally:
         started.close()
 
 
-def run_program(name: str, base_url: str, tmp_path: Path, runner: ExampleRunner) -> str:
+def run_program(name: str, base_url: str, tmp_path: Path, runner: ForkRunner) -> str:
     """Run ``benchmarks/api_comparison/<name>.py``; return its stdout (it must exit 0).
     Its workspaces (``tempfile.mkdtemp``) go under ``tmp_path``."""
     env = {**os.environ, "FAKE_BASE_URL": base_url, "TMPDIR": str(tmp_path)}
@@ -74,9 +74,7 @@ def run_program(name: str, base_url: str, tmp_path: Path, runner: ExampleRunner)
 
 
 @pytest.mark.slow
-def test_p1_delegates_two_sub_agents(
-    fake_model: str, tmp_path: Path, runner: ExampleRunner
-) -> None:
+def test_p1_delegates_two_sub_agents(fake_model: str, tmp_path: Path, runner: ForkRunner) -> None:
     out = run_program("p1_delegate", fake_model, tmp_path, runner)
     lines = out.splitlines()
     for agent_id in (1, 2):
@@ -87,7 +85,7 @@ def test_p1_delegates_two_sub_agents(
 
 
 @pytest.mark.slow
-def test_p2_streams_the_run_as_sse(fake_model: str, tmp_path: Path, runner: ExampleRunner) -> None:
+def test_p2_streams_the_run_as_sse(fake_model: str, tmp_path: Path, runner: ForkRunner) -> None:
     seen = run_program("p2_sse", fake_model, tmp_path, runner).split()
     assert seen[0] == "RunStarted" and seen[-1] == "RunFinished"
     assert seen.count("SubAgentStarted") == 2 and seen.count("SubAgentFinished") == 2
@@ -99,9 +97,7 @@ def test_p2_streams_the_run_as_sse(fake_model: str, tmp_path: Path, runner: Exam
 
 
 @pytest.mark.slow
-def test_p3_runs_ten_and_cancels_one(
-    fake_model: str, tmp_path: Path, runner: ExampleRunner
-) -> None:
+def test_p3_runs_ten_and_cancels_one(fake_model: str, tmp_path: Path, runner: ForkRunner) -> None:
     lines = run_program("p3_concurrent", fake_model, tmp_path, runner).splitlines()
     assert re.fullmatch(r"\d+\.\d\ds", lines[0]), lines[0]
     for n in range(10):
@@ -112,7 +108,7 @@ def test_p3_runs_ten_and_cancels_one(
 
 
 @pytest.mark.slow
-def test_p4_gives_typed_findings(fake_model: str, tmp_path: Path, runner: ExampleRunner) -> None:
+def test_p4_gives_typed_findings(fake_model: str, tmp_path: Path, runner: ForkRunner) -> None:
     lines = run_program("p4_typed", fake_model, tmp_path, runner).splitlines()
     points = "['scripted point one', 'scripted point two']"
     for topic in ("alpha", "beta"):

@@ -15,7 +15,7 @@ HTML comment on the line before its fence (CONTRIBUTING.md, "Examples in the doc
   program runs, say).
 
 Each block is its own process, forked from one runner for the module that has already
-imported agentkit and openai (tests/example_runner.py): the script runs as
+imported agentkit and openai (tests/fork_runner.py): the script runs as
 ``__main__`` with fresh globals, its own folder, environment, stdin and exit status, as
 ``python SCRIPT`` would, without paying the imports once a block.
 """
@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from example_runner import ExampleRunner
+from fork_runner import ForkRunner
 
 from agentkit.testing import FakeOpenAIServer
 
@@ -101,9 +101,9 @@ PAGES = sorted({ex.page for ex in examples() if ex.mark == ""})
 
 
 @pytest.fixture(scope="module")
-def runner() -> Iterator[ExampleRunner]:
+def runner() -> Iterator[ForkRunner]:
     """One forking runner for the module's examples."""
-    started = ExampleRunner()
+    started = ForkRunner()
     try:
         yield started
     finally:
@@ -111,9 +111,7 @@ def runner() -> Iterator[ExampleRunner]:
 
 
 @pytest.mark.parametrize("page", PAGES)
-def test_the_pages_examples_run_as_written(
-    page: str, tmp_path: Path, runner: ExampleRunner
-) -> None:
+def test_the_pages_examples_run_as_written(page: str, tmp_path: Path, runner: ForkRunner) -> None:
     (tmp_path / "my_project").mkdir()
     (tmp_path / "proj").mkdir()
     env = {**os.environ, "AGENTKIT_MODEL": "fake-model", "OPENAI_API_KEY": "k"}
