@@ -187,7 +187,9 @@ def test_a_changed_agents_md_is_read_again_at_the_next_round(
 ) -> None:
     fake.script.router = Router(main=["answered"])
     agents_md = write(workspace / "AGENTS.md", "VERSION-ONE of the rules.")
-    chat = JsonlChat(workspace, cli_env(fake.base_url, XDG_CONFIG_HOME=str(xdg)))
+    # No sub-agent here: spawn, so the session makes no worker process server ready.
+    env = cli_env(fake.base_url, XDG_CONFIG_HOME=str(xdg), AGENTKIT_SUBAGENT_START_METHOD="spawn")
+    chat = JsonlChat(workspace, env)
     try:
         chat.send("first")
         assert chat.round_end()["status"] == "done"
