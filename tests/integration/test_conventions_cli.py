@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_helpers import agentkit, cli_env
+from cli_helpers import cli_env
+from fork_runner import PRELOAD, ForkRunner
 from subagent_helpers import Router, call, calls, finish, who
 from test_chat_cli_servers import JsonlChat
 
@@ -40,9 +41,13 @@ class Script:
 
 @pytest.fixture(scope="module")
 def server() -> Any:
+    """The module's fake endpoint; its ``forks`` runs the ``agentkit`` commands, each a
+    process of its own forked from one that imported openai and the CLI once
+    (tests/fork_runner.py: about 1 s of CPU a command less)."""
     script = Script()
-    with FakeOpenAIServer(script) as fake:
+    with FakeOpenAIServer(script) as fake, ForkRunner((*PRELOAD, "agentkit.cli")) as forks:
         fake.script = script  # type: ignore[attr-defined]
+        fake.forks = forks  # type: ignore[attr-defined]
         yield fake
 
 
@@ -74,8 +79,9 @@ def run(
     fake: Any, router: Router, workspace: Path, xdg: Path, *args: str, **env: str
 ) -> subprocess.CompletedProcess[str]:
     fake.script.router = router
-    proc = agentkit("run", "go", "-w", str(workspace), "--json", *args,
-                    env=cli_env(fake.base_url, XDG_CONFIG_HOME=str(xdg), **env), timeout=120)  # fmt: skip
+    proc = fake.forks.agentkit("run", "go", "-w", str(workspace), "--json", *args,
+                               env=cli_env(fake.base_url, XDG_CONFIG_HOME=str(xdg), **env),
+                               timeout=120)  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     return proc
 
@@ -316,11 +322,11 @@ def test_a_profile_restricts_the_skills_its_sub_agents_see(
         "skills": [{"name": "pdf-reader", "file": ".agents/skills/pdf-reader/SKILL.md"}]
     }
     env = cli_env(None, XDG_CONFIG_HOME=str(xdg))
-    listing = agentkit("profiles", "-w", str(workspace), env=env)
+    listing = fake.forks.agentkit("profiles", "-w", str(workspace), env=env)
     assert listing.returncode == 0, listing.stdout + listing.stderr
     assert "    skills: pdf-reader\n" in listing.stdout
     write(workspace / ".agentkit" / "agents" / "typo.md", "---\nskills: [pfd-*]\n---\n")
-    listing = agentkit("profiles", "-w", str(workspace), env=env)
+    listing = fake.forks.agentkit("profiles", "-w", str(workspace), env=env)
     assert listing.returncode == 1 and "problem: 'pfd-*' names no skill found" in listing.stdout
 
 
@@ -347,7 +353,8 @@ def test_broken_skill_files_are_skipped_with_a_warning_naming_them(
         "skill 'good' in .agentkit/skills/good/SKILL.md is hidden by .agents/skills/good/SKILL.md"
         in proc.stderr
     )
-    report = agentkit("skills", "-w", str(workspace), env=cli_env(None, XDG_CONFIG_HOME=str(xdg)))
+    env = cli_env(None, XDG_CONFIG_HOME=str(xdg))
+    report = fake.forks.agentkit("skills", "-w", str(workspace), env=env)
     assert report.returncode == 1
     assert report.stdout.splitlines() == [
         "good: A usable skill.",
