@@ -105,7 +105,24 @@ import ctypes, json, os, subprocess, sys
 import psutil
 ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: orphans become ours
 done = subprocess.run([sys.executable, "-m", "agentkit", *sys.argv[1:]], capture_output=True)
-left = [p.pid for p in psutil.Process().children(recursive=True) if p.status() != "zombie"]
+def alive():
+    found = []
+    for p in psutil.Process().children(recursive=True):
+        try:
+            if p.status() != "zombie":
+                found.append((p, " ".join(p.cmdline())))
+        except psutil.NoSuchProcess:
+            pass
+    return found
+# multiprocessing's resource tracker ends by itself once the last holder of its pipe
+# (the command) is gone, moments after it; so does a process already in its exit (its
+# command line reads empty). Those get 10 s; anything else must be gone now.
+def ending(line):
+    return "resource_tracker" in line or not line
+found = alive()
+left = [f"{p.pid} {line[:200]}" for p, line in found if not ending(line)]
+_, stayed = psutil.wait_procs([p for p, line in found if ending(line)], timeout=10)
+left += [f"{p.pid} (did not end by itself)" for p in stayed]
 print(json.dumps({"code": done.returncode, "left": left, "stderr": done.stderr.decode()[-2000:]}))
 """
 
