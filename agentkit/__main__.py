@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import sys
-
-from agentkit.cli import main
+from agentkit.cli.entry import main
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

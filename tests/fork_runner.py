@@ -126,8 +126,8 @@ def _child(job: dict[str, Any]) -> int:
     if "module" in job:  # python -m MODULE ARGS, in cwd
         sys.path[:] = [job["cwd"], *extra, *sys.path[1:]]
         sys.argv[:] = ["-m", *job["args"]]  # runpy sets sys.argv[0] to the module's file
-        # agentkit/__main__.py ends with sys.exit(main()): the SystemExit goes up to the
-        # interpreter, which sets the status as for ``python -m agentkit``.
+        # agentkit/__main__.py ends the process with the command's status
+        # (agentkit.cli.entry), as for ``python -m agentkit``.
         runpy.run_module(job["module"], run_name="__main__", alter_sys=True)
         return 0
     sys.path[:] = [str(Path(job["script"]).parent), *extra, *sys.path[1:]]

@@ -15,7 +15,9 @@ library; its map:
   the scripted model of ``--demo``; ``guide``: ``help``, the parser class (grouped
   help, "did you mean" for a mistyped option or command), ``conversations``;
   ``doctor``: what this machine gives agentkit;
-* ``progress`` (live view, plain lines) and ``safe_text`` (terminal-safe text).
+* ``progress`` (live view, plain lines) and ``safe_text`` (terminal-safe text);
+* ``entry``: the process's entry point (the console script, ``python -m agentkit``),
+  which ends the process once the command is done.
 
 Exit codes: 0 done; 1 the run failed or was cancelled, or an internal error;
 2 usage or configuration error (one line on stderr, no traceback); 130 Ctrl-C,

@@ -88,7 +88,7 @@ def test_a_folder_with_another_projects_pyproject_is_not_our_checkout(tmp_path: 
 def test_the_distribution_is_the_one_pyproject_builds() -> None:
     text = (CHECKOUT / "pyproject.toml").read_text()
     assert re.search(r'^name = "agentkit-subagents"$', text, re.M)
-    assert re.search(r'^agentkit = "agentkit.cli:main"$', text, re.M)  # the command stays
+    assert re.search(r'^agentkit = "agentkit.cli.entry:main"$', text, re.M)  # the command stays
 
 
 def test_the_local_and_web_hints_use_the_helper(monkeypatch: pytest.MonkeyPatch) -> None:

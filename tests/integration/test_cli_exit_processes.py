@@ -1,0 +1,61 @@
+"""The ``agentkit`` process ends at once after its command (agentkit.cli.entry), yet
+does what a normal exit does that matters: atexit handlers run, buffered output is
+written, the status is the command's, and a non-daemon thread is waited for."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from cli_helpers import REPO, cli_env
+
+ENDING = """
+import atexit, sys, threading, time
+from agentkit.cli.entry import exit_now
+
+atexit.register(lambda: print("handler ran", flush=True))
+sys.stdout.write("buffered;")  # not flushed yet
+if sys.argv[1] == "thread":
+    threading.Thread(target=lambda: (time.sleep(0.3), print("thread done;"))).start()
+exit_now(3)
+"""
+
+
+def ending(mode: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", ENDING, mode],
+        env=cli_env(),
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_the_handlers_run_the_output_is_written_and_the_status_kept() -> None:
+    done = ending("plain")
+    assert done.returncode == 3, done.stderr
+    assert done.stdout == "buffered;handler ran\n"
+
+
+def test_a_running_thread_is_waited_for_as_at_a_normal_exit() -> None:
+    done = ending("thread")
+    assert done.returncode == 3, done.stderr
+    assert done.stdout == "buffered;thread done;\nhandler ran\n"
+
+
+def test_the_command_and_python_m_agentkit_end_with_the_commands_status(tmp_path: Path) -> None:
+    script = Path(sys.executable).with_name("agentkit")  # the console script, when installed
+    commands = [[sys.executable, "-m", "agentkit"], *([[str(script)]] if script.exists() else [])]
+    for command in commands:
+        done = subprocess.run(
+            [*command, "transcript", "7", "-w", str(tmp_path)],
+            env=cli_env(),
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 2, (command, done.stderr)
+        assert done.stderr.startswith("agentkit: no conversation yet"), done.stderr
