@@ -1,8 +1,15 @@
 """The ``agentkit`` process's entry point: run the command, then end the process at once.
 
-One job: the process's end. :func:`agentkit.cli.main` returns an exit code and is
-also called in-process (tests, benchmarks); this module is what the console script
-and ``python -m agentkit`` run. After the command, the interpreter would tear down
+One job: the process's start and end. :func:`agentkit.cli.main` returns an exit code
+and is also called in-process (tests, benchmarks); this module is what the console
+script and ``python -m agentkit`` run.
+
+At the start, a standard stream the process was given closed (``agentkit run x >&-``)
+becomes ``/dev/null``: its output is dropped, as on a pipe nobody reads, and no file
+the command opens takes its number (a line meant for stderr would land in that file;
+``print(file=None)`` would send it to stdout).
+
+At the end, the interpreter would tear down
 every module it imported (openai's types above all): about 0.2 s of CPU that changes
 nothing outside the process. So, as mypy does, the process ends with ``os._exit``
 once everything a normal exit does that matters has been done: the atexit handlers
@@ -25,7 +32,28 @@ def main() -> NoReturn:
     :func:`agentkit.cli.main` for the codes). Never returns."""
     from agentkit.cli import main as command
 
+    open_closed_streams()
     exit_now(command())
+
+
+def open_closed_streams() -> None:
+    """Make each standard stream that Python found closed at its start (``None``) a
+    ``/dev/null`` of the same number where that number is still free."""
+    for fd, name in ((0, "stdin"), (1, "stdout"), (2, "stderr")):
+        if getattr(sys, name) is not None:
+            continue
+        try:
+            os.fstat(fd)
+            free = False  # something else took the number since: leave it alone
+        except OSError:
+            free = True
+        null = os.open(os.devnull, os.O_RDWR)
+        if free and null != fd:
+            os.dup2(null, fd)
+            os.close(null)
+            null = fd
+        mode = "r" if fd == 0 else "w"
+        setattr(sys, name, open(null, mode, encoding="utf-8", errors="backslashreplace"))  # noqa: SIM115
 
 
 def exit_now(code: int) -> NoReturn:

@@ -4,6 +4,7 @@ written, the status is the command's, and a non-daemon thread is waited for."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -59,3 +60,43 @@ def test_the_command_and_python_m_agentkit_end_with_the_commands_status(tmp_path
         )
         assert done.returncode == 2, (command, done.stderr)
         assert done.stderr.startswith("agentkit: no conversation yet"), done.stderr
+
+
+def test_a_run_with_stdout_or_stderr_closed_runs_and_keeps_its_output_apart(
+    tmp_path: Path,
+) -> None:
+    """Regression: ``agentkit run x >&-`` failed with an internal error (None has no
+    isatty) and left an empty conversation; with ``2>&-`` the error line went into the
+    JSON file that stdout was writing."""
+    from agentkit.testing import FakeOpenAIServer
+
+    with FakeOpenAIServer(["First answer.", "Second answer."]) as server:
+        env = cli_env(server.base_url)
+        closed_out = subprocess.run(
+            ["sh", "-c", 'exec "$@" >&-', "sh", sys.executable, "-m", "agentkit"]
+            + ["run", "one", "-w", str(tmp_path)],
+            env=env,
+            cwd=REPO,
+            capture_output=False,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+        )
+        json_file = tmp_path / "out.json"
+        closed_err = subprocess.run(
+            ["sh", "-c", 'exec "$@" 2>&- >"$OUT"', "sh", sys.executable, "-m", "agentkit"]
+            + ["run", "--json", "two", "-w", str(tmp_path)],
+            env={**env, "OUT": str(json_file)},
+            cwd=REPO,
+            text=True,
+            timeout=120,
+        )
+    assert closed_out.returncode == 0, closed_out.stderr
+    assert "internal error" not in closed_out.stderr
+    assert closed_err.returncode == 0
+    result = json.loads(json_file.read_text())  # the JSON object alone
+    assert result["final_text"] == "Second answer."
+    saved = list((tmp_path / ".agentkit" / "conversations").glob("*.json"))
+    texts = [json.loads(p.read_text()) for p in saved]
+    answers = [m.get("content") for t in texts for m in t.get("messages", [])]
+    assert "First answer." in answers and "Second answer." in answers
