@@ -18,6 +18,7 @@ def cli_env(base_url: str | None = None, **extra: str) -> dict[str, str]:
     }
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
     env.update(
+        AGENTKIT_TOKENIZER="estimate",  # no download of tiktoken's tables (conftest.py)
         AGENTKIT_MAX_RETRIES="0",
         AGENTKIT_RETRY_BASE_DELAY="0.01",
         AGENTKIT_LANGUAGE="en",

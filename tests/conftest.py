@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -10,6 +11,11 @@ import pytest
 
 from agentkit.settings import Settings
 from agentkit.tools.base import ToolContext
+
+# tiktoken downloads its tables from outside on first use (agentkit.tokens): the tests
+# count with the estimate, so every byte stays on loopback. Processes the tests start
+# inherit it (cli_helpers.cli_env keeps it); tests of the tokenizer set their own.
+os.environ.setdefault("AGENTKIT_TOKENIZER", "estimate")
 
 
 @pytest.fixture(autouse=True)
