@@ -67,7 +67,6 @@ class ParentLink:
         self._early: list[ParentMessage] = []
         self._control_lock = threading.Lock()
         self.end_reason: str | None = None  # Terminate's reason: timeout, terminated
-        self.terminated = threading.Event()  # Terminate came (end_reason is set)
         self._busy = False  # the reader holds a message it has not acted on yet
 
     def send(self, message: WorkerMessage) -> None:
@@ -106,7 +105,7 @@ class ParentLink:
         SIGTERM; a signal handled first would otherwise end the worker as if the
         parent were gone, a different end from the one the parent records."""
         deadline = time.monotonic() + seconds
-        while self.pending() and not self.terminated.is_set() and time.monotonic() < deadline:
+        while self.pending() and self.end_reason is None and time.monotonic() < deadline:
             time.sleep(0.01)
 
     def dispatch(self, message: ParentMessage) -> None:
@@ -124,7 +123,6 @@ class ParentLink:
             self.wrapup.set()
         elif isinstance(message, Terminate):
             self.end_reason = str(message.reason)
-            self.terminated.set()
             self.on_gone(True)
         else:
             with self._control_lock:
