@@ -11,18 +11,23 @@ import pytest
 from agentkit.subagent.channel import Channel
 
 
-class ClosedMidWrite:
-    """An endpoint whose write meets a close made by another thread, as
-    ``multiprocessing.connection.Connection`` does: its handle is None by the time it
-    writes, and ``os.write(None, ...)`` raises TypeError."""
+class RaisesOnSend:
+    """An endpoint whose write raises TypeError(``message``). With ``closing``, the
+    channel is closed first, as another thread's close between the check and the
+    write leaves ``multiprocessing.connection.Connection`` (its handle None by the time
+    it writes: ``os.write(None, ...)``); without, it is an object that cannot be
+    pickled."""
 
-    def __init__(self) -> None:
+    def __init__(self, message: str, closing: bool = False) -> None:
+        self.message = message
+        self.closing = closing
         self.channel: Channel[Any, Any] | None = None
 
     def send(self, obj: Any) -> None:
-        assert self.channel is not None
-        self.channel.close()  # the other thread's close, between the check and the write
-        raise TypeError("'NoneType' object cannot be interpreted as an integer")
+        if self.closing:
+            assert self.channel is not None
+            self.channel.close()
+        raise TypeError(self.message)
 
     def recv(self) -> Any:
         raise EOFError
@@ -35,27 +40,13 @@ class ClosedMidWrite:
 
 
 def test_a_close_during_the_write_is_a_send_that_returns_false() -> None:
-    endpoint = ClosedMidWrite()
+    endpoint = RaisesOnSend("'NoneType' object cannot be interpreted as an integer", closing=True)
     channel: Channel[Any, Any] = Channel(endpoint)
     endpoint.channel = channel
     assert channel.send("terminate") is False
 
 
-class BadPickle:
-    def send(self, obj: Any) -> None:
-        raise TypeError("cannot pickle '_thread.lock' object")
-
-    def recv(self) -> Any:
-        raise EOFError
-
-    def poll(self, timeout: float | None = None) -> bool:
-        return False
-
-    def close(self) -> None:
-        pass
-
-
 def test_a_type_error_on_an_open_channel_is_still_raised() -> None:
-    channel: Channel[Any, Any] = Channel(BadPickle())
+    channel: Channel[Any, Any] = Channel(RaisesOnSend("cannot pickle '_thread.lock' object"))
     with pytest.raises(TypeError, match="pickle"):
         channel.send("message")
