@@ -32,8 +32,9 @@ from typing import Any
 PRELOAD = ("openai", "pydantic", "agentkit", "agentkit.agent")
 """What example scripts import, imported once by the runner; nothing in them starts a
 thread (a fork copies only the thread that forks)."""
-CLI_PRELOAD = ("agentkit.cli", "agentkit.cli.show", "agentkit.chat.explain")
-"""What the ``show`` and ``transcript`` commands import; no thread either."""
+CLI_PRELOAD = (*PRELOAD, "agentkit.cli", "agentkit.cli.show", "agentkit.chat.explain")
+"""What ``agentkit`` commands import (``run``, ``show``, ``transcript``...); no thread
+either."""
 REPO = Path(__file__).resolve().parents[1]
 
 

@@ -21,7 +21,7 @@ from typing import Any
 import psutil
 import pytest
 from cli_helpers import REPO, agentkit, cli_env, start_agentkit
-from fork_runner import CLI_PRELOAD, ForkRunner
+from fork_runner import ForkRunner
 from subagent_helpers import Router, call, calls, finish, running, wait_until
 
 from agentkit.testing import ErrorReply, FakeOpenAIServer, Reply
@@ -362,30 +362,24 @@ def _names(processes: list[psutil.Process], *wanted: str) -> set[str]:
 
 
 # ------------------------------------------------------------ show, transcript
-@pytest.fixture(scope="module")
-def forks() -> Any:
-    """``show``/``transcript`` commands as forks of one process that imported the CLI
-    once: each its own process, exit status and output, checked on its own."""
-    with ForkRunner(CLI_PRELOAD) as runner:
-        yield runner
-
-
-def test_show_and_transcript_after_a_run(read_run: dict[str, Any], forks: ForkRunner) -> None:
+def test_show_and_transcript_after_a_run(
+    read_run: dict[str, Any], agentkit_forks: ForkRunner
+) -> None:
     workspace, env = read_run["workspace"], read_run["env"]
     run = json.loads(read_run["proc"].stdout)
     conv_id = run["conversation_id"]
 
-    show = forks.agentkit("show", "-w", str(workspace), env=env)
+    show = agentkit_forks.agentkit("show", "-w", str(workspace), env=env)
     assert show.returncode == 0, show.stderr
     assert f"conversation {conv_id}" in show.stdout and "state: idle" in show.stdout
     assert "The file says: hello-from-a" in show.stdout and "sub-agents: none" in show.stdout
     shown = json.loads(
-        forks.agentkit("show", conv_id, "-w", str(workspace), "--json", env=env).stdout
+        agentkit_forks.agentkit("show", conv_id, "-w", str(workspace), "--json", env=env).stdout
     )
     assert shown["conversation_id"] == conv_id and shown["subagents"] == []
     assert shown["stats"]["token_usage"] == run["stats"]["token_usage"]
 
-    text = forks.agentkit("transcript", conv_id, "-w", str(workspace), env=env)
+    text = agentkit_forks.agentkit("transcript", conv_id, "-w", str(workspace), env=env)
     assert text.returncode == 0, text.stderr
     out = text.stdout
     assert (
@@ -394,27 +388,29 @@ def test_show_and_transcript_after_a_run(read_run: dict[str, Any], forks: ForkRu
         < out.index("[tool result: read_file]")
     )
     assert "hello-from-a" in out and out.rstrip().splitlines()[-1].startswith("stats: turns 2")
-    by_path = forks.agentkit(
+    by_path = agentkit_forks.agentkit(
         "transcript", run["transcript_path"], "-w", str(workspace), "--json", env=env
     )
     assert json.loads(by_path.stdout)["conversation_id"] == conv_id
     # A blank target is refused (a trial saw it print the latest conversation).
     for blank in ("", "  "):
-        refused = forks.agentkit("transcript", blank, "-w", str(workspace), env=env)
+        refused = agentkit_forks.agentkit("transcript", blank, "-w", str(workspace), env=env)
         assert refused.returncode == 2 and "name a transcript" in one_error_line(refused)
 
 
-def test_show_without_conversation_exits_2(workspace: Path, forks: ForkRunner) -> None:
-    proc = forks.agentkit("show", "-w", str(workspace), env=cli_env())
+def test_show_without_conversation_exits_2(workspace: Path, agentkit_forks: ForkRunner) -> None:
+    proc = agentkit_forks.agentkit("show", "-w", str(workspace), env=cli_env())
     assert proc.returncode == 2
     assert "no conversation yet" in one_error_line(proc)
-    proc = forks.agentkit("transcript", "7", "-w", str(workspace), env=cli_env())
+    proc = agentkit_forks.agentkit("transcript", "7", "-w", str(workspace), env=cli_env())
     assert proc.returncode == 2
     one_error_line(proc)
 
 
 @pytest.mark.slow
-def test_run_with_subagent_then_show_and_transcript(workspace: Path, forks: ForkRunner) -> None:
+def test_run_with_subagent_then_show_and_transcript(
+    workspace: Path, agentkit_forks: ForkRunner
+) -> None:
     (workspace / "notes.txt").write_text("alpha\n")
     router = Router(
         main=[
@@ -451,20 +447,22 @@ def test_run_with_subagent_then_show_and_transcript(workspace: Path, forks: Fork
     assert any(line.startswith("sub-agent #1 done") and "1 file read," in line for line in lines)
     assert lines[-1] == "Main task done."
 
-    shown = json.loads(forks.agentkit("show", "-w", str(workspace), "--json", env=env).stdout)
+    shown = json.loads(
+        agentkit_forks.agentkit("show", "-w", str(workspace), "--json", env=env).stdout
+    )
     (row,) = shown["subagents"]
     assert row["agent_id"] == 1 and row["status"] == "completed"
     assert row["deliverables_files"] == ["report.md"] and row["files_read"] == 1
-    text = forks.agentkit("show", "-w", str(workspace), env=env).stdout
+    text = agentkit_forks.agentkit("show", "-w", str(workspace), env=env).stdout
     assert "#1  completed" in text and "report.md" in text
 
-    sub = forks.agentkit("transcript", "1", "-w", str(workspace), env=env)
+    sub = agentkit_forks.agentkit("transcript", "1", "-w", str(workspace), env=env)
     assert sub.returncode == 0, sub.stderr
     assert sub.stdout.startswith("sub-agent #1: Write the notes report")
     assert "-> finish_task(" in sub.stdout and "alpha" in sub.stdout
 
 
-def test_show_reads_records_written_by_hand(workspace: Path, forks: ForkRunner) -> None:
+def test_show_reads_records_written_by_hand(workspace: Path, agentkit_forks: ForkRunner) -> None:
     # The files alone drive `show`/`transcript`: a conversation with one sub-agent row.
     deliver = workspace / "docs" / "api"
     (deliver / ".subagent").mkdir(parents=True)
@@ -527,15 +525,19 @@ def test_show_reads_records_written_by_hand(workspace: Path, forks: ForkRunner) 
     (folder / "conv_handmade0001.json").write_text(json.dumps(conv, ensure_ascii=False))
     env = cli_env()
 
-    shown = json.loads(forks.agentkit("show", "-w", str(workspace), "--json", env=env).stdout)
+    shown = json.loads(
+        agentkit_forks.agentkit("show", "-w", str(workspace), "--json", env=env).stdout
+    )
     assert shown["subagents"][0]["deliverables_files"] == ["api.md"]
-    text = forks.agentkit("show", "-w", str(workspace), env=env).stdout
+    text = agentkit_forks.agentkit("show", "-w", str(workspace), env=env).stdout
     assert "#3  timeout  61s  生成API文档" in text and "result: partial" in text
 
-    out = forks.agentkit("transcript", "3", "-w", str(workspace), env=env).stdout
+    out = agentkit_forks.agentkit("transcript", "3", "-w", str(workspace), env=env).stdout
     assert '-> read_file({"path": "路由.py"})' in out
     assert "(4200 more chars)" in out  # tool results shortened to 800 chars
-    full = forks.agentkit("transcript", "3", "-w", str(workspace), "--full", env=env).stdout
+    full = agentkit_forks.agentkit(
+        "transcript", "3", "-w", str(workspace), "--full", env=env
+    ).stdout
     assert "x" * 5000 in full and "more chars" not in full
     assert out.rstrip().splitlines()[-1].startswith("stats: runtime 61s")
 

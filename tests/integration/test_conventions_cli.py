@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from cli_helpers import cli_env
-from fork_runner import PRELOAD, ForkRunner
+from fork_runner import ForkRunner
 from subagent_helpers import Router, call, calls, finish, who
 from test_chat_cli_servers import JsonlChat
 
@@ -40,14 +40,13 @@ class Script:
 
 
 @pytest.fixture(scope="module")
-def server() -> Any:
-    """The module's fake endpoint; its ``forks`` runs the ``agentkit`` commands, each a
-    process of its own forked from one that imported openai and the CLI once
-    (tests/fork_runner.py: about 1 s of CPU a command less)."""
+def server(agentkit_forks: ForkRunner) -> Any:
+    """The module's fake endpoint; its ``forks`` runs the ``agentkit`` commands (the
+    agentkit_forks fixture of conftest.py)."""
     script = Script()
-    with FakeOpenAIServer(script) as fake, ForkRunner((*PRELOAD, "agentkit.cli")) as forks:
+    with FakeOpenAIServer(script) as fake:
         fake.script = script  # type: ignore[attr-defined]
-        fake.forks = forks  # type: ignore[attr-defined]
+        fake.forks = agentkit_forks  # type: ignore[attr-defined]
         yield fake
 
 

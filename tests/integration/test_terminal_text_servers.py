@@ -23,13 +23,12 @@ import sys
 import termios
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from cli_helpers import REPO, cli_env
-from fork_runner import PRELOAD, ForkRunner
+from fork_runner import ForkRunner
 from subagent_helpers import Router, call, calls, finish, wait_until
 from terminal_cases import ANSWER, CONTROLS, TITLE
 
@@ -97,24 +96,19 @@ def assert_terminal_output_safe(raw: bytes) -> str:
     return text
 
 
-@pytest.fixture(scope="module")
-def forks() -> Iterator[ForkRunner]:
-    """Runs the ``agentkit`` commands whose output goes to files (not a terminal), each
-    a process of its own forked from one that imported openai and the CLI once
-    (tests/fork_runner.py: about 1 s of CPU a command less)."""
-    with ForkRunner((*PRELOAD, "agentkit.cli")) as runner:
-        yield runner
-
-
 # ------------------------------------------------------------------- agentkit run
 @pytest.mark.slow
-def test_run_plain_json_and_transcript_show_no_controls(workspace: Path, forks: ForkRunner) -> None:
+def test_run_plain_json_and_transcript_show_no_controls(
+    workspace: Path, agentkit_forks: ForkRunner
+) -> None:
     evil_workspace(workspace)
     with FakeOpenAIServer(evil_router()) as server:
         env = cli_env(server.base_url)
         # Output read as UTF-8 (not valid UTF-8 fails): an ESC byte is the "\x1b" character.
-        plain = forks.agentkit("run", "go", "-w", str(workspace), env=env, timeout=90)
-        as_json = forks.agentkit("run", "go", "-w", str(workspace), "--json", env=env, timeout=90)
+        plain = agentkit_forks.agentkit("run", "go", "-w", str(workspace), env=env, timeout=90)
+        as_json = agentkit_forks.agentkit(
+            "run", "go", "-w", str(workspace), "--json", env=env, timeout=90
+        )
     assert plain.returncode == 0, plain.stderr
     assert "\x1b" not in plain.stdout + plain.stderr
     out = plain.stdout
@@ -127,20 +121,20 @@ def test_run_plain_json_and_transcript_show_no_controls(workspace: Path, forks: 
     assert not CONTROLS.search(as_json.stdout.rstrip("\n"))
     assert json.loads(as_json.stdout)["final_text"].startswith(ANSWER)
 
-    shown = forks.agentkit("transcript", "1", "-w", str(workspace), "--full", env=env)
+    shown = agentkit_forks.agentkit("transcript", "1", "-w", str(workspace), "--full", env=env)
     assert shown.returncode == 0, shown.stderr
     text = shown.stdout
     assert not CONTROLS.search(text) and "子任务" in text and "SUB-TITLE" in text
 
 
 def test_warning_and_error_lines_quoting_the_endpoint_show_no_controls(
-    workspace: Path, forks: ForkRunner
+    workspace: Path, agentkit_forks: ForkRunner
 ) -> None:
     bad = {"error": {"message": f"bad {TITLE} \x9b2J 参数错误", "type": "invalid_request_error"}}
     with FakeOpenAIServer(lambda req: ErrorReply(400, bad)) as server:
         # auto: the refusal also logs a warning quoting it, before the error line.
         env = cli_env(server.base_url, AGENTKIT_TOOL_CALLING="auto")
-        proc = forks.agentkit("run", "hi", "-w", str(workspace), env=env, timeout=60)
+        proc = agentkit_forks.agentkit("run", "hi", "-w", str(workspace), env=env, timeout=60)
     assert proc.returncode == 1
     warning, error = proc.stderr.splitlines()
     assert warning.startswith("agentkit: native tool calls do not work") and "参数错误" in warning
