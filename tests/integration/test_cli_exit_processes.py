@@ -15,7 +15,7 @@ ENDING = """
 import atexit, sys, threading, time
 from agentkit.cli.entry import exit_now
 
-atexit.register(lambda: print("handler ran", flush=True))
+atexit.register(lambda: print("handler ran"))  # not flushed either
 sys.stdout.write("buffered;")  # not flushed yet
 if sys.argv[1] == "thread":
     threading.Thread(target=lambda: (time.sleep(0.3), print("thread done;"))).start()
@@ -24,9 +24,11 @@ exit_now(3)
 
 
 def ending(mode: str) -> subprocess.CompletedProcess[str]:
+    # Buffered output (cli_env makes it unbuffered): what is unflushed at the end shows.
+    env = {k: v for k, v in cli_env().items() if k != "PYTHONUNBUFFERED"}
     return subprocess.run(
         [sys.executable, "-c", ENDING, mode],
-        env=cli_env(),
+        env=env,
         cwd=REPO,
         capture_output=True,
         text=True,
