@@ -145,7 +145,10 @@ async def connect(
         *AGENT,
         env=agent_env(base_url, **env),
         cwd=str(cwd),
-        transport_kwargs={"stderr": None},
+        # The library waits 2 s for the exit, then terminates: on a busy machine a
+        # conversation's close can take longer, and its terminate() raises
+        # ProcessLookupError when the process ends in between.
+        transport_kwargs={"stderr": None, "shutdown_timeout": 30.0},
     ) as (conn, proc):
         await asyncio.wait_for(
             conn.initialize(

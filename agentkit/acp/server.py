@@ -97,7 +97,7 @@ class AcpServer:
         self.agent = AcpAgent(
             self.settings, lambda: raw.get("capabilities"), send_raw, **self.options
         )
-        threading.Thread(target=_warm_up, name="acp-warm-up").start()
+        threading.Thread(target=_warm_up, name="acp-warm-up", daemon=True).start()
         conn = AgentSideConnection(self.agent, channel, listening=False)
         self.started.set()
         listen = asyncio.create_task(conn.listen(), name="acp-listen")
@@ -118,10 +118,12 @@ class AcpServer:
 def _warm_up() -> None:
     """Import what a conversation's first round needs (the openai SDK: 0.4 s here, seconds
     on a busy machine) while the editor is still initializing and opening its session,
-    so the first prompt does not wait for it (benchmarks/acp.py). Not a daemon: the
-    process waits for an import under way rather than end inside it. Only openai: it
-    imports nothing of agentkit, so this thread and the loop's imports of agentkit's
-    modules can never wait on each other's module locks."""
+    so the first prompt does not wait for it (benchmarks/acp.py). A daemon: an editor
+    that leaves at once (a refused session) must not wait seconds for an import nobody
+    needs any more; the ``agentkit`` process ends with ``os._exit``
+    (agentkit.cli.entry), so no interpreter teardown meets the import half done. Only
+    openai: it imports nothing of agentkit, so this thread and the loop's imports of
+    agentkit's modules can never wait on each other's module locks."""
     try:
         import openai  # noqa: F401
     except Exception:  # the round that needs it reports the real error

@@ -5,6 +5,7 @@ editor shows, naming ``--model`` and ``--demo``; it stays up until the editor le
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -43,3 +44,48 @@ def test_acp_with_no_key_for_the_default_endpoint_says_so(workspace: Path) -> No
             assert "--api-key" in str(refused.value) and "--demo" in str(refused.value)
 
     run(scenario())
+
+
+def test_acp_ends_when_the_editor_leaves_even_while_its_warm_up_import_hangs(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """The warm-up thread (agentkit.acp.server) imports openai while the editor sets up;
+    an editor that leaves at once (its session refused) must not wait for that import.
+    Here the import never ends (an ``openai`` package that sleeps first on the path), so
+    before the fix (a non-daemon thread) the process never ended."""
+    import json
+    import subprocess
+    import sys
+
+    from cli_helpers import cli_env
+
+    hanging = tmp_path / "hanging"
+    (hanging / "openai").mkdir(parents=True)
+    (hanging / "openai" / "__init__.py").write_text("import time\ntime.sleep(3600)\n")
+    env = cli_env(None, AGENTKIT_MODEL="")
+    env["PYTHONPATH"] = os.pathsep.join([str(hanging), env["PYTHONPATH"]])
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "agentkit", "acp"],
+        env=env,
+        cwd=workspace,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        request = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {"protocolVersion": 1},
+        }
+        proc.stdin.write(json.dumps(request).encode() + b"\n")
+        proc.stdin.flush()
+        answer = json.loads(proc.stdout.readline())
+        assert answer["id"] == 1 and "result" in answer  # served while the import hangs
+        proc.stdin.close()
+        assert proc.wait(timeout=60) == 0
+    finally:
+        proc.kill()
+        proc.wait()
