@@ -43,6 +43,7 @@ from agentkit.cli.common import (
     UsageError,
     agent_args,
     err,
+    output_failed,
     print_json,
     whole_number,
     workspace,
@@ -368,13 +369,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr, flush=True)
         return 130
-    except BrokenPipeError:
-        # `agentkit show | head`: the reader left; say nothing more.
-        try:
-            sys.stdout = open(os.devnull, "w")  # noqa: SIM115
-        except OSError:
-            pass
-        return 1
+    except BrokenPipeError as exc:  # `agentkit show | head`: the reader left
+        return output_failed(exc)
     except Exception as exc:
         err(f"internal error: {type(exc).__name__}: {exc}")
         if os.environ.get("AGENTKIT_DEBUG") == "1":

@@ -240,6 +240,7 @@ class JsonLinesChat:
         self._lines: queue.Queue[list[str] | None] = queue.Queue()  # lines read together
         self._posted: Future[Any] | None = None
         self._leave = threading.Event()
+        self._signals: Signals | None = None  # while run() runs
         self._unsubscribe = self._subscribe(session)
         self.commands: ChatCommands = ChatCommands(workspace, session, self._switched)
 
@@ -248,6 +249,7 @@ class JsonLinesChat:
         reader = threading.Thread(target=self._read, name="agentkit-chat-stdin", daemon=True)
         reader.start()
         with Signals(self._interrupt, lambda _signum: self._leave.set()) as signals:
+            self._signals = signals
             while not self._leave.is_set():
                 try:
                     batch = self._lines.get(timeout=POLL_SECONDS)
@@ -338,7 +340,11 @@ class JsonLinesChat:
             try:
                 sys.stdout.write(text + "\n")
                 sys.stdout.flush()
-            except (BrokenPipeError, ValueError, OSError):
+            except BrokenPipeError:  # the reader has gone: leave as on SIGPIPE
+                if self._signals is not None:
+                    self._signals.output_closed()
+                self._leave.set()
+            except (ValueError, OSError):
                 self._leave.set()
 
     def _subscribe(self, session: Session) -> Any:

@@ -20,6 +20,9 @@ Only the standard library is imported at load time (``agentkit --help`` stays fa
 from __future__ import annotations
 
 import argparse
+import errno
+import os
+import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -33,6 +36,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PROG",
+    "READER_GONE_EXIT",
     "UsageError",
     "agent_args",
     "check_cli_settings",
@@ -43,6 +47,7 @@ __all__ = [
     "err",
     "isolation_arg",
     "make_settings",
+    "output_failed",
     "print_json",
     "settings_from_args",
     "whole_number",
@@ -65,6 +70,34 @@ def err(message: str) -> None:
     """Print ``agentkit: MESSAGE`` on stderr as one terminal-safe line (whitespace runs
     folded: errors quote input such as paths and model text)."""
     print(terminal_safe(f"{PROG}: {' '.join(str(message).split())}"), file=sys.stderr, flush=True)
+
+
+READER_GONE_EXIT = 128 + signal.SIGPIPE
+"""The exit code once the reader of standard output has gone (``agentkit show | head``):
+141, as for a writer the pipe's signal ends."""
+
+
+def output_failed(exc: OSError) -> int:
+    """Standard output or error could not be written: returns the exit code.
+
+    Both streams are pointed at ``/dev/null`` first, so later writes and the exit's
+    flush go nowhere instead of failing again. A reader that has gone (EPIPE) gives
+    :data:`READER_GONE_EXIT` quietly; any other failure (a full disk: ``>/dev/full``)
+    gives 1 after one line on descriptor 2, when that still takes it.
+    """
+    for name in ("stdout", "stderr"):
+        try:
+            setattr(sys, name, open(os.devnull, "w"))  # noqa: SIM115
+        except OSError:
+            pass
+    if exc.errno == errno.EPIPE:
+        return READER_GONE_EXIT
+    line = terminal_safe(f"{PROG}: cannot write the output: {exc.strerror or exc}") + "\n"
+    try:
+        os.write(2, line.encode("utf-8", "backslashreplace"))
+    except OSError:
+        pass  # standard error is what failed: the exit code says it
+    return 1
 
 
 def print_json(data: Any) -> None:

@@ -16,6 +16,10 @@ once everything a normal exit does that matters has been done: the atexit handle
 (logging's flush, multiprocessing's joins, trace exports, ``weakref.finalize``
 clean-ups) and the standard streams' flush. A thread that a normal exit would wait
 for (not a daemon) makes it a normal exit instead.
+
+Output that cannot be written (``agentkit --version >/dev/full``, ``agentkit --help |
+true``) ends the process with one line and code 1, or quietly with 141 when the
+reader has gone, never with a traceback.
 """
 
 from __future__ import annotations
@@ -31,9 +35,18 @@ def main() -> NoReturn:
     """Run ``agentkit`` with ``sys.argv`` and exit with its status (see
     :func:`agentkit.cli.main` for the codes). Never returns."""
     from agentkit.cli import main as command
+    from agentkit.cli.common import output_failed
 
     open_closed_streams()
-    exit_now(command())
+    try:
+        code = command()
+    except OSError as exc:  # writing --version (the commands report their own)
+        code = output_failed(exc)
+    except SystemExit as exc:  # argparse after --help or a usage error: it wrote already
+        if exc.code is not None and not isinstance(exc.code, int):
+            raise
+        code = exc.code or 0
+    exit_now(code)
 
 
 def open_closed_streams() -> None:
@@ -58,30 +71,38 @@ def open_closed_streams() -> None:
 
 def exit_now(code: int) -> NoReturn:
     """End the process with ``code`` after its atexit handlers ran and the standard
-    streams were flushed, without tearing down its modules. Falls back to
-    ``sys.exit(code)`` while a non-daemon thread runs, where a stream cannot be
-    flushed (the interpreter's own exit reports it), or where this Python lacks
-    ``atexit._run_exitfuncs``."""
+    streams were flushed, without tearing down its modules. A stream that cannot be
+    flushed (``>/dev/full``, a reader that has gone) makes the code
+    :func:`agentkit.cli.common.output_failed`'s unless it already says a failure.
+    Falls back to ``sys.exit(code)`` while a non-daemon thread runs or where this
+    Python lacks ``atexit._run_exitfuncs``."""
+    code = _flushed(code)
     run_handlers = getattr(atexit, "_run_exitfuncs", None)
     others = [
         t
         for t in threading.enumerate()
         if t is not threading.current_thread() and not t.daemon and t.is_alive()
     ]
-    if run_handlers is None or others or not _flushed():
+    if run_handlers is None or others:
         sys.exit(code)
     run_handlers()
-    _flushed()  # what the handlers wrote
+    code = _flushed(code)  # what the handlers wrote
     os._exit(code)
 
 
-def _flushed() -> bool:
-    """Flush stdout and stderr; False when one cannot be (a closed pipe, a closed file)."""
+def _flushed(code: int) -> int:
+    """Flush stdout and stderr; returns ``code``, or the output's failure code in its
+    place when a flush fails and ``code`` was 0."""
     for stream in (sys.stdout, sys.stderr):
         if stream is None:
             continue
         try:
             stream.flush()
-        except (OSError, ValueError):
-            return False
-    return True
+        except ValueError:  # closed by the command: nothing left in it
+            continue
+        except OSError as exc:
+            from agentkit.cli.common import output_failed
+
+            failed = output_failed(exc)
+            return code or failed
+    return code

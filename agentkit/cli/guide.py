@@ -9,10 +9,14 @@ One job: their parsers and entry points, kept out of agentkit.cli (the dispatch)
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Mapping
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from agentkit.cli.common import PROG, UsageError, print_json, workspace, workspace_arg
+
+if TYPE_CHECKING:
+    from _typeshed import SupportsWrite
 
 __all__ = [
     "GROUPS",
@@ -48,6 +52,12 @@ class Parser(argparse.ArgumentParser):
         """The help text; the top level's starts with :data:`NEW_HERE`."""
         text = super().format_help()
         return f"{NEW_HERE}\n\n{text}{self.listing}" if self.listing else text
+
+    def print_help(self, file: SupportsWrite[str] | None = None) -> None:
+        """Write the help to ``file`` (default stdout). A failed write raises, so the
+        process reports it (agentkit.cli.entry); argparse's own print ignores it."""
+        stream = sys.stdout if file is None else file
+        stream.write(self.format_help())
 
     def error(self, message: str) -> NoReturn:
         """Print the usage and ``message`` (with the closest option for an unknown

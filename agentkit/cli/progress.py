@@ -167,10 +167,13 @@ class PlainPrinter:
 
     Args:
         stream: a text stream (stdout for plain runs, stderr beside ``--json``).
+        on_closed: called (with no argument) when a write finds the stream's reader
+            gone (EPIPE), e.g. :meth:`agentkit.cli.signals.Signals.output_closed`.
     """
 
-    def __init__(self, stream: IO[str]) -> None:
+    def __init__(self, stream: IO[str], on_closed: Callable[[], object] | None = None) -> None:
         self.stream = stream
+        self.on_closed = on_closed
         self.lines = 0  # lines written so far
         self._lock = threading.Lock()
 
@@ -184,7 +187,10 @@ class PlainPrinter:
                 self.stream.write(line + "\n")
                 self.stream.flush()
                 self.lines += 1
-            except (OSError, ValueError):  # closed pipe: progress is optional
+            except BrokenPipeError:
+                if self.on_closed is not None:
+                    self.on_closed()
+            except (OSError, ValueError):  # a full disk, a closed file: progress is optional
                 pass
 
     def start(self) -> None:

@@ -84,9 +84,10 @@ def _run_in_thread(agent: Agent, task: str, handler: Any, signals: Signals) -> R
     return result
 
 
-def _progress(json_output: bool, agent: Agent) -> Any:
+def _progress(json_output: bool, agent: Agent, signals: Signals) -> Any:
     """Pick the progress view: live on a terminal, plain lines on a pipe, quiet for --json
-    unless stderr is a terminal (then live on stderr)."""
+    unless stderr is a terminal (then live on stderr). On a pipe whose reader goes
+    (``| head``), the run ends as on SIGPIPE."""
     if json_output:
         if not sys.stderr.isatty():
             return None
@@ -96,7 +97,7 @@ def _progress(json_output: bool, agent: Agent) -> Any:
     else:
         from agentkit.cli.progress import PlainPrinter
 
-        return PlainPrinter(sys.stdout)
+        return PlainPrinter(sys.stdout, on_closed=signals.output_closed)
     from rich.console import Console
 
     from agentkit.cli.progress import LiveDisplay
@@ -173,7 +174,7 @@ def run_task(
     result: RunResult | None = None
     with Signals() as signals:
         try:
-            view = _progress(json_output, agent)
+            view = _progress(json_output, agent, signals)
             if asker is not None:
                 asker.bind(lambda: agent.session, getattr(view, "pause", None))
             if view is not None:

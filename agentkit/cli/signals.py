@@ -79,6 +79,22 @@ class Signals:
         self._previous: dict[int, Any] = {}
         self._read_fd = self._write_fd = -1
         self._watcher: threading.Thread | None = None
+        self._output_closed = False
+        self._closed_lock = threading.Lock()
+
+    def output_closed(self) -> None:
+        """The reader of standard output has gone (``agentkit run … | head``): act as
+        the pipe's signal would, as if SIGPIPE had come (exit 128 + 13), once; later
+        calls do nothing, so failed writes never count as a second signal.
+        Thread-safe."""
+        with self._closed_lock:
+            if self._output_closed:
+                return
+            self._output_closed = True
+        if self._watcher is None:  # not installed (not the main thread)
+            self._dispatch(signal.SIGPIPE)
+        else:
+            self._handle(signal.SIGPIPE, None)
 
     def exit_code(self, code: int) -> int:
         """``code``, or 128 + the signal once one asked to leave."""

@@ -48,3 +48,23 @@ def test_signals_restore_the_previous_handlers_when_none_came() -> None:
         assert signal.getsignal(signal.SIGTERM) != before
     assert signal.getsignal(signal.SIGTERM) == before
     assert signals.exit_code(3) == 3
+
+
+def test_an_output_whose_reader_left_leaves_once_as_sigpipe() -> None:
+    """Every failed write calls output_closed: only the first may count, or the second
+    would read as "leave now" and cut the cleanup short."""
+    from agentkit.cli.signals import Signals
+
+    left: list[int] = []
+    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    try:
+        with Signals(on_leave=left.append) as signals:
+            for _ in range(3):
+                signals.output_closed()
+            assert signals.leaving.wait(10)
+            assert not wait_until(signals.hurry.is_set, 0.5)
+            assert left == [signal.SIGPIPE]
+        assert signals.exit_code(1) == 141
+    finally:
+        for signum, handler in before.items():
+            signal.signal(signum, handler)
