@@ -200,12 +200,18 @@ def test_the_record_is_complete_however_the_worker_ends(workspace: Path, end: st
             # At a timeout the parent's word is awaited: the SIGTERM that follows its
             # Terminate may reach the worker first, whose own account of being stopped
             # (ORPHANED_ERROR) the living parent then replaces (record.may_replace).
+            # The record is written final first, its journal dropped next: both are
+            # awaited, or the parent killed below may die between the two.
             ended = {"timeout": ("timeout",), "kill-group": ("running",)}.get(end)
+            journal = path.with_name(JOURNAL_FILE)
             assert wait_until(
                 lambda: (
-                    (json.loads(path.read_text())["status"] in ended)
-                    if ended
-                    else json.loads(path.read_text())["status"] != "running"
+                    (
+                        (json.loads(path.read_text())["status"] in ended)
+                        if ended
+                        else json.loads(path.read_text())["status"] != "running"
+                    )
+                    and (end == "kill-group" or not journal.exists())
                 ),
                 60,
             )
