@@ -34,6 +34,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+# Loopback only: tiktoken would download its tables from the internet.
+os.environ.setdefault("AGENTKIT_TOKENIZER", "estimate")
+
 REPO = Path(__file__).resolve().parents[1]
 # This file is named acp.py: its folder must not shadow the acp library.
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]

@@ -19,6 +19,7 @@ Run: python benchmarks/approvals.py [--calls N] [--hook-calls M]
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import statistics
 import sys
@@ -28,6 +29,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pydantic import BaseModel
+
+# Loopback only: tiktoken would download its tables from the internet.
+os.environ.setdefault("AGENTKIT_TOKENIZER", "estimate")
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 

@@ -30,6 +30,9 @@ import tempfile
 import time
 from pathlib import Path
 
+# Loopback only: tiktoken would download its tables from the internet.
+os.environ.setdefault("AGENTKIT_TOKENIZER", "estimate")
+
 ROOT = Path(__file__).resolve().parents[1]
 PR_SET_CHILD_SUBREAPER = 36
 

@@ -18,6 +18,7 @@ Run: python benchmarks/control_plane.py [--runs 30]
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -25,6 +26,9 @@ import threading
 import time
 from pathlib import Path
 from typing import Any
+
+# Loopback only: tiktoken would download its tables from the internet.
+os.environ.setdefault("AGENTKIT_TOKENIZER", "estimate")
 
 HERE = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(HERE / "tests"))

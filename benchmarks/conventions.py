@@ -31,6 +31,9 @@ from agentkit.conventions.tool import LOAD_SKILL
 from agentkit.testing import FakeOpenAIServer
 from agentkit.tokens import count_text
 
+# Loopback only: tiktoken would download its tables from the internet.
+os.environ.setdefault("AGENTKIT_TOKENIZER", "estimate")
+
 DESCRIPTIONS = [
     ("pdf-tools", "Extract text and tables from PDF files, fill PDF forms, merge and split documents. Use when the user mentions a PDF or gives a .pdf file to read, change or create."),
     ("spreadsheets", "Read, clean and analyse spreadsheets (.xlsx, .csv): formulas, pivot tables, charts. Use when a task involves tabular data in Excel or CSV files."),

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import sys
 import tempfile
@@ -30,6 +31,9 @@ from pydantic import BaseModel
 
 from agentkit import Agent, Settings
 from agentkit.testing import FakeOpenAIServer, Reply
+
+# Loopback only: tiktoken would download its tables from the internet.
+os.environ.setdefault("AGENTKIT_TOKENIZER", "estimate")
 
 TURNS = 3
 

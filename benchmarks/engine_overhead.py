@@ -14,6 +14,7 @@ Run: python benchmarks/engine_overhead.py
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -21,6 +22,9 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+# Loopback only: tiktoken would download its tables from the internet.
+os.environ.setdefault("AGENTKIT_TOKENIZER", "estimate")
 
 SERVER = r"""
 import sys, time

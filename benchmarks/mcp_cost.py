@@ -15,6 +15,7 @@ mcp package, its folder being first on sys.path).
 
 from __future__ import annotations
 
+import os
 import statistics
 import sys
 import tempfile
@@ -28,6 +29,9 @@ from agentkit.settings import Settings
 from agentkit.tools import base_tools
 from agentkit.tools.base import ToolContext
 from agentkit.tools.registry import ToolRegistry
+
+# Loopback only: tiktoken would download its tables from the internet.
+os.environ.setdefault("AGENTKIT_TOKENIZER", "estimate")
 
 ROOT = Path(__file__).resolve().parents[1]
 CALLS = 200

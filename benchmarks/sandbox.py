@@ -22,11 +22,15 @@ Usage: ``python benchmarks/sandbox.py [--reps N]``
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+# Loopback only: tiktoken would download its tables from the internet.
+os.environ.setdefault("AGENTKIT_TOKENIZER", "estimate")
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))

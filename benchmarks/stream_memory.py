@@ -21,9 +21,13 @@ Run: python benchmarks/stream_memory.py [MB ...]   (default: 1 4)
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import tempfile
+
+# Loopback only: tiktoken would download its tables from the internet.
+os.environ.setdefault("AGENTKIT_TOKENIZER", "estimate")
 
 SERVER = r"""
 import sys

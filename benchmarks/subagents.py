@@ -15,6 +15,7 @@ Run: python benchmarks/subagents.py [--start-method forkserver|spawn]
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import statistics
 import sys
@@ -25,6 +26,9 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+
+# Loopback only: tiktoken would download its tables from the internet.
+os.environ.setdefault("AGENTKIT_TOKENIZER", "estimate")
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 

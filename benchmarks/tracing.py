@@ -32,6 +32,9 @@ import tracemalloc
 from pathlib import Path
 from typing import Any
 
+# Loopback only: tiktoken would download its tables from the internet.
+os.environ.setdefault("AGENTKIT_TOKENIZER", "estimate")
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from engine_overhead import SERVER, history  # noqa: E402  (the same fake model, same history)
 

@@ -31,6 +31,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+# Loopback only: tiktoken would download its tables from the internet.
+os.environ.setdefault("AGENTKIT_TOKENIZER", "estimate")
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from subagent_helpers import call, calls, finish, step  # noqa: E402

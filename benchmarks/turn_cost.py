@@ -31,6 +31,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
+# Loopback only: tiktoken would download its tables from the internet.
+os.environ.setdefault("AGENTKIT_TOKENIZER", "estimate")
+
 ROOT = Path(__file__).resolve().parents[1]
 TURNS = 30
 SKIP = 3  # turns left out at the start (connections, caches, the first full encoding)

@@ -36,6 +36,9 @@ from pathlib import Path
 import httpx
 import psutil
 
+# Loopback only: tiktoken would download its tables from the internet.
+os.environ.setdefault("AGENTKIT_TOKENIZER", "estimate")
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from subagent_helpers import Router, call, calls, finish  # noqa: E402
