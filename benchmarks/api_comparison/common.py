@@ -11,8 +11,6 @@ from pydantic import BaseModel, Field
 from agentkit import AgentProfile, Settings, Tool, ToolContext
 
 BASE_URL = os.environ.get("FAKE_BASE_URL", "http://127.0.0.1:8911/v1")
-# Loopback only: tiktoken would download its tables from the internet.
-os.environ.setdefault("AGENTKIT_TOKENIZER", "estimate")
 
 
 class WordStatsParams(BaseModel):
