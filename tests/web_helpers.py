@@ -1,13 +1,26 @@
 """Shared pieces of the web chat tests: a real server on loopback with a scripted model,
-an httpx client, and an SSE reader that records events by seq."""
+an httpx client, and an SSE reader that records events by seq.
+
+Both are cheap to make, and the reader to close:
+
+- Every client here shares one TLS context (:func:`tls_context`): a new client loads
+  certifi's bundle, about 0.2 s of CPU each (more on a loaded machine), and these
+  servers are plain HTTP on loopback anyway.
+- :meth:`SseReader.close` shuts its connection's socket down, so the reading thread
+  wakes at once. A stream that has nothing to say blocks its reader in ``recv`` until
+  the server's next ping (15 s), and closing the client alone does not wake it.
+"""
 
 from __future__ import annotations
 
 import json
+import socket
+import ssl
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +33,12 @@ from agentkit.webchat import create_app
 from agentkit.webchat.serve import BackgroundServer
 
 JSON = {"Content-Type": "application/json"}
+
+
+@cache
+def tls_context() -> ssl.SSLContext:
+    """One default TLS context for every client of the process (made on first use)."""
+    return ssl.create_default_context()
 
 
 def settings_for(model: FakeOpenAIServer, **overrides: Any) -> Settings:
@@ -57,7 +76,9 @@ def running_web(
         app = create_app(workspace, settings_for(model, **overrides), token=token)
         server = BackgroundServer(app).start()
         headers = {"Authorization": f"Bearer {token}"} if token else {}
-        client = httpx.Client(base_url=server.url, headers=headers, timeout=30)
+        client = httpx.Client(
+            base_url=server.url, headers=headers, timeout=30, verify=tls_context()
+        )
         try:
             yield Web(server.url, client, model, server, workspace)
         finally:
@@ -76,11 +97,28 @@ class SseReader:
     ids: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self._client = httpx.Client(timeout=httpx.Timeout(30, read=None))
+        self._sockets: list[socket.socket] = []
+        self._lock = threading.Lock()
+        self._client = httpx.Client(
+            timeout=httpx.Timeout(30, read=None),
+            verify=tls_context(),
+            event_hooks={"response": [self._keep_socket]},
+        )
         self._stop = threading.Event()
         self.connected = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
+
+    def _keep_socket(self, response: httpx.Response) -> None:
+        """Note the socket the stream arrives on (shut at once if closed already)."""
+        stream: Any = response.extensions.get("network_stream")
+        sock = stream.get_extra_info("socket") if stream is not None else None
+        if sock is None:
+            return
+        with self._lock:
+            self._sockets.append(sock)
+            if self._stop.is_set():
+                _shut(sock)
 
     def _run(self) -> None:
         try:
@@ -115,9 +153,21 @@ class SseReader:
         return [e["type"] for e in self.events]
 
     def close(self) -> None:
-        self._stop.set()
+        """Stop reading: shut the stream's socket (the thread wakes), close, join."""
+        with self._lock:
+            self._stop.set()
+            for sock in self._sockets:
+                _shut(sock)
         self._client.close()
         self.thread.join(5)
+        assert not self.thread.is_alive(), "the reader's thread did not end"
+
+
+def _shut(sock: socket.socket) -> None:
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:  # already closed by either side
+        pass
 
 
 class CuttableProxy:

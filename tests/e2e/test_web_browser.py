@@ -16,9 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sse_helpers import running_web
 from subagent_helpers import Gate, Router, call, calls, finish, wait_until
-from web_helpers import CuttableProxy, Web
+from web_helpers import CuttableProxy, Web, running_web
 
 from agentkit.testing import Reply
 

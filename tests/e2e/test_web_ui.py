@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sse_helpers import running_web
 from subagent_helpers import Gate, Router, call, calls, finish, scripted_settings
+from web_helpers import running_web
 
 from agentkit import Settings
 from agentkit.cli.demo import DEMO_MODEL

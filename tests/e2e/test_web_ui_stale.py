@@ -22,9 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sse_helpers import running_web
 from subagent_helpers import Gate, call, calls, finish, wait_until, who
-from web_helpers import Web
+from web_helpers import Web, running_web
 
 CHROMIUM = "/usr/bin/chromium"
 pytestmark = [

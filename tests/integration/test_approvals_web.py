@@ -12,9 +12,8 @@ from typing import Any
 
 import httpx
 import pytest
-from sse_helpers import SseReader
 from subagent_helpers import Switch, call, calls, finish, script, wait_until
-from web_helpers import JSON, Web, settings_for
+from web_helpers import JSON, SseReader, Web, settings_for
 
 from agentkit.testing import FakeOpenAIServer
 from agentkit.webchat import create_app

@@ -11,9 +11,8 @@ from pathlib import Path
 from urllib.parse import quote
 
 import pytest
-from sse_helpers import SseReader, running_web, tls_context
 from subagent_helpers import Gate, Router, call, calls, finish, wait_until
-from web_helpers import Web
+from web_helpers import SseReader, Web, running_web, tls_context
 
 from agentkit.testing import FakeOpenAIServer, Reply
 

@@ -59,10 +59,8 @@ def quick_wait(predicate: Callable[[], bool], timeout: float = 20.0) -> bool:
 class CountedReader:
     """Reads one event stream in a thread until ``count`` events have come, then
     closes its connection (the server sees the reader leave at once). ``events`` as
-    web_helpers.SseReader parses them. Its ``close()`` joins a thread that has ended
-    or is about to: web_helpers.SseReader's waited 5 s for a thread blocked on a
-    stream with nothing more to say, and the server kept that reader until its next
-    ping (15 s)."""
+    web_helpers.SseReader parses them. It leaves by itself after ``count`` events, so
+    the server sees many readers come and go (an SseReader stays until closed)."""
 
     def __init__(self, url: str, headers: dict[str, str], count: int) -> None:
         self.events: list[dict[str, Any]] = []

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-from sse_helpers import tls_context
 from subagent_helpers import Router, call, calls, finish, wait_until
+from web_helpers import tls_context
 
 from agentkit import Settings
 from agentkit.testing import FakeOpenAIServer
