@@ -54,13 +54,15 @@ class AcpServer:
         self.input_fd = input_fd
         self.output_fd = output_fd
         self.agent: Any = None
+        self.output_error: OSError | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Event | None = None
         self._stopping = threading.Event()
         self.started = threading.Event()
 
     def run(self) -> None:
-        """Serve until end of input or :meth:`stop`; then close everything."""
+        """Serve until end of input, a failed write of the output (then
+        :attr:`output_error` holds it) or :meth:`stop`; then close everything."""
         asyncio.run(self._serve())
 
     def stop(self) -> None:
@@ -113,6 +115,7 @@ class AcpServer:
             await conn.close()
             listen.cancel()
             await asyncio.gather(listen, return_exceptions=True)
+            self.output_error = channel.broken
 
 
 def _warm_up() -> None:

@@ -218,6 +218,12 @@ class StdioChannel:
         self._reader.start()
         self._writer.start()
 
+    @property
+    def broken(self) -> OSError | None:
+        """The error that closed the output (the editor stopped reading), or None. The
+        first one ends the input too: :meth:`receive` returns None next."""
+        return self._broken
+
     # ------------------------------------------------------------ Transport
     async def send(self, message: dict[str, Any]) -> None:
         """Write one message; returns once it is written.
@@ -319,6 +325,8 @@ class StdioChannel:
                         view = view[os.write(self._output_fd, view) :]
                 except OSError as exc:  # the editor has gone (EPIPE) or closed its end
                     error = self._broken = exc
+                    log.info("acp: writing the protocol output failed: %s", exc)
+                    self._deliver(None)  # as at the end of input: nobody reads the answers
             self._resolve(future, error)
 
     def _resolve(self, future: asyncio.Future[None], error: OSError | None) -> None:

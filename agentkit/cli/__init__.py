@@ -43,6 +43,7 @@ from agentkit.cli.common import (
     UsageError,
     agent_args,
     err,
+    is_output_error,
     output_failed,
     print_json,
     whole_number,
@@ -369,9 +370,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr, flush=True)
         return 130
-    except BrokenPipeError as exc:  # `agentkit show | head`: the reader left
-        return output_failed(exc)
     except Exception as exc:
+        if is_output_error(exc):  # `agentkit show | head`, `>/dev/full`
+            return output_failed(exc)
         err(f"internal error: {type(exc).__name__}: {exc}")
         if os.environ.get("AGENTKIT_DEBUG") == "1":
             traceback.print_exc()

@@ -31,6 +31,7 @@ from agentkit.cli.common import (
     agent_args,
     check_endpoint_flags,
     check_settings_first,
+    output_failed,
     settings_from_args,
     whole_number,
     workspace,
@@ -145,6 +146,8 @@ def _serve(settings: Any, log_level: str, problem: str | None, root: Any, ask: b
             os.close(fd)
         except OSError:
             pass
+    if server.output_error is not None and signals.signum is None:  # the editor stopped reading
+        return output_failed(server.output_error, stream=None)
     return signals.exit_code(0)
 
 

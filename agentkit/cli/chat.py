@@ -34,6 +34,7 @@ mode when no round runs). Only the standard library is imported at load time.
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import queue
 import signal
@@ -52,6 +53,7 @@ from agentkit.cli.common import (
     check_cli_settings,
     check_endpoint_flags,
     check_settings_first,
+    reader_gone,
     settings_from_args,
     way_back,
     whole_number,
@@ -254,12 +256,14 @@ class JsonLinesChat:
                 try:
                     batch = self._lines.get(timeout=POLL_SECONDS)
                 except queue.Empty:
+                    self._check_reader()
                     continue
                 if batch is None:  # end of input: let the work finish
                     self._no_one_to_ask()
                     while not self._leave.is_set():
                         if self.commands.session.wait_idle(POLL_SECONDS):
                             break
+                        self._check_reader()
                     break
                 if not self._handle_batch(batch):
                     break
@@ -333,6 +337,11 @@ class JsonLinesChat:
             self.write({"type": "Error", "message": str(exc), "input": line})
         return True
 
+    def _check_reader(self) -> None:
+        """Between writes: a reader of stdout that has gone ends the chat (SIGPIPE)."""
+        if self._signals is not None and reader_gone(1):
+            self._signals.output_failed(BrokenPipeError(errno.EPIPE, "the reader has gone"))
+
     def write(self, data: dict[str, Any]) -> None:
         """Print one JSON object as a line (thread-safe; a closed stdout ends the chat)."""
         text = json_line(data)  # DEL and C1 controls escaped too
@@ -340,11 +349,11 @@ class JsonLinesChat:
             try:
                 sys.stdout.write(text + "\n")
                 sys.stdout.flush()
-            except BrokenPipeError:  # the reader has gone: leave as on SIGPIPE
+            except OSError as exc:  # the reader has gone, a full disk: leave as on SIGPIPE
                 if self._signals is not None:
-                    self._signals.output_closed()
+                    self._signals.output_failed(exc)
                 self._leave.set()
-            except (ValueError, OSError):
+            except ValueError:  # stdout was closed
                 self._leave.set()
 
     def _subscribe(self, session: Session) -> Any:

@@ -22,11 +22,13 @@ from __future__ import annotations
 import argparse
 import errno
 import os
+import select
 import signal
+import stat
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, TypeGuard
 
 from agentkit.cli.safe_text import json_line, terminal_safe
 from agentkit.errors import AgentkitError
@@ -45,10 +47,12 @@ __all__ = [
     "control_arg",
     "endpoint_args",
     "err",
+    "is_output_error",
     "isolation_arg",
     "make_settings",
     "output_failed",
     "print_json",
+    "reader_gone",
     "settings_from_args",
     "whole_number",
     "workspace",
@@ -77,17 +81,30 @@ READER_GONE_EXIT = 128 + signal.SIGPIPE
 141, as for a writer the pipe's signal ends."""
 
 
-def output_failed(exc: OSError) -> int:
-    """Standard output or error could not be written: returns the exit code.
+WRITE_ERRORS = frozenset(
+    {errno.EPIPE, errno.ENOSPC, errno.EIO, errno.EDQUOT, errno.EFBIG, errno.EBADF}
+)
+"""The errnos of a standard stream that cannot be written (with no file name: a file
+the command opens by name fails with its name)."""
 
-    Both streams are pointed at ``/dev/null`` first, so later writes and the exit's
-    flush go nowhere instead of failing again. A reader that has gone (EPIPE) gives
-    :data:`READER_GONE_EXIT` quietly; any other failure (a full disk: ``>/dev/full``)
-    gives 1 after one line on descriptor 2, when that still takes it.
+
+def is_output_error(exc: BaseException) -> TypeGuard[OSError]:
+    """Whether ``exc`` is a failed write of a standard stream rather than of a file."""
+    return isinstance(exc, OSError) and exc.filename is None and exc.errno in WRITE_ERRORS
+
+
+def output_failed(exc: OSError, stream: Literal["stdout", "stderr"] | None = "stdout") -> int:
+    """``stream`` could not be written: returns the exit code.
+
+    That stream is pointed at ``/dev/null`` first (None: neither, for a protocol on a
+    descriptor of its own), so later writes and the exit's flush go nowhere instead
+    of failing again. A reader that has gone (EPIPE) gives :data:`READER_GONE_EXIT`
+    quietly; any other failure (a full disk: ``>/dev/full``) gives 1 after one line
+    on descriptor 2, when that still takes it.
     """
-    for name in ("stdout", "stderr"):
+    if stream is not None:
         try:
-            setattr(sys, name, open(os.devnull, "w"))  # noqa: SIM115
+            setattr(sys, stream, open(os.devnull, "w"))  # noqa: SIM115
         except OSError:
             pass
     if exc.errno == errno.EPIPE:
@@ -98,6 +115,20 @@ def output_failed(exc: OSError) -> int:
     except OSError:
         pass  # standard error is what failed: the exit code says it
     return 1
+
+
+def reader_gone(fd: int = 1) -> bool:
+    """Whether ``fd`` is a pipe or socket whose reader has gone (``| head`` ended), seen
+    without writing: poll reports an error or hang-up on its write end."""
+    try:
+        kind = os.fstat(fd).st_mode
+        if not (stat.S_ISFIFO(kind) or stat.S_ISSOCK(kind)):
+            return False
+        poller = select.poll()
+        poller.register(fd, 0)  # no events asked: only POLLERR, POLLHUP, POLLNVAL come
+        return bool(poller.poll(0))
+    except (OSError, ValueError, AttributeError):  # no poll here (Windows), a closed fd
+        return False
 
 
 def print_json(data: Any) -> None:

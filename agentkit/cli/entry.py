@@ -93,7 +93,8 @@ def exit_now(code: int) -> NoReturn:
 def _flushed(code: int) -> int:
     """Flush stdout and stderr; returns ``code``, or the output's failure code in its
     place when a flush fails and ``code`` was 0."""
-    for stream in (sys.stdout, sys.stderr):
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
         if stream is None:
             continue
         try:
@@ -103,6 +104,6 @@ def _flushed(code: int) -> int:
         except OSError as exc:
             from agentkit.cli.common import output_failed
 
-            failed = output_failed(exc)
+            failed = output_failed(exc, name)
             return code or failed
     return code

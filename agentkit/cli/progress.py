@@ -167,13 +167,16 @@ class PlainPrinter:
 
     Args:
         stream: a text stream (stdout for plain runs, stderr beside ``--json``).
-        on_closed: called (with no argument) when a write finds the stream's reader
-            gone (EPIPE), e.g. :meth:`agentkit.cli.signals.Signals.output_closed`.
+        on_failed: called with the OSError when a write fails (its reader has gone, a
+            full disk), e.g. :meth:`agentkit.cli.signals.Signals.output_failed`; None:
+            failed lines are dropped (progress is optional).
     """
 
-    def __init__(self, stream: IO[str], on_closed: Callable[[], object] | None = None) -> None:
+    def __init__(
+        self, stream: IO[str], on_failed: Callable[[OSError], object] | None = None
+    ) -> None:
         self.stream = stream
-        self.on_closed = on_closed
+        self.on_failed = on_failed
         self.lines = 0  # lines written so far
         self._lock = threading.Lock()
 
@@ -187,10 +190,10 @@ class PlainPrinter:
                 self.stream.write(line + "\n")
                 self.stream.flush()
                 self.lines += 1
-            except BrokenPipeError:
-                if self.on_closed is not None:
-                    self.on_closed()
-            except (OSError, ValueError):  # a full disk, a closed file: progress is optional
+            except OSError as exc:
+                if self.on_failed is not None:
+                    self.on_failed(exc)
+            except ValueError:  # the stream was closed: nothing more to show
                 pass
 
     def start(self) -> None:

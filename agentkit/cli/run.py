@@ -14,6 +14,7 @@ Agent, rich and openai are imported inside the functions.
 from __future__ import annotations
 
 import argparse
+import errno
 import sys
 import threading
 from typing import TYPE_CHECKING, Any
@@ -25,6 +26,7 @@ from agentkit.cli.common import (
     check_settings_first,
     err,
     print_json,
+    reader_gone,
     settings_from_args,
 )
 from agentkit.cli.common import (
@@ -53,7 +55,8 @@ def _run_in_thread(agent: Agent, task: str, handler: Any, signals: Signals) -> R
     """Run ``agent.run`` on a worker thread so the main thread stays free for
     signals, whatever the run is blocked in; re-raise its exception here.
 
-    The first signal cancels the run from this (the main) thread: sub-agents are
+    A reader of stdout that has gone counts as a signal (SIGPIPE), seen here between
+    writes too. The first signal cancels the run from this (the main) thread: sub-agents are
     terminated, the conversation saved, and the run returns ``cancelled``. A second
     one stops the wait: None is returned and the caller closes the agent at once
     (Signals bounds the time that may take).
@@ -73,6 +76,8 @@ def _run_in_thread(agent: Agent, task: str, handler: Any, signals: Signals) -> R
     worker.start()
     cancelled = False
     while not done.wait(WAIT_SECONDS):
+        if reader_gone(1):  # `| head` ended during a quiet stretch (a long command)
+            signals.output_failed(BrokenPipeError(errno.EPIPE, "the output's reader has gone"))
         if signals.hurry.is_set():
             return None
         if signals.leaving.is_set() and not cancelled:
@@ -97,7 +102,7 @@ def _progress(json_output: bool, agent: Agent, signals: Signals) -> Any:
     else:
         from agentkit.cli.progress import PlainPrinter
 
-        return PlainPrinter(sys.stdout, on_closed=signals.output_closed)
+        return PlainPrinter(sys.stdout, on_failed=signals.output_failed)
     from rich.console import Console
 
     from agentkit.cli.progress import LiveDisplay
@@ -192,7 +197,7 @@ def run_task(
         _say_interrupted(agent.transcript_path)
         return signals.exit_code(130)
     code = _report(json_output, settings, result, view, interrupted=signals.signum is not None)
-    return signals.exit_code(code) if code == 130 else code
+    return signals.exit_code(code) if code == 130 or signals.output_code is not None else code
 
 
 def _open_agent(root: Path, settings: Settings, continue_id: str | None, asker: Any) -> Agent:

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from agentkit.cli.common import PROG, err
+from agentkit.cli.common import PROG, err, output_failed
 
 __all__ = ["HANDLED", "LEAVE_SECONDS", "Signals"]
 
@@ -46,6 +46,9 @@ class Signals:
     * a later one means "leave now": :attr:`hurry` is set and the process has
       ``leave_seconds`` to leave, else it exits at once with 128 + :attr:`signum`
       (``os._exit``: a cleanup stuck past the bound must not keep it alive).
+
+    A signal already ignored when the context is entered stays ignored: ``nohup
+    agentkit run …`` must outlive a hang-up, and a job started with ``&`` a Ctrl-C.
 
     Callbacks run on the watcher thread, one at a time; they may block briefly.
     Once a signal asked to leave, ``__exit__`` leaves these signals ignored: the
@@ -79,25 +82,29 @@ class Signals:
         self._previous: dict[int, Any] = {}
         self._read_fd = self._write_fd = -1
         self._watcher: threading.Thread | None = None
-        self._output_closed = False
-        self._closed_lock = threading.Lock()
+        self.output_code: int | None = None  # set when stdout could not be written
+        self._output_lock = threading.Lock()
 
-    def output_closed(self) -> None:
-        """The reader of standard output has gone (``agentkit run … | head``): act as
-        the pipe's signal would, as if SIGPIPE had come (exit 128 + 13), once; later
-        calls do nothing, so failed writes never count as a second signal.
-        Thread-safe."""
-        with self._closed_lock:
-            if self._output_closed:
+    def output_failed(self, exc: OSError) -> None:
+        """Standard output could not be written (its reader has gone: ``agentkit run … |
+        head``; a full disk): the command leaves as SIGPIPE would make it, once; later
+        calls do nothing, so failed writes never count as a second signal. The exit
+        code becomes :func:`agentkit.cli.common.output_failed`'s (141, or 1 after one
+        line on stderr), and stdout is pointed at ``/dev/null``. Thread-safe."""
+        with self._output_lock:
+            if self.output_code is not None:
                 return
-            self._output_closed = True
+            self.output_code = output_failed(exc, "stdout")
         if self._watcher is None:  # not installed (not the main thread)
             self._dispatch(signal.SIGPIPE)
         else:
             self._handle(signal.SIGPIPE, None)
 
     def exit_code(self, code: int) -> int:
-        """``code``, or 128 + the signal once one asked to leave."""
+        """``code``; once a signal asked to leave, 128 + the signal; once the output
+        failed, its code (:meth:`output_failed`)."""
+        if self.output_code is not None and self.signum in (None, signal.SIGPIPE):
+            return self.output_code
         return code if self.signum is None else 128 + self.signum
 
     def __enter__(self) -> Signals:
@@ -108,6 +115,8 @@ class Signals:
         self._watcher = threading.Thread(target=self._watch, name="agentkit-signals", daemon=True)
         self._watcher.start()
         for signum in self.signums:
+            if signal.getsignal(signum) == signal.SIG_IGN:
+                continue  # ignored by whoever started us (nohup, a background job): stays so
             self._previous[signum] = signal.signal(signum, self._handle)
         return self
 

@@ -2,9 +2,10 @@
 is a pipe nobody reads any more, or ``/dev/full``.
 
 A reader that has gone (``| head``) ends the command as the pipe's signal would:
-quietly, with 141 (128 + SIGPIPE); a ``run`` or a ``chat`` is cancelled on the way,
-its sub-agents and commands ended and the conversation saved. Any other write error
-is one line on stderr and status 1. Never a traceback.
+quietly, with 141 (128 + SIGPIPE). Any other write error (``/dev/full``) is one line
+on stderr and status 1. Either way a ``run``, a ``chat`` or ``acp`` is cancelled on
+the way, its sub-agents and commands ended and the conversation saved. Never a
+traceback.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +28,7 @@ from subagent_helpers import call, calls
 from agentkit.testing import FakeOpenAIServer
 
 GONE = 128 + signal.SIGPIPE
+needs_dev_full = pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full here")
 EXIT_BOUND = 60.0
 """Seconds the process may take to end (a hang detector: the model's command sleeps
 for 120 s, so a run that was not cancelled never ends in time)."""
@@ -77,7 +80,7 @@ def test_the_top_level_output_to_a_reader_that_left_ends_quietly_with_141(flag: 
     assert proc.returncode == GONE
 
 
-@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full here")
+@needs_dev_full
 @pytest.mark.parametrize("flag", ["--version", "--help"])
 def test_the_top_level_output_to_a_full_disk_is_one_line_and_status_1(flag: str) -> None:
     with open("/dev/full", "w") as full:
@@ -106,53 +109,109 @@ def saved_state(workspace: Path) -> str:
     return state
 
 
-def test_a_run_whose_reader_left_is_cancelled_saved_and_ends_with_141(
-    model: FakeOpenAIServer, workspace: Path
+@contextmanager
+def broken_output(kind: str) -> Iterator[tuple[int, int, str]]:
+    """Standard output that cannot be written: ``(fd, status, stderr line)``. "gone":
+    a pipe whose reader left (141, quietly); "full": ``/dev/full`` (1, one line)."""
+    if kind == "gone":
+        pipe = closed_pipe()
+        try:
+            yield pipe, GONE, ""
+        finally:
+            os.close(pipe)
+    else:
+        with open("/dev/full", "wb") as full:
+            yield full.fileno(), 1, f"agentkit: cannot write the output: {os.strerror(28)}\n"
+
+
+KINDS = pytest.mark.parametrize("kind", ["gone", pytest.param("full", marks=needs_dev_full)])
+
+
+@KINDS
+def test_a_run_whose_output_fails_is_cancelled_saved_and_says_so(
+    model: FakeOpenAIServer, workspace: Path, kind: str
 ) -> None:
     """Before: the failed progress line was ignored and the run went on, its command
-    sleeping 120 s for no one."""
-    pipe = closed_pipe()
+    sleeping 120 s for no one; then "internal error" (full) or 1 (gone)."""
+    with broken_output(kind) as (out, status, line):
+        proc = agentkit("run", "go", "-w", str(workspace), stdout=out, env=cli_env(model.base_url))
+    err = ended(proc)
+    assert proc.returncode == status, err
+    assert err.startswith(line) and "interrupted: sub-agents stopped, conversation saved" in err
+    assert saved_state(workspace) == "idle"
+
+    with broken_output(kind) as (out, status, line):  # and `agentkit show` of what it saved
+        proc = agentkit("show", "-w", str(workspace), stdout=out, env=cli_env())
+    assert ended(proc) == line
+    assert proc.returncode == status
+
+
+def test_a_run_whose_reader_leaves_during_a_quiet_command_ends_then(
+    model: FakeOpenAIServer, workspace: Path
+) -> None:
+    """The reader takes the first line (the command's tool call) and leaves while the
+    command runs and nothing is written: the run sees it at once, not 120 s later at
+    its next line."""
+    read_end, write_end = os.pipe()
     try:
-        proc = agentkit("run", "go", "-w", str(workspace), stdout=pipe, env=cli_env(model.base_url))
+        proc = agentkit(
+            "run", "go", "-w", str(workspace), stdout=write_end, env=cli_env(model.base_url)
+        )
     finally:
-        os.close(pipe)
+        os.close(write_end)
+    with os.fdopen(read_end, "rb") as reader:
+        assert b"run_command" in reader.readline()
     err = ended(proc)
     assert proc.returncode == GONE, err
     assert "interrupted: sub-agents stopped, conversation saved" in err
-    assert saved_state(workspace) == "idle"
-
-    pipe = closed_pipe()  # and `agentkit show | head` of what it saved
-    try:
-        proc = agentkit("show", "-w", str(workspace), stdout=pipe, env=cli_env())
-    finally:
-        os.close(pipe)
-    assert ended(proc) == ""
-    assert proc.returncode == GONE
 
 
-def test_a_jsonl_chat_whose_reader_left_ends_with_141(
-    model: FakeOpenAIServer, workspace: Path
+@KINDS
+def test_a_jsonl_chat_whose_output_fails_ends_and_says_so(
+    model: FakeOpenAIServer, workspace: Path, kind: str
 ) -> None:
     """Before: it ended with 0, as if its input had ended."""
     read_in, write_in = os.pipe()
-    pipe = closed_pipe()
     try:
-        proc = agentkit(
-            "chat",
-            "--jsonl",
-            "-w",
-            str(workspace),
-            stdout=pipe,
-            stdin=read_in,
-            env=cli_env(model.base_url),
-        )
+        with broken_output(kind) as (out, status, line):
+            proc = agentkit(
+                "chat", "--jsonl", "-w", str(workspace), stdout=out, stdin=read_in,
+                env=cli_env(model.base_url),
+            )  # fmt: skip
     finally:
-        os.close(pipe)
         os.close(read_in)
     try:
         os.write(write_in, b"go\n")  # its events are the first output; input stays open
         err = ended(proc)
     finally:
         os.close(write_in)
-    assert proc.returncode == GONE, err
+    assert proc.returncode == status, err
+    assert err.startswith(line)
     assert saved_state(workspace) == "idle"
+
+
+@KINDS
+def test_acp_whose_editor_stopped_reading_ends_and_says_so(workspace: Path, kind: str) -> None:
+    """The editor's input stays open but nobody reads the answers: before, the agent
+    served on (prompts, commands) until its input ended, then exited 0."""
+    read_in, write_in = os.pipe()
+    try:
+        with broken_output(kind) as (out, status, line):
+            proc = agentkit(
+                "acp", "--demo", "-w", str(workspace), stdout=out, stdin=read_in, env=cli_env()
+            )
+    finally:
+        os.close(read_in)
+    try:
+        request = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {"protocolVersion": 1},
+        }
+        os.write(write_in, json.dumps(request).encode() + b"\n")
+        err = ended(proc)
+    finally:
+        os.close(write_in)
+    assert proc.returncode == status, err
+    assert err.endswith(line)

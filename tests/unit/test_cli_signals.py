@@ -6,8 +6,10 @@ tests/integration/test_cli_signals_processes.py.
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
+import sys
 
 import pytest
 from subagent_helpers import wait_until
@@ -50,21 +52,51 @@ def test_signals_restore_the_previous_handlers_when_none_came() -> None:
     assert signals.exit_code(3) == 3
 
 
-def test_an_output_whose_reader_left_leaves_once_as_sigpipe() -> None:
-    """Every failed write calls output_closed: only the first may count, or the second
-    would read as "leave now" and cut the cleanup short."""
+@pytest.mark.parametrize(("error", "code"), [(errno.EPIPE, 141), (errno.ENOSPC, 1)])
+def test_an_output_that_failed_leaves_once_as_sigpipe(
+    error: int, code: int, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """Every failed write calls output_failed: only the first may count, or the second
+    would read as "leave now" and cut the cleanup short. A reader that left ends
+    quietly with 141; a full disk says so once and ends with 1."""
     from agentkit.cli.signals import Signals
 
     left: list[int] = []
     before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    stdout = sys.stdout
     try:
         with Signals(on_leave=left.append) as signals:
             for _ in range(3):
-                signals.output_closed()
+                signals.output_failed(OSError(error, os.strerror(error)))
             assert signals.leaving.wait(10)
             assert not wait_until(signals.hurry.is_set, 0.5)
             assert left == [signal.SIGPIPE]
-        assert signals.exit_code(1) == 141
+            assert sys.stdout is not stdout  # later writes go to /dev/null
+        assert signals.exit_code(0) == signals.exit_code(130) == code
+    finally:
+        sys.stdout = stdout
+        for signum, handler in before.items():
+            signal.signal(signum, handler)
+    said = capfd.readouterr().err
+    expected = "" if code == 141 else f"agentkit: cannot write the output: {os.strerror(error)}\n"
+    assert said == expected
+
+
+def test_a_signal_ignored_by_whoever_started_the_command_stays_ignored() -> None:
+    """``nohup agentkit run …``: SIGHUP was ignored before the command began, and a
+    hang-up must not end the run (it ended it, 129)."""
+    from agentkit.cli.signals import Signals
+
+    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    try:
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        with Signals() as signals:
+            assert signal.getsignal(signal.SIGHUP) == signal.SIG_IGN
+            os.kill(os.getpid(), signal.SIGHUP)
+            assert not wait_until(signals.leaving.is_set, 0.5)
+            os.kill(os.getpid(), signal.SIGTERM)  # the others are still handled
+            assert signals.leaving.wait(10) and signals.signum == signal.SIGTERM
+        assert signals.received == [signal.SIGTERM]
     finally:
         for signum, handler in before.items():
             signal.signal(signum, handler)
