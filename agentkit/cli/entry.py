@@ -19,16 +19,19 @@ for (not a daemon) makes it a normal exit instead.
 
 Output that cannot be written (``agentkit --version >/dev/full``, ``agentkit --help |
 true``) ends the process with one line and code 1, or quietly with 141 when the
-reader has gone, never with a traceback.
+reader has gone, never with a traceback. A diagnostic that cannot be written to
+stderr is dropped (:class:`QuietStderr`): the command goes on.
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import sys
 import threading
-from typing import NoReturn
+from collections.abc import Iterable
+from typing import Any, NoReturn, TextIO
 
 
 def main() -> NoReturn:
@@ -38,6 +41,8 @@ def main() -> NoReturn:
     from agentkit.cli.common import output_failed
 
     open_closed_streams()
+    if sys.stderr is not None:
+        sys.stderr = QuietStderr(sys.stderr)
     try:
         code = command()
     except OSError as exc:  # writing --version (the commands report their own)
@@ -67,6 +72,39 @@ def open_closed_streams() -> None:
             null = fd
         mode = "r" if fd == 0 else "w"
         setattr(sys, name, open(null, mode, encoding="utf-8", errors="backslashreplace"))  # noqa: SIM115
+
+
+class QuietStderr:
+    """Standard error whose failed writes are dropped (``2>/dev/full``, a reader that
+    left): a diagnostic that cannot be shown must not stop the command, which goes on
+    as with stderr closed. Everything else is the stream's own.
+
+    Args:
+        stream: the real standard error.
+    """
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        """Write ``text``; returns its length even when the write failed."""
+        try:
+            return self.stream.write(text)
+        except OSError:
+            return len(text)
+
+    def writelines(self, lines: Iterable[str]) -> None:
+        """Write each of ``lines`` (see :meth:`write`)."""
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        """Flush, dropping what cannot be written."""
+        with contextlib.suppress(OSError):
+            self.stream.flush()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
 
 
 def exit_now(code: int) -> NoReturn:

@@ -215,3 +215,23 @@ def test_acp_whose_editor_stopped_reading_ends_and_says_so(workspace: Path, kind
         os.close(write_in)
     assert proc.returncode == status, err
     assert err.endswith(line)
+
+
+@needs_dev_full
+def test_a_diagnostic_that_cannot_be_written_does_not_stop_the_command(workspace: Path) -> None:
+    """``2>/dev/full``: the demo's banner on stderr cannot be written. Before, the run
+    ended with 1 before it began; now the lines are dropped and the run does its work."""
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            [sys.executable, "-m", "agentkit", "run", "--demo", "summarize", "-w", str(workspace)],
+            env=cli_env(None, AGENTKIT_DEMO_LATENCY="0"),
+            cwd=REPO,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=full,
+            text=True,
+            timeout=EXIT_BOUND,
+        )
+    assert done.returncode == 0
+    assert "scripted demo: no real model is answering" in done.stdout
+    assert saved_state(workspace) == "idle"
