@@ -31,13 +31,17 @@ Threads: a reader thread reads fd 0 in blocks and hands whole lines to the event
 loop (at most :data:`QUEUED_LINES` waiting: a client that floods is slowed down, not
 buffered without bound); a writer thread writes each message in full and resolves
 its sender's future, so ``send`` returns once the bytes are in the pipe and a client
-that stops reading holds back its senders, never the event loop.
+that stops reading holds back its senders, never the event loop. An editor that
+closes its end of the output ends the input too, at the first answer that cannot be
+written or, with nothing to write, within :data:`READER_CHECK_SECONDS`
+(agentkit.process.pipes).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import json
 import logging
 import os
@@ -47,16 +51,28 @@ from collections.abc import Callable
 from typing import Any
 
 from agentkit.jsonfile import SURROGATE, has_lone_surrogate, loads_strict
+from agentkit.process.pipes import reader_gone
 
 log = logging.getLogger("agentkit.acp")
 
-__all__ = ["MAX_LINE_BYTES", "QUEUED_LINES", "StdioChannel", "claim_stdio", "clarify", "parse_line"]
+__all__ = [
+    "MAX_LINE_BYTES",
+    "QUEUED_LINES",
+    "READER_CHECK_SECONDS",
+    "StdioChannel",
+    "claim_stdio",
+    "clarify",
+    "parse_line",
+]
 
 MAX_LINE_BYTES = 64 * 1024 * 1024
 """Longest message accepted (bytes, one line); a longer one is dropped and answered."""
 
 QUEUED_LINES = 256
 """Lines read but not yet handled before the reader waits."""
+
+READER_CHECK_SECONDS = 0.5
+"""How often an idle writer looks whether the editor has stopped reading (seconds)."""
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -315,7 +331,17 @@ class StdioChannel:
             self._deliver(None)
 
     def _write(self) -> None:
-        while (item := self._outbox.get()) is not None:
+        while True:
+            try:
+                item = self._outbox.get(timeout=READER_CHECK_SECONDS)
+            except queue.Empty:  # nothing to write: has the editor stopped reading?
+                if self._broken is None and reader_gone(self._output_fd):
+                    self._broken = BrokenPipeError(errno.EPIPE, "the editor stopped reading")
+                    log.info("acp: the editor stopped reading the protocol output")
+                    self._deliver(None)
+                continue
+            if item is None:
+                return
             data, future = item
             error: OSError | None = self._broken
             if error is None:

@@ -34,7 +34,6 @@ mode when no round runs). Only the standard library is imported at load time.
 from __future__ import annotations
 
 import argparse
-import errno
 import os
 import queue
 import signal
@@ -53,7 +52,6 @@ from agentkit.cli.common import (
     check_cli_settings,
     check_endpoint_flags,
     check_settings_first,
-    reader_gone,
     settings_from_args,
     way_back,
     whole_number,
@@ -61,6 +59,7 @@ from agentkit.cli.common import (
 )
 from agentkit.cli.safe_text import json_line
 from agentkit.cli.signals import Signals
+from agentkit.process.pipes import output_gone
 
 if TYPE_CHECKING:
     from agentkit.chat import Session, Workspace
@@ -339,8 +338,8 @@ class JsonLinesChat:
 
     def _check_reader(self) -> None:
         """Between writes: a reader of stdout that has gone ends the chat (SIGPIPE)."""
-        if self._signals is not None and reader_gone(1):
-            self._signals.output_failed(BrokenPipeError(errno.EPIPE, "the reader has gone"))
+        if self._signals is not None and (gone := output_gone(1)) is not None:
+            self._signals.output_failed(gone)
 
     def write(self, data: dict[str, Any]) -> None:
         """Print one JSON object as a line (thread-safe; a closed stdout ends the chat)."""

@@ -22,9 +22,7 @@ from __future__ import annotations
 import argparse
 import errno
 import os
-import select
 import signal
-import stat
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -52,7 +50,7 @@ __all__ = [
     "make_settings",
     "output_failed",
     "print_json",
-    "reader_gone",
+    "quiet_stream",
     "settings_from_args",
     "whole_number",
     "workspace",
@@ -99,16 +97,18 @@ def output_failed(exc: OSError, stream: Literal["stdout", "stderr"] | None = "st
     That stream is pointed at ``/dev/null`` first (None: neither, for a protocol on a
     descriptor of its own), so later writes and the exit's flush go nowhere instead
     of failing again. A reader that has gone (EPIPE) gives :data:`READER_GONE_EXIT`
-    quietly; any other failure (a full disk: ``>/dev/full``) gives 1 after one line
+    quietly, a terminal that hung up (EIO) 129 quietly; any other failure (a full disk: ``>/dev/full``) gives 1 after one line
     on descriptor 2, when that still takes it.
     """
     if stream is not None:
-        try:
-            setattr(sys, stream, open(os.devnull, "w"))  # noqa: SIM115
-        except OSError:
-            pass
+        quiet_stream(stream)
     if exc.errno == errno.EPIPE:
         return READER_GONE_EXIT
+    if exc.errno == errno.EIO and stream is not None:
+        from agentkit.process.pipes import terminal
+
+        if terminal(1 if stream == "stdout" else 2):
+            return 128 + signal.SIGHUP  # the terminal hung up: as its SIGHUP would
     line = terminal_safe(f"{PROG}: cannot write the output: {exc.strerror or exc}") + "\n"
     try:
         os.write(2, line.encode("utf-8", "backslashreplace"))
@@ -117,18 +117,13 @@ def output_failed(exc: OSError, stream: Literal["stdout", "stderr"] | None = "st
     return 1
 
 
-def reader_gone(fd: int = 1) -> bool:
-    """Whether ``fd`` is a pipe or socket whose reader has gone (``| head`` ended), seen
-    without writing: poll reports an error or hang-up on its write end."""
+def quiet_stream(name: Literal["stdout", "stderr"]) -> None:
+    """Point ``sys.stdout`` or ``sys.stderr`` at ``/dev/null``: what is written to it
+    later, and the exit's flush, go nowhere instead of failing again."""
     try:
-        kind = os.fstat(fd).st_mode
-        if not (stat.S_ISFIFO(kind) or stat.S_ISSOCK(kind)):
-            return False
-        poller = select.poll()
-        poller.register(fd, 0)  # no events asked: only POLLERR, POLLHUP, POLLNVAL come
-        return bool(poller.poll(0))
-    except (OSError, ValueError, AttributeError):  # no poll here (Windows), a closed fd
-        return False
+        setattr(sys, name, open(os.devnull, "w"))  # noqa: SIM115
+    except OSError:
+        pass
 
 
 def print_json(data: Any) -> None:

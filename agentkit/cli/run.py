@@ -14,7 +14,6 @@ Agent, rich and openai are imported inside the functions.
 from __future__ import annotations
 
 import argparse
-import errno
 import sys
 import threading
 from typing import TYPE_CHECKING, Any
@@ -26,7 +25,6 @@ from agentkit.cli.common import (
     check_settings_first,
     err,
     print_json,
-    reader_gone,
     settings_from_args,
 )
 from agentkit.cli.common import (
@@ -34,6 +32,7 @@ from agentkit.cli.common import (
 )
 from agentkit.cli.safe_text import terminal_safe
 from agentkit.cli.signals import Signals
+from agentkit.process.pipes import output_gone
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -76,8 +75,8 @@ def _run_in_thread(agent: Agent, task: str, handler: Any, signals: Signals) -> R
     worker.start()
     cancelled = False
     while not done.wait(WAIT_SECONDS):
-        if reader_gone(1):  # `| head` ended during a quiet stretch (a long command)
-            signals.output_failed(BrokenPipeError(errno.EPIPE, "the output's reader has gone"))
+        if (gone := output_gone(1)) is not None:  # `| head` ended, or the terminal closed,
+            signals.output_failed(gone)  # during a quiet stretch (a long command)
         if signals.hurry.is_set():
             return None
         if signals.leaving.is_set() and not cancelled:

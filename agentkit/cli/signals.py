@@ -10,6 +10,7 @@ fast).
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import select
 import signal
@@ -18,7 +19,8 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from agentkit.cli.common import PROG, err, output_failed
+from agentkit.cli.common import PROG, err, output_failed, quiet_stream
+from agentkit.process.pipes import terminal
 
 __all__ = ["HANDLED", "LEAVE_SECONDS", "Signals"]
 
@@ -83,22 +85,37 @@ class Signals:
         self._read_fd = self._write_fd = -1
         self._watcher: threading.Thread | None = None
         self.output_code: int | None = None  # set when stdout could not be written
+        self._output_failed = False
+        self._own: int | None = None  # a signal output_failed stood in for
         self._output_lock = threading.Lock()
 
     def output_failed(self, exc: OSError) -> None:
-        """Standard output could not be written (its reader has gone: ``agentkit run … |
-        head``; a full disk): the command leaves as SIGPIPE would make it, once; later
-        calls do nothing, so failed writes never count as a second signal. The exit
-        code becomes :func:`agentkit.cli.common.output_failed`'s (141, or 1 after one
-        line on stderr), and stdout is pointed at ``/dev/null``. Thread-safe."""
+        """Standard output could not be written: the command leaves as the matching
+        signal would make it, once; later calls do nothing, so failed writes never
+        count as a second signal, nor does a failure once leaving has begun.
+
+        A reader that has gone (``agentkit run … | head``) or a full disk acts as
+        SIGPIPE: the exit code becomes :func:`agentkit.cli.common.output_failed`'s
+        (141, or 1 after one line on stderr). A terminal that hung up (EIO on a
+        terminal) acts as SIGHUP (129), which the terminal usually sends too: that
+        one is then not a second signal. Either way stdout is pointed at
+        ``/dev/null``. Thread-safe."""
         with self._output_lock:
-            if self.output_code is not None:
+            if self._output_failed:
                 return
-            self.output_code = output_failed(exc, "stdout")
+            self._output_failed = True
+            if exc.errno == errno.EIO and terminal(1):
+                quiet_stream("stdout")
+                signum = self._own = signal.SIGHUP
+            else:
+                self.output_code = output_failed(exc, "stdout")
+                signum = signal.SIGPIPE
+        if self.signum is not None:  # already leaving: nothing to add
+            return
         if self._watcher is None:  # not installed (not the main thread)
-            self._dispatch(signal.SIGPIPE)
+            self._dispatch(signum)
         else:
-            self._handle(signal.SIGPIPE, None)
+            self._handle(signum, None)
 
     def exit_code(self, code: int) -> int:
         """``code``; once a signal asked to leave, 128 + the signal; once the output
@@ -173,6 +190,9 @@ class Signals:
         if self.signum is None and self.on_signal is not None and _call(self.on_signal, signum):
             return False
         if self.signum is not None:
+            if signum == self._own:  # the terminal's own SIGHUP after the hang-up seen
+                self._own = None
+                return False
             self.hurry.set()
             return True
         self.signum = signum

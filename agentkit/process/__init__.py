@@ -25,6 +25,8 @@ The map (each module's docstring argues its design in full):
   agent may create one (:mod:`~agentkit.process.cgroups`: where, entering, removal),
   else ``prlimit`` inside the command's user namespace; the one log line saying what
   is in force, and the notes naming a limit a command hit.
+* :mod:`~agentkit.process.pipes`: whether the reader of a pipe this process writes
+  to (``| head``, an editor) has gone, seen without writing.
 * :mod:`~agentkit.process.loopback`: ``command_network = loopback``: the per-command
   relay in the agent, its folders, the bridge inside the sandbox and the host's
   listening ports.

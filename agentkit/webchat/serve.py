@@ -8,14 +8,16 @@ only to its own names; the token never reaches the logs.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import logging
 import secrets
+import signal
 import socket
 import sys
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -111,12 +113,12 @@ def serve(
         demo=demo,
         **session_options,
     )
-    app.state.agentkit.endpoint.on_result = lambda result: print(
-        f"agentkit serve: model endpoint: {result.message}", flush=True
+    # Said later, from a thread or the shutdown: a reader of stdout that has gone
+    # (`agentkit serve | head -1`) must not break either.
+    app.state.agentkit.endpoint.on_result = lambda result: _say(
+        f"agentkit serve: model endpoint: {result.message}"
     )
-    app.state.agentkit.on_close = lambda words: print(
-        f"agentkit serve: stopped: {words}", flush=True
-    )
+    app.state.agentkit.on_close = lambda words: _say(f"agentkit serve: stopped: {words}")
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{port}/" + (f"?token={token}" if token else "")
     print(f"agentkit serve: open {url}", flush=True)
@@ -129,8 +131,36 @@ def serve(
     _quiet_tokens()
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
     with listener:
-        uvicorn.Server(config).run(sockets=[listener])
+        _server_class()(config).run(sockets=[listener])
     return 0
+
+
+def _say(text: str) -> None:
+    """Print a status line; one that cannot be written is dropped."""
+    try:
+        print(text, flush=True)
+    except (OSError, ValueError):
+        pass
+
+
+def _server_class() -> Any:
+    """uvicorn's Server, but a signal ignored when serving starts (``nohup``, a job
+    started with ``&`` ignores SIGINT) stays ignored: uvicorn puts its own handler on
+    SIGINT and SIGTERM whatever they were."""
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            main = threading.current_thread() is threading.main_thread()
+            handled = (signal.SIGINT, signal.SIGTERM)
+            ignored = [s for s in handled if main and signal.getsignal(s) == signal.SIG_IGN]
+            with super().capture_signals():
+                for signum in ignored:
+                    signal.signal(signum, signal.SIG_IGN)
+                yield
+
+    return Server
 
 
 def check_access(host: str, token: str | None, allowed_hosts: Iterable[str] = ()) -> str | None:

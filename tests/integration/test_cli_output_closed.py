@@ -15,6 +15,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -28,6 +29,9 @@ from subagent_helpers import call, calls
 from agentkit.testing import FakeOpenAIServer
 
 GONE = 128 + signal.SIGPIPE
+INITIALIZE = (
+    b'{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}}\n'
+)
 needs_dev_full = pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full here")
 EXIT_BOUND = 60.0
 """Seconds the process may take to end (a hang detector: the model's command sleeps
@@ -203,13 +207,7 @@ def test_acp_whose_editor_stopped_reading_ends_and_says_so(workspace: Path, kind
     finally:
         os.close(read_in)
     try:
-        request = {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {"protocolVersion": 1},
-        }
-        os.write(write_in, json.dumps(request).encode() + b"\n")
+        os.write(write_in, INITIALIZE)
         err = ended(proc)
     finally:
         os.close(write_in)
@@ -234,4 +232,104 @@ def test_a_diagnostic_that_cannot_be_written_does_not_stop_the_command(workspace
         )
     assert done.returncode == 0
     assert "scripted demo: no real model is answering" in done.stdout
+    assert saved_state(workspace) == "idle"
+
+
+def test_acp_whose_editor_stops_reading_while_nothing_is_written_ends(workspace: Path) -> None:
+    """The editor reads the answer to ``initialize``, then closes its end of the agent's
+    output and keeps its input open: before, the agent served on until that input
+    ended, since it only learns of a closed pipe by writing."""
+    read_in, write_in = os.pipe()
+    read_out, write_out = os.pipe()
+    try:
+        proc = agentkit(
+            "acp", "--demo", "-w", str(workspace), stdout=write_out, stdin=read_in, env=cli_env()
+        )
+    finally:
+        os.close(read_in)
+        os.close(write_out)
+    try:
+        os.write(write_in, INITIALIZE)
+        with os.fdopen(read_out, "rb") as answers:
+            assert json.loads(answers.readline())["id"] == 1
+        err = ended(proc)  # the reader is closed; nothing more is asked
+    finally:
+        os.close(write_in)
+    assert proc.returncode == GONE, err
+
+
+def test_serve_keeps_an_ignored_sigint_and_outlives_its_stdout_reader(
+    model: FakeOpenAIServer, workspace: Path
+) -> None:
+    """``agentkit serve | head -1 &`` from a script: SIGINT was ignored when it started
+    (before, uvicorn's handler took it and the server stopped, with 0), and the reader
+    of its status lines leaves after the first (before, the lines said later raised:
+    a traceback, and "Application shutdown failed"). SIGTERM still ends it, with 143."""
+    import httpx
+
+    from agentkit.webchat.serve import free_port
+
+    port = free_port()
+    read_out, write_out = os.pipe()
+    env = cli_env(model.base_url, AGENTKIT_SUBAGENT_START_METHOD="spawn")
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "agentkit", "serve", "-w", str(workspace), "--port", str(port)],
+            env=env, cwd=REPO, stdin=subprocess.DEVNULL, stdout=write_out,
+            stderr=subprocess.PIPE, text=True,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+        )  # fmt: skip
+    finally:
+        os.close(write_out)
+    url = f"http://127.0.0.1:{port}/api/conversations"
+    try:
+        with os.fdopen(read_out, "rb") as reader:
+            assert b"agentkit serve: open" in reader.readline()
+        assert httpx.post(url, json={}, timeout=30).status_code == 201
+        proc.send_signal(signal.SIGINT)
+        for _ in range(3):  # still serving, well after the signal arrived
+            assert httpx.get(url, timeout=30).status_code == 200
+            assert proc.poll() is None
+            time.sleep(0.3)
+        proc.send_signal(signal.SIGTERM)
+        err = ended(proc)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    assert "shutdown failed" not in err
+    assert saved_state(workspace) == "idle"
+
+
+def test_a_run_whose_terminal_closes_during_a_quiet_command_ends_with_129(
+    model: FakeOpenAIServer, workspace: Path
+) -> None:
+    """The terminal's window closes while the command sleeps (a pty whose other end is
+    closed; not the process's controlling terminal, so no SIGHUP comes): before, the
+    run went on to its end, then said "cannot write the output: Input/output error"
+    and ended with 1. A hang-up seen at a write or between writes is SIGHUP's 129."""
+    import pty
+
+    main_end, terminal_end = pty.openpty()
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "agentkit", "run", "go", "-w", str(workspace)],
+            env=cli_env(model.base_url, TERM="xterm", COLUMNS="100", LINES="30"),
+            cwd=REPO, stdin=subprocess.DEVNULL, stdout=terminal_end,
+            stderr=subprocess.PIPE, text=True, start_new_session=True,
+        )  # fmt: skip
+    finally:
+        os.close(terminal_end)
+    try:
+        shown = b""
+        while b"run_command" not in shown:  # the command's tool call is on screen
+            chunk = os.read(main_end, 65536)
+            assert chunk, shown
+            shown += chunk
+    finally:
+        os.close(main_end)  # the window closes
+    err = ended(proc)
+    assert proc.returncode == 128 + signal.SIGHUP, err
+    assert "interrupted: sub-agents stopped, conversation saved" in err
     assert saved_state(workspace) == "idle"

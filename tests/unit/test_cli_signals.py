@@ -100,3 +100,33 @@ def test_a_signal_ignored_by_whoever_started_the_command_stays_ignored() -> None
     finally:
         for signum, handler in before.items():
             signal.signal(signum, handler)
+
+
+def test_a_terminal_that_hung_up_leaves_as_its_sighup_counted_once() -> None:
+    """A write to stdout failed with EIO on a terminal: the window closed. That is the
+    hang-up SIGHUP says, and the terminal's own SIGHUP, which follows, is not a second
+    signal ("leave now" would cut the cleanup short)."""
+    import pty
+
+    from agentkit.cli.signals import Signals
+
+    left: list[int] = []
+    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    stdout, saved = sys.stdout, os.dup(1)
+    main_end, terminal_end = pty.openpty()
+    try:
+        os.dup2(terminal_end, 1)  # standard output is a terminal here
+        with Signals(on_leave=left.append) as signals:
+            signals.output_failed(OSError(errno.EIO, os.strerror(errno.EIO)))
+            assert signals.leaving.wait(10)
+            os.kill(os.getpid(), signal.SIGHUP)
+            assert wait_until(lambda: len(signals.received) == 2, 10)
+            assert not wait_until(signals.hurry.is_set, 0.5)
+        assert left == [signal.SIGHUP] and signals.exit_code(0) == 129
+    finally:
+        os.dup2(saved, 1)
+        for fd in (saved, main_end, terminal_end):
+            os.close(fd)
+        sys.stdout = stdout
+        for signum, handler in before.items():
+            signal.signal(signum, handler)
