@@ -97,8 +97,9 @@ def output_failed(exc: OSError, stream: Literal["stdout", "stderr"] | None = "st
     That stream is pointed at ``/dev/null`` first (None: neither, for a protocol on a
     descriptor of its own), so later writes and the exit's flush go nowhere instead
     of failing again. A reader that has gone (EPIPE) gives :data:`READER_GONE_EXIT`
-    quietly, a terminal that hung up (EIO) 129 quietly; any other failure (a full disk: ``>/dev/full``) gives 1 after one line
-    on descriptor 2, when that still takes it.
+    quietly, and a terminal that hung up (EIO) 129 quietly, as their signals would;
+    any other failure (a full disk: ``>/dev/full``) gives 1 after one line on
+    descriptor 2, when that still takes it.
     """
     if stream is not None:
         quiet_stream(stream)
