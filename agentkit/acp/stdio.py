@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import errno
 import json
 import logging
 import os
@@ -51,7 +50,7 @@ from collections.abc import Callable
 from typing import Any
 
 from agentkit.jsonfile import SURROGATE, has_lone_surrogate, loads_strict
-from agentkit.process.pipes import reader_gone
+from agentkit.process.pipes import output_gone
 
 log = logging.getLogger("agentkit.acp")
 
@@ -335,10 +334,11 @@ class StdioChannel:
             try:
                 item = self._outbox.get(timeout=READER_CHECK_SECONDS)
             except queue.Empty:  # nothing to write: has the editor stopped reading?
-                if self._broken is None and reader_gone(self._output_fd):
-                    self._broken = BrokenPipeError(errno.EPIPE, "the editor stopped reading")
-                    log.info("acp: the editor stopped reading the protocol output")
-                    self._deliver(None)
+                if self._broken is None:
+                    self._broken = output_gone(self._output_fd)
+                    if self._broken is not None:
+                        log.info("acp: the editor stopped reading the protocol output")
+                        self._deliver(None)
                 continue
             if item is None:
                 return

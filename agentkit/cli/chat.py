@@ -59,7 +59,6 @@ from agentkit.cli.common import (
 )
 from agentkit.cli.safe_text import json_line
 from agentkit.cli.signals import Signals
-from agentkit.process.pipes import output_gone
 
 if TYPE_CHECKING:
     from agentkit.chat import Session, Workspace
@@ -338,8 +337,8 @@ class JsonLinesChat:
 
     def _check_reader(self) -> None:
         """Between writes: a reader of stdout that has gone ends the chat (SIGPIPE)."""
-        if self._signals is not None and (gone := output_gone(1)) is not None:
-            self._signals.output_failed(gone)
+        if self._signals is not None:
+            self._signals.check_output()
 
     def write(self, data: dict[str, Any]) -> None:
         """Print one JSON object as a line (thread-safe; a closed stdout ends the chat)."""

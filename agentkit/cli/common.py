@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeGuard
 
 from agentkit.cli.safe_text import json_line, terminal_safe
 from agentkit.errors import AgentkitError
+from agentkit.process.pipes import terminal
 
 if TYPE_CHECKING:
     from agentkit.settings import Settings
@@ -50,7 +51,6 @@ __all__ = [
     "make_settings",
     "output_failed",
     "print_json",
-    "quiet_stream",
     "settings_from_args",
     "whole_number",
     "workspace",
@@ -102,14 +102,11 @@ def output_failed(exc: OSError, stream: Literal["stdout", "stderr"] | None = "st
     descriptor 2, when that still takes it.
     """
     if stream is not None:
-        quiet_stream(stream)
+        _quiet_stream(stream)
     if exc.errno == errno.EPIPE:
         return READER_GONE_EXIT
-    if exc.errno == errno.EIO and stream is not None:
-        from agentkit.process.pipes import terminal
-
-        if terminal(1 if stream == "stdout" else 2):
-            return 128 + signal.SIGHUP  # the terminal hung up: as its SIGHUP would
+    if exc.errno == errno.EIO and stream is not None and terminal(1 if stream == "stdout" else 2):
+        return 128 + signal.SIGHUP  # the terminal hung up: as its SIGHUP would
     line = terminal_safe(f"{PROG}: cannot write the output: {exc.strerror or exc}") + "\n"
     try:
         os.write(2, line.encode("utf-8", "backslashreplace"))
@@ -118,7 +115,7 @@ def output_failed(exc: OSError, stream: Literal["stdout", "stderr"] | None = "st
     return 1
 
 
-def quiet_stream(name: Literal["stdout", "stderr"]) -> None:
+def _quiet_stream(name: Literal["stdout", "stderr"]) -> None:
     """Point ``sys.stdout`` or ``sys.stderr`` at ``/dev/null``: what is written to it
     later, and the exit's flush, go nowhere instead of failing again."""
     try:

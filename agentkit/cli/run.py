@@ -32,7 +32,6 @@ from agentkit.cli.common import (
 )
 from agentkit.cli.safe_text import terminal_safe
 from agentkit.cli.signals import Signals
-from agentkit.process.pipes import output_gone
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -75,8 +74,7 @@ def _run_in_thread(agent: Agent, task: str, handler: Any, signals: Signals) -> R
     worker.start()
     cancelled = False
     while not done.wait(WAIT_SECONDS):
-        if (gone := output_gone(1)) is not None:  # `| head` ended, or the terminal closed,
-            signals.output_failed(gone)  # during a quiet stretch (a long command)
+        signals.check_output()  # `| head` ended, or the terminal closed, while all is quiet
         if signals.hurry.is_set():
             return None
         if signals.leaving.is_set() and not cancelled:

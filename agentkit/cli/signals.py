@@ -10,7 +10,6 @@ fast).
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
 import select
 import signal
@@ -19,8 +18,8 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from agentkit.cli.common import PROG, err, output_failed, quiet_stream
-from agentkit.process.pipes import terminal
+from agentkit.cli.common import PROG, err, output_failed
+from agentkit.process.pipes import output_gone
 
 __all__ = ["HANDLED", "LEAVE_SECONDS", "Signals"]
 
@@ -104,18 +103,26 @@ class Signals:
             if self._output_failed:
                 return
             self._output_failed = True
-            if exc.errno == errno.EIO and terminal(1):
-                quiet_stream("stdout")
+            code = output_failed(exc, "stdout")
+            if code == 128 + signal.SIGHUP:  # the terminal hung up
                 signum = self._own = signal.SIGHUP
             else:
-                self.output_code = output_failed(exc, "stdout")
-                signum = signal.SIGPIPE
+                self.output_code, signum = code, signal.SIGPIPE
         if self.signum is not None:  # already leaving: nothing to add
             return
         if self._watcher is None:  # not installed (not the main thread)
             self._dispatch(signum)
         else:
             self._handle(signum, None)
+
+    def check_output(self) -> None:
+        """Between writes: act on a standard output whose reader has gone or whose
+        terminal hung up (agentkit.process.pipes.output_gone) as :meth:`output_failed`
+        does, so a long quiet stretch (a command that prints nothing) does not run on
+        for no one."""
+        gone = output_gone(1)
+        if gone is not None:
+            self.output_failed(gone)
 
     def exit_code(self, code: int) -> int:
         """``code``; once a signal asked to leave, 128 + the signal; once the output

@@ -1,11 +1,11 @@
 """Whether the reader of this process's output has gone, seen without writing.
 
-One job: :func:`output_gone`, and :func:`reader_gone` for pipes alone. ``agentkit run
-… | head -1``, an editor that stops reading ``agentkit acp``'s answers and a closed
-terminal window show it only at the next write, which may not come for minutes (a long
-command writes nothing). ``poll`` on the write end reports it when asked for no event
-at all: an error (``POLLERR``) on a pipe every reader has closed, a hang-up on a
-socket, both on a terminal that hung up (Linux and the BSDs).
+One job: :func:`output_gone`, and :func:`terminal` for a descriptor that may have hung
+up. ``agentkit run … | head -1``, an editor that stops reading ``agentkit acp``'s
+answers and a closed terminal window show it only at the next write, which may not
+come for minutes (a long command writes nothing). ``poll`` on the write end reports
+it when asked for no event at all: an error (``POLLERR``) on a pipe every reader has
+closed, a hang-up on a socket, both on a terminal that hung up (Linux and the BSDs).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import os
 import select
 import stat
 
-__all__ = ["output_gone", "reader_gone", "terminal"]
+__all__ = ["output_gone", "terminal"]
 
 
 def output_gone(fd: int) -> OSError | None:
@@ -43,11 +43,6 @@ def output_gone(fd: int) -> OSError | None:
     if piped:
         return BrokenPipeError(errno.EPIPE, "the reader of the output has gone")
     return OSError(errno.EIO, "the terminal hung up")
-
-
-def reader_gone(fd: int) -> bool:
-    """Whether ``fd`` is a pipe or socket whose reader has gone (see :func:`output_gone`)."""
-    return isinstance(output_gone(fd), BrokenPipeError)
 
 
 def terminal(fd: int) -> bool:
