@@ -47,17 +47,21 @@ def agentkit(
 
 
 def start_agentkit(
-    *args: str, env: dict[str, str], new_session: bool = False
+    *args: str,
+    env: dict[str, str],
+    new_session: bool = False,
+    stdin: int = subprocess.DEVNULL,
+    stdout: int = subprocess.PIPE,
 ) -> subprocess.Popen[str]:
-    """Start ``python -m agentkit ARGS`` (stdin closed, stdout and stderr piped as text);
-    ``new_session``: in a session and process group of its own. The caller waits for the
-    process or kills it."""
+    """Start ``python -m agentkit ARGS`` (stdin closed, stdout and stderr piped as text;
+    ``stdin`` and ``stdout`` may be descriptors of the caller's); ``new_session``: in a
+    session and process group of its own. The caller waits for the process or kills it."""
     return subprocess.Popen(
         [sys.executable, "-m", "agentkit", *args],
         env=env,
         cwd=REPO,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
+        stdin=stdin,
+        stdout=stdout,
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=new_session,

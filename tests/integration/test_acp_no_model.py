@@ -55,23 +55,15 @@ def test_acp_ends_when_the_editor_leaves_even_while_its_warm_up_import_hangs(
     before the fix (a non-daemon thread) the process never ended."""
     import json
     import subprocess
-    import sys
 
-    from cli_helpers import cli_env
+    from cli_helpers import cli_env, start_agentkit
 
     hanging = tmp_path / "hanging"
     (hanging / "openai").mkdir(parents=True)
     (hanging / "openai" / "__init__.py").write_text("import time\ntime.sleep(3600)\n")
     env = cli_env(None, AGENTKIT_MODEL="")
     env["PYTHONPATH"] = os.pathsep.join([str(hanging), env["PYTHONPATH"]])
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "agentkit", "acp"],
-        env=env,
-        cwd=workspace,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-    )
+    proc = start_agentkit("acp", env=env, stdin=subprocess.PIPE)
     try:
         assert proc.stdin is not None and proc.stdout is not None
         request = {
@@ -80,7 +72,7 @@ def test_acp_ends_when_the_editor_leaves_even_while_its_warm_up_import_hangs(
             "method": "initialize",
             "params": {"protocolVersion": 1},
         }
-        proc.stdin.write(json.dumps(request).encode() + b"\n")
+        proc.stdin.write(json.dumps(request) + "\n")
         proc.stdin.flush()
         answer = json.loads(proc.stdout.readline())
         assert answer["id"] == 1 and "result" in answer  # served while the import hangs

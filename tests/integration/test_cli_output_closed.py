@@ -23,7 +23,7 @@ from typing import Any
 
 import psutil
 import pytest
-from cli_helpers import REPO, cli_env
+from cli_helpers import REPO, cli_env, start_agentkit
 from subagent_helpers import call, calls
 
 from agentkit.testing import FakeOpenAIServer
@@ -45,20 +45,6 @@ def closed_pipe() -> int:
     return write_end
 
 
-def agentkit(
-    *args: str, stdout: int, env: dict[str, str], stdin: int = subprocess.DEVNULL
-) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "agentkit", *args],
-        env=env,
-        cwd=REPO,
-        stdin=stdin,
-        stdout=stdout,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-
-
 def ended(proc: subprocess.Popen[str]) -> str:
     """Wait for the process (killed past the bound, which fails the test); its stderr."""
     try:
@@ -77,7 +63,7 @@ def ended(proc: subprocess.Popen[str]) -> str:
 def test_the_top_level_output_to_a_reader_that_left_ends_quietly_with_141(flag: str) -> None:
     pipe = closed_pipe()
     try:
-        proc = agentkit(flag, stdout=pipe, env=cli_env())
+        proc = start_agentkit(flag, stdout=pipe, env=cli_env())
     finally:
         os.close(pipe)
     assert ended(proc) == ""
@@ -88,7 +74,7 @@ def test_the_top_level_output_to_a_reader_that_left_ends_quietly_with_141(flag: 
 @pytest.mark.parametrize("flag", ["--version", "--help"])
 def test_the_top_level_output_to_a_full_disk_is_one_line_and_status_1(flag: str) -> None:
     with open("/dev/full", "w") as full:
-        proc = agentkit(flag, stdout=full.fileno(), env=cli_env())
+        proc = start_agentkit(flag, stdout=full.fileno(), env=cli_env())
     err = ended(proc)
     assert proc.returncode == 1
     assert err == f"agentkit: cannot write the output: {os.strerror(28)}\n"
@@ -138,14 +124,16 @@ def test_a_run_whose_output_fails_is_cancelled_saved_and_says_so(
     """Before: the failed progress line was ignored and the run went on, its command
     sleeping 120 s for no one; then "internal error" (full) or 1 (gone)."""
     with broken_output(kind) as (out, status, line):
-        proc = agentkit("run", "go", "-w", str(workspace), stdout=out, env=cli_env(model.base_url))
+        proc = start_agentkit(
+            "run", "go", "-w", str(workspace), stdout=out, env=cli_env(model.base_url)
+        )
     err = ended(proc)
     assert proc.returncode == status, err
     assert err.startswith(line) and "interrupted: sub-agents stopped, conversation saved" in err
     assert saved_state(workspace) == "idle"
 
     with broken_output(kind) as (out, status, line):  # and `agentkit show` of what it saved
-        proc = agentkit("show", "-w", str(workspace), stdout=out, env=cli_env())
+        proc = start_agentkit("show", "-w", str(workspace), stdout=out, env=cli_env())
     assert ended(proc) == line
     assert proc.returncode == status
 
@@ -158,7 +146,7 @@ def test_a_run_whose_reader_leaves_during_a_quiet_command_ends_then(
     its next line."""
     read_end, write_end = os.pipe()
     try:
-        proc = agentkit(
+        proc = start_agentkit(
             "run", "go", "-w", str(workspace), stdout=write_end, env=cli_env(model.base_url)
         )
     finally:
@@ -178,7 +166,7 @@ def test_a_jsonl_chat_whose_output_fails_ends_and_says_so(
     read_in, write_in = os.pipe()
     try:
         with broken_output(kind) as (out, status, line):
-            proc = agentkit(
+            proc = start_agentkit(
                 "chat", "--jsonl", "-w", str(workspace), stdout=out, stdin=read_in,
                 env=cli_env(model.base_url),
             )  # fmt: skip
@@ -201,7 +189,7 @@ def test_acp_whose_editor_stopped_reading_ends_and_says_so(workspace: Path, kind
     read_in, write_in = os.pipe()
     try:
         with broken_output(kind) as (out, status, line):
-            proc = agentkit(
+            proc = start_agentkit(
                 "acp", "--demo", "-w", str(workspace), stdout=out, stdin=read_in, env=cli_env()
             )
     finally:
@@ -242,7 +230,7 @@ def test_acp_whose_editor_stops_reading_while_nothing_is_written_ends(workspace:
     read_in, write_in = os.pipe()
     read_out, write_out = os.pipe()
     try:
-        proc = agentkit(
+        proc = start_agentkit(
             "acp", "--demo", "-w", str(workspace), stdout=write_out, stdin=read_in, env=cli_env()
         )
     finally:
@@ -313,11 +301,9 @@ def test_a_run_whose_terminal_closes_during_a_quiet_command_ends_with_129(
 
     main_end, terminal_end = pty.openpty()
     try:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "agentkit", "run", "go", "-w", str(workspace)],
+        proc = start_agentkit(
+            "run", "go", "-w", str(workspace), stdout=terminal_end, new_session=True,
             env=cli_env(model.base_url, TERM="xterm", COLUMNS="100", LINES="30"),
-            cwd=REPO, stdin=subprocess.DEVNULL, stdout=terminal_end,
-            stderr=subprocess.PIPE, text=True, start_new_session=True,
         )  # fmt: skip
     finally:
         os.close(terminal_end)
