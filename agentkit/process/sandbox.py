@@ -15,9 +15,12 @@ from ABI 4, TCP port) access: it has no pid or network isolation by address, no 
 ``/tmp``, and cannot *hide* a folder while re-exposing one inside it (a toolchain in
 ``~/.pyenv`` under a hidden home).
 
-The bubblewrap argv (:func:`bwrap_argv`) replaces ``setpriv … unshare …`` alone; the init
-and control socket of :mod:`agentkit.process.spawn` stay. ``--as-pid-1``: the init is pid 1; ``--die-with-parent`` ties the sandbox to the spawner thread, so the
-agent's death SIGKILLs the whole namespace. Policy, in mount order (later wins):
+The bubblewrap argv (:func:`bwrap_argv`) takes the place of the command's own
+``unshare``; the init and control socket of :mod:`agentkit.process.spawn` stay.
+``--as-pid-1``: the init is pid 1. bubblewrap itself runs inside a pid namespace tied to
+the spawner thread (:mod:`agentkit.process.sandbox_launch` says why), and
+``--die-with-parent`` ties the sandbox to bubblewrap, so the agent's death SIGKILLs the
+whole namespace. Policy, in mount order (later wins):
 
 * ``/`` read-only; ``--dev /dev``; a new ``/proc``; ``/etc/shadow`` and ``/etc/gshadow``
   replaced by an empty file.
@@ -64,9 +67,7 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
 import stat
-import subprocess
 import sys
 import threading
 from collections.abc import Iterable, Sequence
@@ -86,8 +87,8 @@ from agentkit.process.sandbox_folders import (
     socket_folders,
     toolchain_paths,
 )
+from agentkit.process.sandbox_launch import base_flags, bwrap_works, launcher
 from agentkit.process.sandbox_notes import missing_note, refusal_notes
-from agentkit.process.spawn import owned_argv
 
 if TYPE_CHECKING:
     from agentkit.settings import Settings
@@ -146,34 +147,7 @@ class Confinement:
     user_namespace: bool = False
 
 
-_probe_lock = threading.Lock()
-_probed: dict[str, bool] = {}
 _warned = threading.Event()
-
-
-def _base_flags() -> list[str]:
-    flags = ["--unshare-pid", "--unshare-ipc", "--as-pid-1", "--die-with-parent", "--new-session"]
-    return [*flags, "--cap-drop", "ALL"] if os.geteuid() == 0 else flags
-
-
-def bwrap_works(program: str) -> str | None:
-    """Return the absolute path of bubblewrap ``program`` when it can start a sandbox
-    here (probed once per path, about 10 ms), else None (missing, or namespaces off)."""
-    found = shutil.which(program)
-    if found is None or not sys.platform.startswith("linux"):
-        return None
-    with _probe_lock:
-        if found not in _probed:
-            argv = [found, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-                    "--unshare-net", *_base_flags(), "--", "/bin/sh", "-c", "exit 7"]  # fmt: skip
-            try:
-                done = subprocess.run(
-                    argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=10
-                )
-                _probed[found] = done.returncode == 7
-            except (OSError, subprocess.SubprocessError):
-                _probed[found] = False
-        return found if _probed[found] else None
 
 
 def bwrap_argv(
@@ -206,10 +180,10 @@ def bwrap_argv(
             the bridge, ``python -I -S BRIDGE SOCKET PORT... --``, which execs what follows.
         ports: with ``relay``, the host's loopback ports the bridge offers inside.
     """
-    # setpriv ties bwrap itself to the spawner thread (as for unshare); --die-with-parent
-    # then ties the sandbox to bwrap. bwrap's own parent-death signal was seen to miss.
-    argv = owned_argv([bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"],
-                      pid_namespace=False)  # fmt: skip
+    # launcher ties bwrap to the spawner thread (its own parent-death signal was seen
+    # to miss), inside a pid namespace of its own where it can (sandbox_launch says why);
+    # --die-with-parent then ties the sandbox to bwrap.
+    argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     for secret in BLANKED:
         if os.path.exists(secret):
             argv += ["--ro-bind", "/dev/null", secret]
@@ -238,10 +212,11 @@ def bwrap_argv(
         # Last, once every mount inside it is made: a write there fails at once
         # ("Read-only file system") instead of vanishing with the tmpfs.
         argv += ["--remount-ro", str(folder)]
-    argv += _base_flags()
+    argv += base_flags()
     if network != "all":
         argv.append("--unshare-net")
-    return [*argv, "--setenv", "TMPDIR", "/tmp", "--chdir", str(cwd), "--", *bridge]
+    argv += ["--setenv", "TMPDIR", "/tmp", "--chdir", str(cwd), "--"]
+    return [*launcher(bwrap, argv), *bridge]
 
 
 def _workspace_binds(

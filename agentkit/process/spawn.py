@@ -57,7 +57,7 @@ first (the whole launch is inside), ``prlimit … --`` just before the init (ins
 user namespace, where RLIMIT_NPROC counts only the command's processes).
 
 Public API: :func:`launch_mode`, :func:`launch_argv`, :func:`owned_argv`, :func:`spawn`,
-:func:`start_owned`, :func:`user_namespace`, :class:`Launched`, :func:`keep_alive`,
+:func:`start_owned`, :func:`user_namespace`, :func:`is_init`, :class:`Launched`, :func:`keep_alive`,
 :func:`end_background_services`, :func:`end_all`.
 """
 
@@ -91,6 +91,7 @@ __all__ = [
     "spawn",
     "start_owned",
     "user_namespace",
+    "is_init",
     "Launched",
     "keep_alive",
     "end_background_services",
@@ -200,6 +201,11 @@ def launch_argv(
     if launch_mode() != "pidns":
         return [*enter, *inside, shell, "-c", command]
     return [*enter, *owned_argv(init)]
+
+
+def is_init(cmdline: Sequence[str]) -> bool:
+    """True when ``cmdline`` (a process's argv) is a namespace's init (:data:`_INIT`)."""
+    return list(cmdline[1:4]) == ["-c", _INIT, "agentkit-init"]
 
 
 def user_namespace() -> bool:

@@ -111,18 +111,33 @@ def describe(procs: list[psutil.Process]) -> dict[int, str]:
 def namespace(run: CommandRun) -> tuple[psutil.Process | None, list[psutil.Process]]:
     """Return the namespace init and every other live process in the command's namespace
     (pidns mode: all of them are descendants of the init, whatever they did)."""
-    try:
-        inits = psutil.Process(run.proc.pid).children()
-    except psutil.Error:
+    init = _init_below(run.proc.pid)
+    if init is None:
         return None, []
-    init = inits[0] if inits else None
-    members = proctree.descendants(inits)
+    members = proctree.descendants([init])
     machinery = _watchers(init, members)
     return init, [
         p
         for p in members
         if not proctree.is_gone(p) and not is_bridge(p) and p.pid not in machinery
     ]
+
+
+def _init_below(launcher: int) -> psutil.Process | None:
+    """The namespace's init below the launcher: its child (``unshare``), or its
+    grandchild (bubblewrap's child, bubblewrap itself in a namespace of its own).
+    None when it is gone or has not started."""
+    try:
+        level = psutil.Process(launcher).children()
+        for _ in range(3):
+            if not level:
+                return None
+            if launch.is_init(level[0].cmdline()):
+                return level[0]
+            level = level[0].children()
+    except psutil.Error:
+        return None
+    return None
 
 
 def _watchers(init: psutil.Process | None, members: list[psutil.Process]) -> set[int]:
