@@ -38,6 +38,33 @@ def run(ctx: ToolContext, command: str, **args: object) -> ToolResult:
     return REGISTRY.execute("run_command", {"command": command, **args}, ctx)
 
 
+def sleep_marks(pid: int) -> set[str]:
+    """The process marks of the live ``sleep`` processes below ``pid`` (sub-agents'
+    commands). A process that ends during the scan (a probe, a shell before its exec)
+    is passed over."""
+    marks = set()
+    for proc in psutil.Process(pid).children(recursive=True):
+        try:
+            mark = proc.environ().get(proctree.AGENT_MARK_VAR)
+            if mark and proc.name() == "sleep":
+                marks.add(mark)
+        except psutil.Error:
+            continue
+    return marks
+
+
+def has_child_named(pid: int, name: str) -> bool:
+    """True when a live process below ``pid`` has the name ``name``; one that ends
+    during the scan is passed over."""
+    for proc in psutil.Process(pid).children(recursive=True):
+        try:
+            if proc.name() == name:
+                return True
+        except psutil.Error:
+            continue
+    return False
+
+
 def running_with(text: str) -> list[psutil.Process]:
     """Live, non-zombie processes whose command line starts with ``text`` (the
     ``sleep N`` itself, not a shell or agent whose arguments mention it)."""

@@ -27,9 +27,9 @@ pytest.importorskip("acp")
 from acp import RequestError, text_block
 from acp_helpers import Recorder, connect, final_status, run
 from acp_shared import SharedAgent
+from shell_helpers import sleep_marks
 from subagent_helpers import Gate, Router, call, calls, finish, no_process_left, running, who
 
-from agentkit.process.tree import AGENT_MARK_VAR
 from agentkit.testing import FakeOpenAIServer, Reply
 
 pytestmark = pytest.mark.slow
@@ -235,19 +235,6 @@ def test_read_only_mode_keeps_commands_from_writing(
 
 
 # ------------------------------------------------------ background, leaving
-def sleep_marks(pid: int) -> set[str]:
-    """The process marks of ``sleep`` processes below ``pid`` (sub-agents' commands)."""
-    marks = set()
-    for child in psutil.Process(pid).children(recursive=True):
-        try:
-            mark = child.environ().get(AGENT_MARK_VAR)
-            if mark and child.name() == "sleep":
-                marks.add(mark)
-        except psutil.Error:
-            continue
-    return marks
-
-
 def test_background_subagent_ends_outside_the_prompt_turn(
     server: FakeOpenAIServer, workspace: Path, shared: SharedAgent
 ) -> None:

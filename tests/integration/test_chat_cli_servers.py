@@ -21,9 +21,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import psutil
 import pytest
 from cli_helpers import REPO, cli_env
+from shell_helpers import sleep_marks
 from subagent_helpers import (
     Gate,
     Router,
@@ -35,7 +35,6 @@ from subagent_helpers import (
     who,
 )
 
-from agentkit.process.tree import AGENT_MARK_VAR
 from agentkit.testing import FakeOpenAIServer
 
 pytestmark = pytest.mark.slow
@@ -124,19 +123,6 @@ def of_type(events: list[Event], kind: str) -> list[Event]:
 
 def main_requests(server: FakeOpenAIServer) -> list[dict[str, Any]]:
     return [r for r in server.requests if who(r) is None]
-
-
-def marks_under(pid: int) -> set[str]:
-    """The process marks of the running sub-agent processes below ``pid``."""
-    marks = set()
-    for proc in psutil.Process(pid).children(recursive=True):
-        try:
-            mark = proc.environ().get(AGENT_MARK_VAR)
-        except psutil.Error:
-            continue
-        if mark and proc.name() == "sleep":
-            marks.add(mark)
-    return marks
 
 
 def background(agent_id: int, summary: str) -> dict[str, Any]:
@@ -318,8 +304,8 @@ def test_commands_new_switch_stop_list_and_errors(workspace: Path) -> None:
             end = chat.round_end()
             conv_a = end["conversation_id"]
             assert end["background"] == [1]
-            assert wait_until(lambda: len(marks_under(pid)) == 1)
-            (mark_a,) = marks_under(pid)
+            assert wait_until(lambda: len(sleep_marks(pid)) == 1)
+            (mark_a,) = sleep_marks(pid)
 
             listed = chat.command("/list")
             assert listed["ok"] and [c["id"] for c in listed["conversations"]] == [conv_a]
@@ -336,8 +322,8 @@ def test_commands_new_switch_stop_list_and_errors(workspace: Path) -> None:
             end = chat.round_end()
             conv_b = end["conversation_id"]
             assert conv_b == new["conversation_id"] and end["background"] == [1]
-            assert wait_until(lambda: len(marks_under(pid)) == 1)
-            (mark_b,) = marks_under(pid)
+            assert wait_until(lambda: len(sleep_marks(pid)) == 1)
+            (mark_b,) = sleep_marks(pid)
             stop = chat.command("/stop 1")
             assert stop["ok"] and stop["result"]["success"] is True
             assert wait_until(lambda: no_process_left(mark_b))
@@ -353,8 +339,8 @@ def test_commands_new_switch_stop_list_and_errors(workspace: Path) -> None:
             asked = next(r for r in main_requests(server) if "more work" in str(r["messages"]))
             notes = [m["content"] for m in asked["messages"] if m["role"] == "system"]
             assert told["text"] in notes
-            assert wait_until(lambda: len(marks_under(pid)) == 1)
-            (mark_b2,) = marks_under(pid)
+            assert wait_until(lambda: len(sleep_marks(pid)) == 1)
+            (mark_b2,) = sleep_marks(pid)
             status = chat.command("/status")
             assert [(r["agent_id"], r["status"]) for r in status["subagents"]] == [
                 (1, "terminated"),
@@ -412,8 +398,8 @@ def test_sigterm_ends_subagents_and_saves(workspace: Path) -> None:
         try:
             chat.send("go")
             chat.round_end()
-            assert wait_until(lambda: len(marks_under(chat.proc.pid)) == 1)
-            (mark,) = marks_under(chat.proc.pid)
+            assert wait_until(lambda: len(sleep_marks(chat.proc.pid)) == 1)
+            (mark,) = sleep_marks(chat.proc.pid)
             chat.proc.send_signal(signal.SIGTERM)
             _, err = chat.wait()
         finally:

@@ -25,6 +25,7 @@ from typing import Any
 import psutil
 import pytest
 from cli_helpers import cli_env, start_agentkit
+from shell_helpers import has_child_named
 from subagent_helpers import call, calls, running, wait_until, who
 
 from agentkit.testing import FakeOpenAIServer, Reply
@@ -83,12 +84,9 @@ def _ready(moment: str, proc: subprocess.Popen[str], script: Script, port: int) 
     """Wait until ``moment`` is reached; stop the worker for "stopped-worker".
     Returns the processes to resume and check afterwards."""
     if moment == "command":
-        assert wait_until(
-            lambda: any(
-                p.name() == "sleep" for p in psutil.Process(proc.pid).children(recursive=True)
-            ),
-            30,
-        ), "the command never started"
+        assert wait_until(lambda: has_child_named(proc.pid, "sleep"), 30), (
+            "the command never started"
+        )
         return psutil.Process(proc.pid).children(recursive=True)
     assert wait_until(lambda: moment in script.waiting, 30), f"{moment}: the model was not asked"
     if moment != "stopped-worker":
