@@ -4,7 +4,7 @@ Run as ``python tests/mcp_test_server.py stdio`` or ``... http PORT`` (streamabl
 HTTP on 127.0.0.1:PORT, path /mcp). Tools: echo, add (structured output), slow
 (sleeps), crash (the process dies), huge (a long text), picture (an image),
 broken (raises: an MCP error result), env (one variable of its environment),
-pid (its process id), trace_context (the traceparent the call's ``_meta`` carried).
+cwd (its working folder), pid (its process id), trace_context (the traceparent the call's ``_meta`` carried).
 """
 
 from __future__ import annotations
@@ -79,6 +79,12 @@ def broken() -> str:
 def env(name: str) -> str:
     """Return the value of one environment variable, or (unset)."""
     return os.environ.get(name, "(unset)")
+
+
+@server.tool()
+def cwd() -> str:
+    """Return the server's working folder."""
+    return os.getcwd()
 
 
 @server.tool()

@@ -284,3 +284,34 @@ def test_a_worker_starts_its_mcp_server_only_at_the_first_call(workspace: Path) 
     assert tool_results(sub[-1])[-1] == "echo: late"
     assert agent.manager.agents[1].status == "completed"
     assert wait_until(lambda: alive_with(token) == [], timeout=10), alive_with(token)
+
+
+def test_an_isolated_sub_agents_mcp_servers_work_in_its_copy(workspace: Path) -> None:
+    """Regression: an isolated sub-agent's stdio servers started in the real workspace,
+    and the files they returned were saved there, out of its read_file's reach."""
+    token = f"tok-{uuid.uuid4().hex}"
+    servers = {"t": {"command": sys.executable, "args": [SERVER, "stdio", token]}}
+
+    def read_saved(request: dict[str, Any]) -> Any:
+        saved = re.search(r"(\.agentkit/mcp-files/\S+)", tool_results(request)[1])
+        return calls(call("read_file", path=saved.group(1) if saved else "missing"))
+
+    look = calls(call("mcp__t__cwd"), call("mcp__t__picture"), call("run_command", command="pwd"))
+    router = Router(
+        main=[calls(call("create_sub_agent", agent_id=1, summary="where", task="t")), "done"],
+        subs={1: [look, read_saved, finish("Looked at where the MCP server works, in the copy.")]},
+    )
+    (workspace / "data.txt").write_text("one\n")
+    with FakeOpenAIServer(router) as server:
+        settings = make_settings(server, mcp_servers=servers, subagent_isolation="always")
+        with Agent(workspace=workspace, settings=settings) as agent:
+            assert agent.run("go").status == "done"
+        requests = [r for r in server.requests if who(r) == 1]
+    cwd, picture, pwd = tool_results(requests[1])[-3:]
+    assert Path(cwd).resolve() != workspace.resolve()
+    assert cwd in pwd  # the folder its commands run in: its copy
+    assert (Path(cwd) / "data.txt").read_text() == "one\n"
+    read = tool_results(requests[2])[-1]
+    assert "is a binary file (PNG image, 70 bytes)" in read, (picture, read)  # found there
+    assert len(list((Path(cwd) / ".agentkit/mcp-files/t").glob("*.png"))) == 1
+    assert not (workspace / ".agentkit" / "mcp-files").exists()

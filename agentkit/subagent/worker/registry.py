@@ -3,7 +3,8 @@
 One job: build the worker's registry from the built-in tools, the user's tools given
 by import reference (``Settings.tools``, those offered to sub-agents), the MCP
 servers' tools (servers for sub-agents, listed by the parent; sessions opened at the
-first call, owned by this worker process and closed with it) and finish_task,
+first call, owned by this worker process and closed with it; started in the folder
+the sub-agent works in, an isolated one's copy) and finish_task,
 filtered by the agent profile's allow-list when the sub-agent was created with one
 (``WorkerSpec.extra["profile"]``), and load_skill when its parent listed skills for it
 (``WorkerSpec.extra["conventions"]``, agentkit.conventions).
@@ -53,16 +54,18 @@ class WorkerTools:
 
 
 def worker_tools(
-    spec: WorkerSpec, settings: Settings, base: list[Tool], finish: Tool
+    spec: WorkerSpec, settings: Settings, base: list[Tool], finish: Tool, workspace: Path
 ) -> WorkerTools:
     """Return the worker's tools: ``base``, imported, MCP, ``finish`` (see the module
-    docstring); a profile's allow-list keeps only the tools it names."""
+    docstring); a profile's allow-list keeps only the tools it names. ``workspace``: the
+    folder the sub-agent works in (an isolated one's copy), where its MCP stdio servers
+    start and their saved files go; their configuration is the real workspace's."""
     from agentkit.tools.imported import tools_for
 
     tools = [*base, *tools_for(settings.tools, "subagents")]
     closers: list[Any] = []
     if settings.mcp_servers or settings.mcp_config_files:
-        mcp = _mcp_tools(spec, settings)
+        mcp = _mcp_tools(spec, settings, workspace)
         if mcp is not None:
             tools.extend(mcp[0])
             closers.append(mcp[1])
@@ -76,11 +79,12 @@ def worker_tools(
     return WorkerTools(ToolRegistry([*tools, finish]), closers)
 
 
-def _mcp_tools(spec: WorkerSpec, settings: Settings) -> tuple[list[Tool], Any] | None:
+def _mcp_tools(
+    spec: WorkerSpec, settings: Settings, workspace: Path
+) -> tuple[list[Tool], Any] | None:
     from agentkit.mcp.config import load_servers
 
-    workspace = Path(spec.workspace)
-    servers, problems = load_servers(workspace, settings)
+    servers, problems = load_servers(Path(spec.workspace), settings)
     servers = {n: s for n, s in servers.items() if s.agents in ("subagents", "both")}
     profile = worker_profile(spec)
     if profile is not None and profile.tools is not None:  # start only servers it may use

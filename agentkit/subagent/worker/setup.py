@@ -76,7 +76,7 @@ def prepare(worker: Worker) -> Engine:
     extra = [make_ask_parent_tool(control.asker, settings.language)]
     tools = agentkit.tools.base_tools() + (extra if settings.subagent_control else [])
     finish = finish_tool(hooks, settings, profile)
-    worker.tools = worker_tools(spec, settings, tools, finish)
+    worker.tools = worker_tools(spec, settings, tools, finish, worker.workspace)
     if copy is None:
         claim, scope = confine_writes(spec, worker.link.claim)
     else:
