@@ -57,7 +57,7 @@ def results(request: dict[str, Any]) -> dict[str, str]:
 
 
 def asked(chat: JsonlChat) -> dict[str, Any]:
-    return chat.until(lambda e: e["type"] == "ApprovalRequested")[-1]
+    return chat.take("ApprovalRequested")
 
 
 def answer(chat: JsonlChat, line: str, then: str = "RoundFinished") -> tuple[Any, Any]:

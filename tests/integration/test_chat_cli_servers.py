@@ -57,6 +57,7 @@ class JsonlChat:
             encoding="utf-8",
         )
         self.seen: list[Event] = []
+        self._taken: set[int] = set()  # indexes in seen that take() returned
         self.raw: list[str] = []
         self._items: queue.Queue[Event | None] = queue.Queue()
         self._err: list[str] = []
@@ -89,6 +90,18 @@ class JsonlChat:
             got.append(item)
             if match(item):
                 return got
+
+    def take(self, kind: str, timeout: float = 60) -> Event:
+        """The first event of type ``kind`` not taken yet: one read already (a background
+        sub-agent's may come before the round's end a test waited for first), else the
+        next one read."""
+        for index, event in enumerate(self.seen):
+            if event["type"] == kind and index not in self._taken:
+                self._taken.add(index)
+                return event
+        self.until(lambda e: e["type"] == kind, timeout)
+        self._taken.add(len(self.seen) - 1)
+        return self.seen[-1]
 
     def round_end(self) -> Event:
         return self.until(lambda e: e["type"] == "RoundFinished")[-1]

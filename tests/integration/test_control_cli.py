@@ -64,7 +64,7 @@ def test_chat_jsonl_shows_the_question_and_takes_answer_msg_and_continue(workspa
         try:
             chat.send("start")
             chat.round_end()
-            asked = chat.until(lambda e: e["type"] == "SubAgentQuestion")[-1]
+            asked = chat.take("SubAgentQuestion")
             assert (asked["agent_id"], asked["question"]) == (1, "Which year?")
             status = chat.command("/status")
             assert "asks: Which year?" in status["text"] and "tokens" in status["text"]
@@ -74,7 +74,7 @@ def test_chat_jsonl_shows_the_question_and_takes_answer_msg_and_continue(workspa
             sent = chat.command("/msg 1 Keep it short")
             assert sent["ok"] is True and sent["result"]["status"] == "delivered"
             delivered.set()
-            chat.until(lambda e: e["type"] == "SubAgentFinished")
+            chat.take("SubAgentFinished")
             chat.round_end()  # the completion's round
             late = chat.command("/msg 1 One more thing")  # it has ended
             assert late["ok"] is False and late["result"]["status"] == "completed"
@@ -85,7 +85,7 @@ def test_chat_jsonl_shows_the_question_and_takes_answer_msg_and_continue(workspa
             assert again["ok"] is True and again["result"]["status"] == "running"
             # The new task is shown, not the summary it was created with (issue 35).
             assert again["text"].endswith("on: Add a summary")
-            ended = chat.until(lambda e: e["type"] == "SubAgentFinished")[-1]
+            ended = chat.take("SubAgentFinished")
             assert (ended["info"]["task"], ended["info"]["runs"]) == ("Add a summary", 2)
             chat.round_end()
             rows = chat.command("/status")["text"]
