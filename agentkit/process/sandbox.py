@@ -198,7 +198,8 @@ def bwrap_argv(
     if network == "all":
         shown.append(Path("/run/systemd/resolve"))
     for path in dict.fromkeys(shown):
-        argv += ["--ro-bind-try", str(path), str(path)]
+        if _bindable(path):
+            argv += ["--ro-bind-try", str(path), str(path)]
     extra = [Path(p).expanduser().resolve() for p in writable]
     argv += _workspace_binds(workspace, mode == "workspace-write", extra, scope)
     bridge: list[str] = []
@@ -228,13 +229,28 @@ def _workspace_binds(
         return argv
     places = [*scope.folders, *scope.files()] if scope is not None else []
     for path in dict.fromkeys([*places, *extra]):
-        argv += ["--bind-try", str(path), str(path)]
+        if _bindable(path):
+            argv += ["--bind-try", str(path), str(path)]
     protected = [workspace / STATE_DIR]
     if scope is not None:
         protected += [f / ".subagent" for f in scope.folders]
     for path in protected:
         argv += ["--ro-bind-try", str(path), str(path)]
     return argv
+
+
+def _bindable(path: Path) -> bool:
+    """False when bubblewrap could not bind ``path`` and would refuse the whole command:
+    ``-try`` passes over a missing path only, not one this user may not reach (a
+    ``PATH`` entry under another user's home) or one below a file. Such a path is
+    left out: what it would show or make writable stays hidden or read-only."""
+    try:
+        os.stat(path)
+    except FileNotFoundError:
+        return True  # -try passes over it
+    except (OSError, ValueError):
+        return False
+    return True
 
 
 def _socket_tmpfs(hidden: list[Path], binds: set[str]) -> list[str]:

@@ -435,3 +435,17 @@ def test_no_command_reaches_the_forkserver_socket_wherever_tmpdir_is(
 def test_read_only_root_slash_keeps_commands_working(workspace: Path) -> None:
     result = run(make_ctx(workspace, read_only_roots=["/"]), "echo ok > out.txt; cat out.txt")
     assert result.ok and (workspace / "out.txt").read_text() == "ok\n", result.output
+
+
+@needs_bwrap
+def test_a_path_entry_bubblewrap_cannot_reach_does_not_break_commands(
+    workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Regression (a fresh user's trial): a PATH entry under a folder the user may not
+    enter, or below a file, made bubblewrap refuse every command ("Can't find source
+    path"). Below a file here: root may enter every folder."""
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    monkeypatch.setenv("PATH", f"{afile / 'bin'}:{os.environ['PATH']}")
+    result = run(make_ctx(workspace), "echo confined")
+    assert result.ok and "confined" in result.output, result.output

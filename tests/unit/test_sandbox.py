@@ -94,3 +94,27 @@ def test_socket_folders_are_covered_exactly_where_a_bind_reaches(
         argv_item for i, argv_item in enumerate(after_binds[1:]) if after_binds[i] == "--tmpfs"
     }
     assert mounted == {str(tmp / c) for c in covered}, argv
+
+
+def test_a_path_bubblewrap_cannot_reach_is_left_out_of_the_binds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Regression: one PATH entry bubblewrap could not stat (below a file, or under a
+    folder the user may not enter) made it refuse every command; a missing one is
+    still passed (``-try`` skips it)."""
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    below_a_file, missing = afile / "bin", tmp_path / "missing" / "bin"
+    monkeypatch.setenv("PATH", f"{below_a_file}:{missing}:/usr/bin:/bin")
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    argv = _sandbox.bwrap_argv(
+        "/usr/bin/bwrap",
+        workspace=workspace,
+        cwd=workspace,
+        mode="workspace-write",
+        network="none",
+        writable=[str(below_a_file)],
+    )
+    assert str(below_a_file) not in argv
+    assert argv[argv.index(str(missing)) - 1] == "--ro-bind-try"
