@@ -128,6 +128,7 @@ def make_manager(session: Session) -> SubAgentManager:
         on_question=lambda agent: session._driver.poke(),
         budget=session.budget,
         settle_language=session.settle_language,
+        on_copied=lambda agent: session._save_now(),
     )
 
 

@@ -58,6 +58,9 @@ class SubAgentManager:
             agentkit.subagent.launchers).
         on_started: called with each sub-agent once its worker started (after its
             SubAgentStarted event); a chat session saves its file then.
+        on_copied: called with an isolated sub-agent before its copy is made and once it
+            is made, before its worker starts; a chat session saves its file then, so a
+            process killed meanwhile leaves its number taken and its copy listed.
         on_finished: called with each sub-agent once it ended, whichever way (after
             its SubAgentFinished event); a chat session wakes its driver then.
         on_question: called with a sub-agent that asked its parent (after its
@@ -91,6 +94,7 @@ class SubAgentManager:
         on_question: Callable[[SubAgent], None] | None = None,
         budget: Meter | None = None,
         settle_language: Callable[[str], Settings] | None = None,
+        on_copied: Callable[[SubAgent], None] | None = None,
     ) -> None:
         self.workspace = workspace
         self.settings = settings
@@ -114,6 +118,7 @@ class SubAgentManager:
         self.control = self.supervisor.control = ControlPlane(self, budget)
         self.control.on_question = on_question
         self._on_started = on_started
+        self.on_copied = on_copied
         self.conversation_id = conversation.id if conversation else None
         # Names this conversation's own deliverables folders (agentkit.subagent.placement).
         self.folder_key = self.conversation_id or new_conversation_id()

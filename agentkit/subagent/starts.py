@@ -175,12 +175,21 @@ def start_worker(manager: SubAgentManager, agent: SubAgent, *, archive: bool = T
         if archive:  # another conversation's files and record, set aside
             set_aside_earlier(path, workspace, manager.table.sub_conversation_ids())
             archive_record(path, workspace)
-        if agent.isolation is not None and (why := make_copy(manager, agent)) is not None:
-            manager.supervisor.finish(agent, "failed", Ending(None, why))
-            return False
+        if agent.isolation is not None:
+            _listed(manager, agent)  # its number stays taken if the copy is orphaned
+            if (why := make_copy(manager, agent)) is not None:
+                manager.supervisor.finish(agent, "failed", Ending(None, why))
+                return False
+            _listed(manager, agent)  # with its copy, before a kill can orphan it
         handle = manager.launcher.start(agent.spec)  # with its copy, when isolated
     except Exception as exc:  # cannot start: the agent fails, the main loop goes on
         why = f"could not start the worker: {exc}"
         manager.supervisor.finish(agent, "failed", Ending(None, why))
         return False
     return manager.supervisor.adopt(agent, handle)
+
+
+def _listed(manager: SubAgentManager, agent: SubAgent) -> None:
+    """Have the conversation file list ``agent`` now (SubAgentManager's ``on_copied``)."""
+    if manager.on_copied is not None:
+        manager.on_copied(agent)
