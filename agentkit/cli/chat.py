@@ -57,7 +57,7 @@ from agentkit.cli.common import (
     whole_number,
     workspace,
 )
-from agentkit.cli.safe_text import json_line
+from agentkit.cli.safe_text import echoed, json_line
 from agentkit.cli.signals import Signals
 
 if TYPE_CHECKING:
@@ -325,14 +325,14 @@ class JsonLinesChat:
             try:
                 result = self.commands.execute(line)
             except CommandError as exc:
-                self.write({"type": "Error", "message": str(exc), "input": line})
+                self.write({"type": "Error", "message": str(exc), "input": echoed(line)})
                 return True
             self.write(result.to_dict())
             return not result.quit
         try:
             self._posted = self.commands.session.post(text)
         except AgentkitError as exc:
-            self.write({"type": "Error", "message": str(exc), "input": line})
+            self.write({"type": "Error", "message": str(exc), "input": echoed(line)})
         return True
 
     def _check_reader(self) -> None:

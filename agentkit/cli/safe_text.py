@@ -13,6 +13,9 @@ silently. :func:`json_line` is the JSON-lines counterpart: ``json.dumps`` escape
 controls (ESC becomes ``\\u001b``) but with ``ensure_ascii=False`` writes DEL and the
 C1 controls raw; it escapes those too, so the parsed value is unchanged.
 
+:func:`echoed` caps a line of input quoted back in an error (a 5 MB paste must not
+come back as a 5 MB line).
+
 Every front end that writes untrusted text to a terminal goes through these
 (``agentkit run``'s views and answer, ``agentkit chat``'s terminal mode, ``agentkit
 show``/``transcript``, error lines, and the CLI's log warnings through
@@ -84,6 +87,18 @@ def json_line(data: Any) -> str:
         return text
     # These characters can only occur inside JSON strings, where \\u00XX is valid.
     return _JSON_RAW.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+ECHO_MAX = 1000
+"""Characters of an input line that an error quotes back (:func:`echoed`)."""
+
+
+def echoed(line: str, limit: int = ECHO_MAX) -> str:
+    """Return ``line`` as an error quotes it back: whole when it has at most ``limit``
+    characters, else its first ``limit`` and ``… (N characters in all)``."""
+    if len(line) <= limit:
+        return line
+    return f"{line[:limit]}… ({len(line):,} characters in all)"
 
 
 class SafeLogFormatter(logging.Formatter):

@@ -293,12 +293,17 @@ def test_a_double_slash_sends_a_message_that_starts_with_a_slash(workspace: Path
             chat.send("//etc/hosts: what is it?")
             chat.round_end()
             error = chat.command("/etc/hosts: what is it?")
+            long_line = "/bogus " + "x" * 200_000  # quoted back capped, not whole
+            long_error = chat.command(long_line)
             chat.send("/ /")
             code, err = chat.finish()
         finally:
             chat.kill()
     assert code == 0, err
     assert error["type"] == "Error" and "unknown command /etc/hosts" in error["message"]
+    assert error["input"] == "/etc/hosts: what is it?"
+    assert long_error["type"] == "Error" and len(long_error["message"]) < 2000
+    assert long_error["input"] == long_line[:1000] + "… (200,007 characters in all)"
     sent = main_requests(server)[0]["messages"][-1]
     assert sent == {"role": "user", "content": "/etc/hosts: what is it?"}
     assert len(main_requests(server)) == 1  # "/..." lines never reached the model

@@ -83,3 +83,21 @@ def test_a_sub_agent_that_never_reached_the_model_says_0_tokens_and_no_cost() ->
         assert usage_words(row) == usage_text(row) == "0 tokens"
     assert usage_words({"tokens": 1234, "cost_usd": None}) == "1,234 tokens · cost unknown"
     assert usage_words({"tokens": 1234, "cost_usd": 0.0012}) == "1,234 tokens · $0.001200"
+
+
+def test_the_note_of_a_sub_agent_that_ended_unseen_keeps_its_parts_apart(tmp_path: Path) -> None:
+    """Regression (a fresh user's trial): "Result summary: … worker Deliverables
+    directory: …" ran the summary, which has no final stop, into the next part."""
+    spec = _spec(tmp_path, 1)
+    why = "stopped: the main process ended or stopped this worker"
+    record = build_record(
+        spec, "terminated", messages=[], stats=dict(STATS), ending=Ending(why, why)
+    )
+    Path(spec.deliverables_path).mkdir(parents=True)
+    assert write_record(Path(spec.deliverables_path), record, root=tmp_path)
+    row = {**_row(spec), "result_summary": why}
+    conversation = Conversation(subagents=[row])
+    settings = Settings(model="m", api_key="k", language="en")
+    [note] = [n for n in recovery_notes(tmp_path, conversation, settings) if "job 1" in n]
+    assert "Deliverables directory: sub_agent_results/agent_1. Result summary: " in note, note
+    assert note.endswith(why), note
