@@ -33,6 +33,7 @@ __all__ = [
     "Refusal",
     "changes",
     "copy_of",
+    "count_changes",
     "diff",
     "discard",
     "merge",
@@ -150,7 +151,7 @@ def unmerged(manager: SubAgentManager) -> list[dict[str, Any]]:
                 "summary": summary,
                 "status": status,
                 "deliverables_dir": _rel(manager.workspace, target.deliverables),
-                "changes": target.state.changes or _count(target.copy),
+                "changes": target.state.changes or count_changes(target.copy),
             }
         )
     return found
@@ -231,7 +232,9 @@ def _store(manager: SubAgentManager, target: _Target, state: Isolation) -> None:
     mark_record(target.deliverables, manager.workspace, target.sub_conversation_id, state)
 
 
-def _count(copy: Copy) -> dict[str, int] | None:
+def count_changes(copy: Copy) -> dict[str, int] | None:
+    """``copy``'s changes against its base, ``{"files", "insertions", "deletions"}``
+    (its unsaved files too), counted now; None when git cannot count them."""
     try:
         summary: dict[str, int] = _engine().changes(copy).summary()
     except (IsolationError, OSError):

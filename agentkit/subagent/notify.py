@@ -185,6 +185,38 @@ def recovery_notes(workspace: Path, conversation: Conversation, settings: Settin
             for r in killed
         )
         notes.insert(0, prompts.phrase(language, "previous_subagents", agents=names))
+    return notes + _copy_notes(language, stale)
+
+
+def _copy_notes(language: str, rows: list[dict[str, object]]) -> list[str]:
+    """For each isolated sub-agent among ``rows`` whose copy waits for a merge or a
+    discard: the line its notification would have ended with, its changes counted now
+    (a killed worker's are still unsaved in its copy)."""
+    from agentkit.isolation.types import Copy, IsolationError
+    from agentkit.subagent.isolated import Isolation
+    from agentkit.subagent.merging import count_changes
+
+    notes: list[str] = []
+    for row in rows:
+        data = row.get("isolation")
+        if not isinstance(data, dict) or row.get("merged") or row.get("discarded"):
+            continue
+        try:
+            changes = count_changes(Copy.from_dict(data))
+        except (IsolationError, KeyError, TypeError, ValueError):
+            changes = None
+        why = None if changes is not None else "its copy could not be read"
+        state = Isolation(copy=data, changes=changes, error=why)
+        line = isolation_line(language, int(str(row.get("agent_id"))), state)
+        notes.append(
+            prompts.phrase(
+                language,
+                "ended_copy",
+                agent_id=row.get("agent_id"),
+                summary=row.get("summary", ""),
+                line=line,
+            )
+        )
     return notes
 
 

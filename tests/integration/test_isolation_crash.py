@@ -50,7 +50,7 @@ def test_a_copy_made_just_before_a_kill_is_known_when_the_conversation_reopens(
     make_repo(workspace, {"app.py": "print(1)\n"})
     create = call("create_sub_agent", agent_id=1, summary="edit", task="t")
     router = Router(
-        main=[calls(create), "noted", "noted"],  # the create never returns: the kill
+        main=[calls(create), "noted", "noted", "noted"],  # the create never returns: the kill
         subs={2: [finish("Nothing to do here, as the task asked.")]},
     )
     with FakeOpenAIServer(router) as server:
@@ -78,6 +78,7 @@ def test_a_copy_made_just_before_a_kill_is_known_when_the_conversation_reopens(
         assert 1 in rows and rows[1].get("isolation"), saved["subagents"]
         copy = Path(rows[1]["isolation"]["root"])
         assert copy.is_dir()
+        (copy / "app.py").write_text("print(2)\n")  # as if its worker had begun
         with Agent(
             workspace=workspace,
             settings=scripted_settings(server, "en", subagent_isolation="always"),
@@ -85,6 +86,10 @@ def test_a_copy_made_just_before_a_kill_is_known_when_the_conversation_reopens(
         ) as agent:
             waiting = agent.manager.unmerged()
             assert [(u["agent_id"], u["status"]) for u in waiting] == [(1, "terminated")]
+            agent.run("what happened?")
+            notes = [m["content"] for m in server.requests[-1]["messages"] if m["role"] == "system"]
+            told = "Sub-agent 1 (edit): Its changes are in its own copy of the workspace"
+            assert any(told in n and "1 files, +1 -1 lines" in n for n in notes), notes
             agent.manager.discard(1)
             assert agent.manager.unmerged() == []
             handle = agent.spawn("look around", summary="look")
