@@ -198,8 +198,10 @@ def _copy_notes(language: str, rows: list[dict[str, object]]) -> list[str]:
 
     notes: list[str] = []
     for row in rows:
-        data = row.get("isolation")
-        if not isinstance(data, dict) or row.get("merged") or row.get("discarded"):
+        data, agent_id = row.get("isolation"), row.get("agent_id")
+        if not isinstance(data, dict) or not isinstance(agent_id, int):
+            continue
+        if row.get("merged") or row.get("discarded"):
             continue
         try:
             changes = count_changes(Copy.from_dict(data))
@@ -207,12 +209,12 @@ def _copy_notes(language: str, rows: list[dict[str, object]]) -> list[str]:
             changes = None
         why = None if changes is not None else "its copy could not be read"
         state = Isolation(copy=data, changes=changes, error=why)
-        line = isolation_line(language, int(str(row.get("agent_id"))), state)
+        line = isolation_line(language, agent_id, state)
         notes.append(
             prompts.phrase(
                 language,
                 "ended_copy",
-                agent_id=row.get("agent_id"),
+                agent_id=agent_id,
                 summary=row.get("summary", ""),
                 line=line,
             )

@@ -14,6 +14,7 @@ function takes the conversation's SubAgentManager.
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -33,6 +34,8 @@ from agentkit.subagent.sweep import sweep_record
 
 if TYPE_CHECKING:
     from agentkit.subagent.manager import SubAgentManager
+
+log = logging.getLogger("agentkit")
 
 __all__ = ["closed_or_spent", "place", "reserve", "run_budget", "spec_extra", "start_worker"]
 
@@ -190,6 +193,10 @@ def start_worker(manager: SubAgentManager, agent: SubAgent, *, archive: bool = T
 
 
 def _listed(manager: SubAgentManager, agent: SubAgent) -> None:
-    """Have the conversation file list ``agent`` now (SubAgentManager's ``on_copied``)."""
+    """Have the conversation file list ``agent`` now (SubAgentManager's ``on_copied``).
+    A file that cannot be written does not stop the sub-agent: its later saves report it."""
     if manager.on_copied is not None:
-        manager.on_copied(agent)
+        try:
+            manager.on_copied(agent)
+        except OSError as exc:
+            log.warning("agentkit: the conversation file could not be saved: %s", exc)

@@ -101,3 +101,18 @@ def test_the_note_of_a_sub_agent_that_ended_unseen_keeps_its_parts_apart(tmp_pat
     [note] = [n for n in recovery_notes(tmp_path, conversation, settings) if "job 1" in n]
     assert "Deliverables directory: sub_agent_results/agent_1. Result summary: " in note, note
     assert note.endswith(why), note
+
+
+def test_a_damaged_isolated_row_gets_a_note_and_a_row_without_a_number_none(
+    tmp_path: Path,
+) -> None:
+    """The copy's note never stops the reopening: a row's copy that cannot be read is
+    said so, and a row whose number is not one is passed over."""
+    spec = _spec(tmp_path, 1)
+    damaged = {**_row(spec), "isolation": {"root": 7}, "merged": False}
+    nameless = {**_row(spec), "agent_id": "one", "isolation": {}}
+    conversation = Conversation(subagents=[damaged, nameless])
+    settings = Settings(model="m", api_key="k", language="en")
+    notes = recovery_notes(tmp_path, conversation, settings)
+    copies = [n for n in notes if n.startswith("Sub-agent 1 (job 1): ")]
+    assert len(copies) == 1 and "could not be counted (its copy could not be read)" in copies[0]
