@@ -253,7 +253,10 @@ def offline_state() -> str:
             return f"tiktoken:{name} (its table is cached in {folder}: works offline)"
     remembered = _remembered_failure()
     if remembered is not None:
-        return f"estimate (tiktoken's tables did not load on this machine: {remembered})"
+        return (
+            "estimate (an earlier run could not download tiktoken's tables, and the "
+            f"failure is remembered: {remembered}; nothing is tried now)"
+        )
     return (
         "tiktoken, once its tables download (from openaipublic.blob.core.windows.net, "
         f"into {folder or 'no cache folder'}); the estimate if they cannot"

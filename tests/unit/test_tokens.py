@@ -3,7 +3,10 @@ hangs, OpenAI's per-message rules, and caching that notices replaced content."""
 
 from __future__ import annotations
 
+import pathlib
 import time
+
+import pytest
 
 from agentkit import tokens
 
@@ -80,3 +83,16 @@ def test_many_messages_are_counted_quickly() -> None:
     for _ in range(20):
         tokens.count_messages(transcript)
     assert time.monotonic() - started < 10  # generous: a guard against a hang, not a benchmark
+
+
+def test_doctors_line_says_a_remembered_failure_is_an_earlier_runs(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fresh user read "did not load on this machine: ConnectionError: …" in
+    doctor's output as doctor reaching the internet; the line says it is remembered."""
+    monkeypatch.delenv("AGENTKIT_TOKENIZER", raising=False)
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
+    (tmp_path / tokens.FAILURE_FILE).write_text("ConnectionError: no route\n")
+    state = tokens.offline_state()  # tiktoken is a dependency: installed
+    assert state.startswith("estimate (an earlier run could not download tiktoken's tables")
+    assert "ConnectionError: no route" in state and "nothing is tried now" in state
