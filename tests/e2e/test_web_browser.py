@@ -342,7 +342,9 @@ def test_hostile_reply_and_tool_output_stay_inert(workspace: Path, page: Any) ->
 def test_dropped_event_stream_resumes_without_loss_or_repeat(workspace: Path, page: Any) -> None:
     words = " ".join(f"w{i}" for i in range(60))
     gate = Gate()
-    script = [gate.hold(Reply(content=words, chunk_delay=0.1))]
+    # 12 s of stream: on a loaded machine "w5" may show seconds late, and a cut after
+    # the answer's end would test no resumption (CI saw one connection only).
+    script = [gate.hold(Reply(content=words, chunk_delay=0.2))]
     with serving(page, workspace, script) as web:
         proxy = CuttableProxy(web.server.port)
         try:
@@ -354,6 +356,7 @@ def test_dropped_event_stream_resumes_without_loss_or_repeat(workspace: Path, pa
             proxy.cut()  # the stream (and any other connection) drops mid-answer
             expect(assistant(page)).to_have_text(words)
             expect(page.get_by_test_id("state")).to_have_text("idle")
+            page.wait_for_function("() => window.agentkitDebug.connections >= 2")
             debug = page.evaluate("window.agentkitDebug")
             assert proxy.cuts == 1
         finally:
