@@ -257,8 +257,11 @@ class AcpAgent:
     async def list_sessions(
         self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
     ) -> ListSessionsResponse:
-        """``session/list``: the conversations of ``cwd`` (or of every workspace this
-        agent has opened), most recently updated first, :data:`PAGE_SIZE` a page."""
+        """``session/list``: the conversations of ``cwd`` (without one: of the workspace
+        ``-w`` names, or of every workspace this agent has opened), most recently
+        updated first, :data:`PAGE_SIZE` a page."""
+        if cwd is None and self.workspace is not None:
+            cwd = str(self.workspace)  # every session's workspace: its list is the list
         chosen = [self._workspace(cwd)] if cwd is not None else None
         workspaces = chosen or list(self._workspaces.values())
         try:

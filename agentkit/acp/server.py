@@ -100,6 +100,7 @@ class AcpServer:
             self.settings, lambda: raw.get("capabilities"), send_raw, **self.options
         )
         threading.Thread(target=_warm_up, name="acp-warm-up", daemon=True).start()
+        _quiet_unknown_notifications()
         conn = AgentSideConnection(self.agent, channel, listening=False)
         self.started.set()
         listen = asyncio.create_task(conn.listen(), name="acp-listen")
@@ -131,3 +132,20 @@ def _warm_up() -> None:
         import openai  # noqa: F401
     except Exception:  # the round that needs it reports the real error
         log.debug("acp: warming up the model client failed", exc_info=True)
+
+
+class _UnknownNotification(logging.Filter):
+    """Drops the acp library's log line, with its traceback, for a notification no
+    handler takes: JSON-RPC ignores such a notification, and so does agentkit, quietly."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        unknown = getattr(error, "code", None) == -32601  # method not found
+        return not (unknown and str(record.msg).startswith("Unhandled error while handling notif"))
+
+
+def _quiet_unknown_notifications() -> None:
+    """Put :class:`_UnknownNotification` on the root logger (the library logs there), once."""
+    root = logging.getLogger()
+    if not any(isinstance(f, _UnknownNotification) for f in root.filters):
+        root.addFilter(_UnknownNotification())

@@ -34,10 +34,10 @@ class RawAgent:
     None: ``agentkit acp --demo`` with no endpoint or key at all (its scripted model
     answers with no pause: ``AGENTKIT_DEMO_LATENCY=0``)."""
 
-    def __init__(self, cwd: Path, base_url: str | None, **env: str) -> None:
+    def __init__(self, cwd: Path, base_url: str | None, *args: str, **env: str) -> None:
         keyless = base_url is None
         self.proc = subprocess.Popen(
-            (*AGENT, "--demo") if keyless else AGENT,
+            (*AGENT, "--demo", *args) if keyless else (*AGENT, *args),
             cwd=cwd,
             env=cli_env(None, AGENTKIT_TOKENIZER="estimate", AGENTKIT_DEMO_LATENCY="0")
             if base_url is None
@@ -237,3 +237,37 @@ def test_acp_demo_answers_with_no_endpoint_or_key(workspace: Path) -> None:
         code = agent.proc.wait(60)
     assert code == 0
     assert "SCRIPTED DEMO" in b"".join(agent.stderr).decode(errors="replace")
+
+
+def test_session_list_without_cwd_lists_the_workspace_w_names_and_unknown_notes_are_quiet(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """Regression (a fresh user's trial): with ``-w DIR``, ``session/list`` without its
+    optional ``cwd`` listed nothing, where the editors guide says it lists the saved
+    conversations; and a notification no handler takes printed an ERROR with a
+    traceback, where JSON-RPC ignores it."""
+    first = RawAgent(workspace, None)
+    try:
+        first.request("initialize", {"protocolVersion": 1}, 0)
+        made = first.request("session/new", {"cwd": str(workspace), "mcpServers": []}, 1)
+        sid = made["result"]["sessionId"]
+        prompt = {"sessionId": sid, "prompt": [{"type": "text", "text": "hello"}]}
+        first.request("session/prompt", prompt, 2)
+    finally:
+        assert first.proc.stdin is not None
+        first.proc.stdin.close()
+        assert first.proc.wait(60) == 0
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    second = RawAgent(elsewhere, None, "-w", str(workspace))
+    try:
+        second.request("initialize", {"protocolVersion": 1}, 0)
+        second.write({"jsonrpc": "2.0", "method": "no/such/notification", "params": {}})
+        listed = second.request("session/list", {}, 1)
+    finally:
+        assert second.proc.stdin is not None
+        second.proc.stdin.close()
+        code = second.proc.wait(60)
+    assert [s["sessionId"] for s in listed["result"]["sessions"]] == [sid]
+    err = b"".join(second.stderr).decode(errors="replace")
+    assert code == 0 and "Traceback" not in err and "ERROR" not in err, err
