@@ -725,3 +725,40 @@ def test_the_agents_header_keeps_each_figure_on_one_line(
         page.screenshot(path=str(tmp_path / "agents-header.png"))
         spans = page.evaluate(AGENTS_HEADER)
     assert [s["lines"] for s in spans] == [1, 1] and not any(s["cut"] for s in spans), spans
+
+
+ORDER = """() => [...document.querySelectorAll(
+  "#messages [data-testid=message], #messages [data-testid=tool-call]")].map((n) =>
+  n.dataset.testid === "tool-call" ? "tool" : `${n.dataset.role}: ${n.innerText.trim()}`)"""
+
+
+def test_a_queued_message_sits_where_the_model_got_it_live_and_after_a_reload(
+    workspace: Path, page: Any
+) -> None:
+    """Regression (a fresh user's trial): live, a message sent while a round ran
+    stayed where it was typed, above what the round showed meanwhile; a reload put it
+    where the model received it, below."""
+    (workspace / "notes.txt").write_text("a note\n")
+    gate = Gate()
+    script = [gate.hold(calls(call("read_file", path="notes.txt"))), "read it, and heard you"]
+    with serving(page, workspace, script) as web:
+        page.goto(web.url)
+        expect(page.get_by_test_id("conversation")).to_have_count(1)
+        send(page, "read the notes")
+        expect(page.get_by_test_id("state")).to_have_attribute("data-state", "running")
+        send(page, "and one more thing")  # joins the round at its next boundary
+        expect(page.locator(".message.user.queued")).to_have_count(1)
+        gate.event.set()
+        expect(assistant(page)).to_have_text("read it, and heard you")
+        expect(page.get_by_test_id("state")).to_have_text("idle")
+        live = page.evaluate(ORDER)
+        page.reload()
+        expect(assistant(page)).to_have_text("read it, and heard you")
+        reloaded = page.evaluate(ORDER)
+    assert live == [
+        "user: read the notes",
+        "tool",
+        "user: and one more thing",
+        "assistant: read it, and heard you",
+    ], live
+    assert reloaded == live

@@ -267,6 +267,12 @@ const HANDLERS = {
   RoundStarted: () => { setState("running"); setWork(""); setMainAgent("working", "thinking…"); },
   UserMessage: (e) => {
     const waiting = view.shownUser(e.text, ".pending, .queued");
+    if (waiting && waiting.classList.contains("queued")) {
+      // Delivered now, after what the round showed since it was sent: where the model
+      // (and a reload) has it.
+      view.endAssistant(page);
+      waiting.parentElement.append(waiting);
+    }
     if (waiting) waiting.classList.remove("pending", "queued");
     else view.addMessage("user", e.text);
     if (!page.title) setTitle(e.text.split(/\s+/).join(" ").trim().slice(0, 80));
