@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
     from agentkit.tools.registry import ToolRegistry
 
 log = logging.getLogger("agentkit")
+IDLE_RECHECK_SECONDS = 0.02  # wait_idle's pause while idle is set but work is waiting
 
 __all__ = ["DriverHost", "RoundDriver"]
 
@@ -152,6 +154,22 @@ class RoundDriver:
         if manager is None or self.hold_notifications:
             return False
         return manager.has_unannounced() or manager.control.has_questions()
+
+    def wait_idle(self, timeout: float | None = None) -> bool:
+        """Block until :attr:`idle` is set and :meth:`state` agrees; False after
+        ``timeout`` seconds. A message posted as the last round settled (after this
+        driver found nothing queued, before it set ``idle``) is queued while ``idle`` is
+        set: its round follows, and this waits for it too."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if not self.idle.wait(left):
+                return False
+            if self.state() == "idle":
+                return True
+            if deadline is not None and time.monotonic() >= deadline:
+                return False
+            time.sleep(IDLE_RECHECK_SECONDS)
 
     def save(self, conversation: Conversation | None = None) -> None:
         """Save the conversation, with the manager's sub-agent rows (coalesced: see

@@ -327,7 +327,7 @@ class Session(SessionControl):
     def wait_idle(self, timeout: float | None = None) -> bool:
         """Block until no round runs, nothing is queued and no sub-agent works;
         returns False after ``timeout`` seconds."""
-        return self._driver.idle.wait(timeout)
+        return self._driver.wait_idle(timeout)
 
     # ---------------------------------------------------------- hooks, title
     def add_hook(

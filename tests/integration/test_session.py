@@ -564,3 +564,23 @@ def test_a_reopened_conversation_numbers_its_rounds_on(workspace: Path) -> None:
             assert again.send("c").round == 3
     saved = json.loads((workspace / ".agentkit" / "conversations" / f"{cid}.json").read_text())
     assert saved["rounds"] == 3
+
+
+def test_wait_idle_waits_for_a_message_posted_as_the_last_round_settles(workspace: Path) -> None:
+    """Regression (CI: a piped second line went unanswered): a message posted while the
+    driver settled the last round (after it found nothing queued, before it set
+    ``idle``) left ``idle`` set with the message queued, so ``wait_idle`` returned and
+    the JSON chat closed before answering it. Posted here from the ``idle`` state's
+    event, inside that window, every time."""
+    with FakeOpenAIServer(["one", "two"]) as server, Session(workspace, settings_for(server)) as s:
+        posted: list[Any] = []
+
+        def on_event(event: ev.Event) -> None:
+            if isinstance(event, ev.StateChanged) and event.state == "idle" and not posted:
+                posted.append(s.post("second"))
+
+        s.subscribe(on_event)
+        s.post("first")
+        assert s.wait_idle(30)
+        assert posted and posted[0].done()
+        assert posted[0].result().final_text == "two"
