@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -181,3 +185,18 @@ class Recorder:
             f"expected {count} {kind.__name__}: {[e.type for e in self.events]}"
         )
         return found
+
+
+def start_main(
+    script: str, folder: Path, workspace: Path, base_url: str, **popen: Any
+) -> subprocess.Popen[str]:
+    """A main process a test may kill: ``python SCRIPT WORKSPACE BASE_URL`` (``script``
+    written to ``folder/main.py``), its stdout a text pipe, without the environment's
+    AGENTKIT_ and OPENAI_ settings; ``popen``: more Popen arguments."""
+    path = folder / "main.py"
+    path.write_text(script)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTKIT_", "OPENAI_"))}
+    return subprocess.Popen(
+        [sys.executable, str(path), str(workspace), base_url],
+        stdout=subprocess.PIPE, text=True, env=env, **popen,
+    )  # fmt: skip

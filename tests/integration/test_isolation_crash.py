@@ -12,12 +12,10 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 from git_helpers import make_repo
-from subagent_helpers import Router, call, calls, finish, scripted_settings
+from subagent_helpers import Router, call, calls, finish, scripted_settings, start_main
 
 from agentkit import Agent
 from agentkit.testing import FakeOpenAIServer
@@ -54,13 +52,9 @@ def test_a_copy_made_just_before_a_kill_is_known_when_the_conversation_reopens(
         subs={2: [finish("Nothing to do here, as the task asked.")]},
     )
     with FakeOpenAIServer(router) as server:
-        script = tmp_path / "main.py"
-        script.write_text(MAIN_SCRIPT)
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTKIT_", "OPENAI_"))}
-        process = subprocess.Popen(
-            [sys.executable, str(script), str(workspace), server.base_url],
-            stdout=subprocess.PIPE, text=True, env=env, start_new_session=True,
-        )  # fmt: skip
+        process = start_main(
+            MAIN_SCRIPT, tmp_path, workspace, server.base_url, start_new_session=True
+        )
         try:
             assert process.stdout is not None
             conversation_id = process.stdout.readline().strip()

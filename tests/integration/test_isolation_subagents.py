@@ -13,15 +13,23 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 from git_helpers import git, make_repo
-from subagent_helpers import Gate, Router, call, calls, finish, scripted_settings, wait_until, who
+from subagent_helpers import (
+    Gate,
+    Router,
+    call,
+    calls,
+    finish,
+    scripted_settings,
+    start_main,
+    wait_until,
+    who,
+)
 
 from agentkit import Agent
 from agentkit.spawn import SubAgentRefused
@@ -378,13 +386,7 @@ def test_a_main_process_killed_after_its_child_finished_reopens_and_merges(
         return calls(call("write_file", path="app.py", content=APP.replace("1", "2")))
 
     with FakeOpenAIServer(router) as server:
-        script = tmp_path / "main.py"
-        script.write_text(MAIN_SCRIPT)
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTKIT_", "OPENAI_"))}
-        process = subprocess.Popen(
-            [sys.executable, str(script), str(workspace), server.base_url],
-            stdout=subprocess.PIPE, text=True, env=env,
-        )  # fmt: skip
+        process = start_main(MAIN_SCRIPT, tmp_path, workspace, server.base_url)
         try:
             assert process.stdout is not None
             conversation_id = process.stdout.readline().strip()

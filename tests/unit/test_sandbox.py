@@ -15,6 +15,18 @@ from agentkit.subagent.contract import WorkerSpec
 from agentkit.subagent.worker.sandbox_scope import command_settings
 
 
+def writable_argv(workspace: Path, **more: Any) -> list[str]:
+    """bubblewrap's argv for a workspace-write command in ``workspace``, no network."""
+    return _sandbox.bwrap_argv(
+        "/usr/bin/bwrap",
+        workspace=workspace,
+        cwd=workspace,
+        mode="workspace-write",
+        network="none",
+        **more,
+    )
+
+
 def test_narrowing_never_widens() -> None:
     assert _sandbox.narrow_mode("workspace-write", "read-only") == "read-only"
     assert _sandbox.narrow_mode("read-only", "full") == "read-only"
@@ -81,14 +93,7 @@ def test_socket_folders_are_covered_exactly_where_a_bind_reaches(
     monkeypatch.setattr("tempfile.tempdir", None)  # gettempdir() reads TMPDIR again
     workspace = tmp / workspace_at
     roots = [tmp / read_only_at if read_only_at != "tmp" else tmp] if read_only_at else []
-    argv = _sandbox.bwrap_argv(
-        "/usr/bin/bwrap",
-        workspace=workspace,
-        cwd=workspace,
-        mode="workspace-write",
-        network="none",
-        read_only=roots,
-    )
+    argv = writable_argv(workspace, read_only=roots)
     after_binds = argv[argv.index(str(workspace)) :]
     mounted = {
         argv_item for i, argv_item in enumerate(after_binds[1:]) if after_binds[i] == "--tmpfs"
@@ -108,13 +113,6 @@ def test_a_path_bubblewrap_cannot_reach_is_left_out_of_the_binds(
     monkeypatch.setenv("PATH", f"{below_a_file}:{missing}:/usr/bin:/bin")
     workspace = tmp_path / "ws"
     workspace.mkdir()
-    argv = _sandbox.bwrap_argv(
-        "/usr/bin/bwrap",
-        workspace=workspace,
-        cwd=workspace,
-        mode="workspace-write",
-        network="none",
-        writable=[str(below_a_file)],
-    )
+    argv = writable_argv(workspace, writable=[str(below_a_file)])
     assert str(below_a_file) not in argv
     assert argv[argv.index(str(missing)) - 1] == "--ro-bind-try"
