@@ -307,6 +307,49 @@ def test_start_up_opens_the_newest_conversation_that_can_be_opened(
         assert page.evaluate("location.hash") == f"#{healthy}"
 
 
+def test_new_conversation_clicked_before_the_list_arrives_stays_shown(
+    browser: Any, workspace: Path
+) -> None:
+    """The person's "+ New" wins over start-up's choice (the newest conversation), and
+    the list asked at start-up, answered last, does not hide the new one (CI: the page
+    moved back to the older conversation and its approval card never showed)."""
+    with running_web(workspace, echo()) as web, tabs(browser) as context:
+        earlier = said(web, "earlier one")
+        page = context.new_page()
+        held: list[tuple[Any, Any]] = []
+
+        def hold_first_list(route: Any) -> None:
+            if held or route.request.method != "GET":
+                route.continue_()
+            else:  # answered now (one conversation), delivered later
+                held.append((route, route.fetch()))
+
+        page.route("**/api/conversations", hold_first_list)
+        page.goto(web.url)
+        for _ in range(3000):  # the start-up's list, waited for while events are handled
+            if held:
+                break
+            page.wait_for_timeout(20)
+        assert len(held) == 1
+        send(page, "typed at start")  # for start-up's choice, which the click replaces
+        page.get_by_test_id("new-conversation").click()
+        current = page.locator("[data-testid=conversation].current")
+        expect(current).not_to_have_attribute("data-id", earlier)
+        cid = page.evaluate("location.hash.slice(1)")
+        assert cid and cid != earlier
+        held[0][0].fulfill(response=held[0][1])
+        page.wait_for_function("() => window.agentkitDebug.settled >= 2")
+        expect(current).to_have_attribute("data-id", cid)
+        assert page.evaluate("location.hash.slice(1)") == cid
+        expect(page.get_by_test_id("conversation")).to_have_count(2)
+        expect(page.get_by_test_id("composer")).to_have_value("typed at start")
+        expect(page.locator(".message.pending")).to_have_count(0)
+        page.get_by_test_id("composer").fill("")
+        send(page, "in the new one")
+        expect(messages(page, "assistant")).to_have_text("ok: in the new one")
+        assert user_texts(web) == ["in the new one", "earlier one"]  # newest first
+
+
 def test_a_notice_fits_a_360_px_screen(browser: Any, workspace: Path) -> None:
     with running_web(workspace, echo()) as web, tabs(browser, 360) as context:
         healthy = said(web, "healthy one")

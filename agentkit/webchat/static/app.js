@@ -45,7 +45,7 @@ const page = {
   posting: Promise.resolve(), // posts go one after another, in the order sent
 };
 // For tests and debugging: every seq received, in order (duplicates included).
-window.agentkitDebug = { seqs: [], resets: 0, connections: 0 };
+window.agentkitDebug = { seqs: [], resets: 0, connections: 0, settled: 0 };
 
 /** Show an error (text, or an Error from api()) in the conversation; a 404 "no
  * conversation" means another tab or window deleted that one (switching.js says so). */

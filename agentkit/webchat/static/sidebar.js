@@ -9,6 +9,8 @@ import { showNotice } from "./notices.js";
 
 let page = null; // app.js's page state: current, title, conversations, armedDelete
 let hooks = null; // {switchTo(id), showError(e), closeStream(), openStream(), conversationGone(id)}
+let listsAsked = 0; // GET /api/conversations sent so far
+let listShown = 0; // the number of the one shown
 
 /** Give the sidebar the page's state and the callbacks it needs. */
 export function setupSidebar(state, callbacks) {
@@ -16,8 +18,14 @@ export function setupSidebar(state, callbacks) {
   hooks = callbacks;
 }
 
+/** Fetch and show the conversations list; resolves to it (the newer one shown, when
+ * an answer comes after a later one's). Rejects with api()'s error. */
 export async function loadConversations() {
+  const asked = ++listsAsked;
   const { conversations } = await api("/api/conversations");
+  // Lists can arrive out of order: one asked before a switch must not hide its result.
+  if (asked < listShown) return page.conversations;
+  listShown = asked;
   page.conversations = conversations;
   const list = $("conversations");
   list.replaceChildren();

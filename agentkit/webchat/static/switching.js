@@ -4,7 +4,7 @@
 // A refused switch (damaged, open in another process, deleted, server full) leaves the
 // page where it was, followed again (the server keeps that one open and its sub-agents
 // running), with one notice saying why. At start-up the page opens the newest
-// conversation that is not damaged. A conversation deleted elsewhere (another tab or
+// conversation that is not damaged, unless the person chose one first. A conversation deleted elsewhere (another tab or
 // window) is said so and the page moves on; one closed elsewhere is opened again.
 import { $, api, isGone, reasonText, titleText } from "./common.js";
 import { runningCount } from "./agents.js";
@@ -56,6 +56,7 @@ export function reopen() {
 function settle(request) {
   page.requests.delete(request);
   if (page.switching === request) page.switching = null;
+  window.agentkitDebug.settled++;
   sendLabel();
 }
 
@@ -193,13 +194,18 @@ export function startPage() {
 }
 
 /** Run ``request`` (made at once: messages typed meanwhile are its own) for ``wanted``
- * when listed, else the newest conversation not damaged nor tried, else a new one. */
+ * when listed, else the newest conversation not damaged nor tried, else a new one.
+ * A switch asked while the list loads replaces it; what was typed for it comes back. */
 async function openNewest(request, wanted) {
   let list = page.conversations;
   try {
     list = await loadConversations();
   } catch (e) {
     showNotice("list", `The conversations could not be listed: ${reasonText(e.message)}.`);
+  }
+  if (page.switching !== request) { // the person chose meanwhile (e.g. "+ New"): theirs wins
+    giveBack(request.texts);
+    return settle(request);
   }
   const tried = request.tried || new Set();
   const start = list.find((c) => c.id === wanted) || list.find((c) => c.state !== "damaged" && !tried.has(c.id));
