@@ -97,6 +97,8 @@ def start(
         conv = session.conversation
         notes = conv.pending_notes + recovery_notes(session.workspace, conv, session.settings)
         conv.pending_notes = []
+        if conv.state == "running":  # saved mid-round: the process that ran it died
+            conv.error = "interrupted"
         conv.state = "idle"
     session._driver = RoundDriver(session, notes=notes)
     session.inbox = session._driver.inbox

@@ -366,9 +366,17 @@ def round_result(
 
 def owed_notes(conversation: Conversation, language: str) -> list[str]:
     """Return the notes the next round owes its model about the conversation itself:
-    that the last user message was never answered (its round was cancelled or
-    interrupted)."""
-    last = conversation.messages[-1:]
-    if conversation.error in ("cancelled", "interrupted") and last and last[0]["role"] == "user":
+    that the last user message was never answered (its round was cancelled, or
+    interrupted: stopped, or cut off when its process died). An empty list when the
+    conversation ends with an answer or its last round failed (the user saw why)."""
+    if conversation.error in ("cancelled", "interrupted") and _unanswered(conversation):
         return [prompts.phrase(language, "interrupted_request")]
     return []
+
+
+def _unanswered(conversation: Conversation) -> bool:
+    """The conversation ends inside a round: after a user message, a tool result, or a
+    turn's tool calls, not after the model's answer (nor with no message at all)."""
+    last = conversation.messages[-1] if conversation.messages else {}
+    role = last.get("role")
+    return role in ("user", "tool") or (role == "assistant" and bool(last.get("tool_calls")))

@@ -21,10 +21,11 @@ from typing import Any
 
 import httpx
 import pytest
-from subagent_helpers import Gate, wait_until
+from subagent_helpers import Gate, call, calls, wait_until
 from web_helpers import JSON, running_web, serve_process
 
 from agentkit import events as ev
+from agentkit import prompts
 from agentkit.chat.store import conversations_dir
 from agentkit.testing import FakeOpenAIServer
 from agentkit.webchat.api import MAX_BODY
@@ -240,6 +241,35 @@ def test_a_message_whose_round_runs_survives_kill_9(workspace: Path) -> None:
             assert wait_until(answered, 30)
             detail = serve.client.get(f"/api/conversations/{cid}").json()
             assert user_texts(detail) == ["keep me"]
+
+
+def test_a_round_cut_off_by_kill_9_is_noted_to_the_model_when_reopened(
+    workspace: Path,
+) -> None:
+    """Regression: the server was killed during a round's second request (its tool
+    call done); the reopened conversation's next request read as if that round had
+    been answered. The model now hears that it was interrupted, before the new message."""
+    gate = Gate()
+    script = [calls(call("read_file", path="notes.txt")), gate.hold("never seen"), "again"]
+    with FakeOpenAIServer(script) as model:
+        with serve_process(workspace, model.base_url, env=NO_PREWARM) as serve:
+            cid = serve.post("/api/conversations", {}).json()["id"]
+            assert (
+                serve.post(f"/api/conversations/{cid}/messages", {"text": "one"}).status_code == 202
+            )
+            assert wait_until(lambda: len(model.requests) == 2)
+            assert serve.stop(signal.SIGKILL) == -signal.SIGKILL
+        gate.event.set()
+        with serve_process(workspace, model.base_url, env=NO_PREWARM) as serve:
+            serve.post("/api/switch", {"leaving": None, "to": cid})
+            assert (
+                serve.post(f"/api/conversations/{cid}/messages", {"text": "two"}).status_code == 202
+            )
+            assert wait_until(lambda: len(model.requests) == 3, 30)
+    sent = model.requests[2]["messages"]
+    assert [m["role"] for m in sent[-4:]] == ["assistant", "tool", "system", "user"]
+    assert sent[-2]["content"] == prompts.phrase("en", "interrupted_request")
+    assert sent[-1]["content"] == "two"
 
 
 # ------------------------------------------- numbering across sessions (17)
