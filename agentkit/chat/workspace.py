@@ -81,6 +81,10 @@ class Workspace:
         max_open: most sessions live at once (default:
             ``settings.max_open_conversations``), and never more than the file
             descriptor limit allows (:func:`descriptor_bound`); see the module docstring.
+        discard_untouched: delete, when it is closed, the file of a conversation this
+            Workspace created and nothing happened in (no message, title, queued
+            message or sub-agent); its id goes to :attr:`discarded`. For a chat that
+            ends before anything is said (the CLI's); off: every conversation is kept.
         **session_options: passed to each :class:`Session` (``tools``, ``model``,
             ``subagents``, ``launcher``, ``prewarm``, ``instructions``,
             ``builtin_tools``: an unknown tool name is refused here).
@@ -94,6 +98,7 @@ class Workspace:
         settings: Settings | None = None,
         *,
         max_open: int | None = None,
+        discard_untouched: bool = False,
         **session_options: Any,
     ) -> None:
         self.path = check_folder(path)  # the message a Session or an Agent gives
@@ -108,6 +113,9 @@ class Workspace:
         self._opening = 0  # sessions being constructed (they count against max_open)
         self._lock = threading.RLock()
         self._ops: dict[str, threading.RLock] = {}
+        self._discard_untouched = discard_untouched
+        self._created: set[str] = set()
+        self.discarded: set[str] = set()  # untouched conversations deleted at close
 
     # ------------------------------------------------------------ opening
     def create(self, title: str | None = None, *, settings: Settings | None = None) -> Session:
@@ -116,6 +124,8 @@ class Workspace:
         (an editor's MCP servers for one conversation). Raises WorkspaceFull
         (nothing is created)."""
         session = self._new_session(None, settings)
+        with self._lock:
+            self._created.add(session.id)
         if title:
             session.rename(title)
         return session
@@ -277,7 +287,7 @@ class Workspace:
             with self._lock:
                 session = self._sessions.pop(conversation_id, None)
             if session is not None:
-                session.close()
+                self._close(session)
 
     def delete(self, conversation_id: str) -> None:
         """Close (if open) and delete a conversation's file; its sub-agents'
@@ -335,7 +345,21 @@ class Workspace:
             self._sessions.clear()
         for session in sessions:
             with self._op(session.id):
-                session.close()
+                self._close(session)
+
+    def _close(self, session: Session) -> None:
+        """Close ``session``; with ``discard_untouched``, delete its file when this
+        Workspace created it and nothing happened in it."""
+        discard = self._discard_untouched and session.id in self._created
+        discard = discard and _untouched(session)
+        session.close()
+        if discard and _untouched(session):
+            try:
+                delete_conversation(self.path, session.id)
+            except FileNotFoundError:
+                pass  # never saved (a memory store) or removed meanwhile
+            with self._lock:
+                self.discarded.add(session.id)
 
     def __enter__(self) -> Workspace:
         return self

@@ -143,7 +143,13 @@ def cmd_chat(args: argparse.Namespace) -> int:
                 code = chat.run()
                 # Standard output holds JSON only: the way back goes with the logs.
                 left = chat.commands.session
-                print(f"agentkit: {way_back(left.transcript_path, hint, left.id)}", file=sys.stderr)
+                back = way_back(
+                    left.transcript_path,
+                    hint,
+                    left.id,
+                    discarded=left.id in chat_workspace.discarded,
+                )
+                print(f"agentkit: {back}", file=sys.stderr)
                 return code
             from agentkit.cli.terminal import TerminalChat
 
@@ -158,7 +164,17 @@ def cmd_chat(args: argparse.Namespace) -> int:
         raise
     finally:
         if server is not None:
-            server.stop()
+            _end_demo(server) if args.demo else server.stop()
+
+
+def _end_demo(server: Any) -> None:
+    """Stop the demo's model; a copy of the sample project made for it goes too when
+    no conversation was kept in it (nothing was said), else it stays, said where."""
+    from agentkit.chat.store import list_conversations
+
+    if server.made and not list_conversations(server.workspace):
+        server.discard()
+    server.stop()
 
 
 def say_endpoint(settings: Any) -> None:
@@ -213,7 +229,10 @@ def _open(
     check_cli_settings(settings)
     try:  # each Session checks everything (agentkit.chat.assembly), once
         # The person answers approval requests (the events show them): not "no one".
-        workspace = Workspace(path, settings, on_approval=answer_later if ask else None)
+        # A conversation left before anything was said is not kept (nor listed).
+        workspace = Workspace(
+            path, settings, on_approval=answer_later if ask else None, discard_untouched=True
+        )
         session = workspace.open(continue_id) if continue_id else workspace.create()
     except (ConfigurationError, FileNotFoundError, ValueError) as exc:
         raise UsageError(str(exc)) from None

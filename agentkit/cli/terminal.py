@@ -242,9 +242,13 @@ class TerminalChat:
             parts.append(unsent_note(unsent))
         if ended:
             parts.append(f"sub-agents {', '.join(f'#{i}' for i in ended)} ended")
-        if not session.transcript_path.is_file():
+        discarded = session.id in self.commands.workspace.discarded
+        if discarded:
+            parts[0] = "left"
+        elif not session.transcript_path.is_file():
             parts[0] = f"left: conversation {session.id}"
-        return "; ".join(parts) + "\n" + way_back(session.transcript_path, self._resume, session.id)
+        back = way_back(session.transcript_path, self._resume, session.id, discarded=discarded)
+        return "; ".join(parts) + "\n" + back
 
     def _interrupt(self) -> bool:
         """Ctrl-C: cancel the round, or say how to leave. Never ends the chat."""

@@ -6,6 +6,10 @@ left copies that are neither merged nor discarded is not deleted without a decis
 once its file is gone agentkit no longer finds their worktrees and branches.
 
 * no such copies: the conversation is deleted (200 ``{"deleted"}``);
+* only copies of ended sub-agents that changed no file (counted again once the
+  conversation is closed): they hold no work, so they are dropped as with
+  ``?copies=discard`` and the conversation deleted (200 ``{"deleted", "copies",
+  "discarded": true}``);
 * copies and no decision: 409 ``{"error", "reason": "unmerged_copies", "copies":
   [{"agent_id", "branch", "changes", "running"}]}``, nothing changed;
 * ``?copies=keep``: the conversation is closed (its sub-agents end, their copies are
@@ -37,6 +41,7 @@ from agentkit.errors import ConfigurationError
 from agentkit.isolation.copies import check_names
 from agentkit.isolation.types import Copy, IsolationError
 from agentkit.subagent.isolated import Isolation, from_record, mark_record, row_record
+from agentkit.subagent.merging import count_changes
 from agentkit.subagent.sweep import conversation_held
 from agentkit.webchat.api import _conversation_errors, _ws
 from agentkit.webchat.bodies import ApiError
@@ -134,6 +139,20 @@ def _rows(ws: Workspace, cid: str) -> tuple[list[dict[str, Any]], bool]:
         return [], False
 
 
+def _unchanged(w: Waiting, *, recount: bool = False) -> bool:
+    """True when ``w``'s sub-agent has ended and its copy changes no file: as its
+    record counted at its end, or (``recount``) as git counts now."""
+    if w.running:
+        return False
+    changes = w.state.changes
+    if recount:
+        try:
+            changes = count_changes(Copy.from_dict(w.copy))
+        except IsolationError:
+            return False
+    return isinstance(changes, dict) and changes.get("files") == 0
+
+
 def _words(waiting: list[Waiting]) -> str:
     parts = []
     for w in waiting:
@@ -183,14 +202,19 @@ def _discard(workspace: Path, waiting: list[Waiting]) -> Response | None:
     return None
 
 
-def _decided(ws: Workspace, cid: str, choice: CopiesChoice) -> Response:
+def _decided(
+    ws: Workspace, cid: str, choice: CopiesChoice, *, unchanged_only: bool = False
+) -> Response:
     """Close the conversation (its sub-agents end, their copies are saved), keep or
-    discard the copies, delete it; the answer."""
+    discard the copies, delete it; the answer. ``unchanged_only``: no one chose, so
+    discard only when every copy still changes no file, else refuse (409)."""
     ws.close_session(cid)
     if conversation_held(ws.path, cid):  # deleting would be refused after discarding
         raise ConfigurationError(f"conversation {cid} is open in another process; close it there")
     rows, _ = _rows(ws, cid)
     waiting = waiting_copies(ws.path, rows, live=False)
+    if unchanged_only and not all(_unchanged(w, recount=True) for w in waiting):
+        return _refusal(waiting)
     failed = _discard(ws.path, waiting) if choice == "discard" else None
     if failed is not None:
         return failed
@@ -226,6 +250,8 @@ def delete_conversation(request: Request) -> Response:
             return _decided(ws, cid, choice)
         rows, live = _rows(ws, cid)
         waiting = waiting_copies(ws.path, rows, live=live)
+        if waiting and all(_unchanged(w) for w in waiting):  # nothing to lose
+            return _decided(ws, cid, "discard", unchanged_only=True)
         if waiting:
             return _refusal(waiting)
         ws.delete(cid)

@@ -102,6 +102,55 @@ def test_all_done_only_after_background_work_and_the_way_back(
 
 
 @needs_tmux
+def test_a_chat_left_before_anything_was_said_keeps_no_conversation(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """Regression (a fresh user's trial): a chat left at once saved an empty
+    conversation, listed it, and offered `--continue` for it. A conversation opened
+    with /new and left unused is not kept either; one where something was said is."""
+    with (
+        FakeOpenAIServer(["kept answer"]) as server,
+        tmux_chat(tmp_path, workspace, server) as tmux,
+    ):
+        tmux.keys("hello", "Enter")
+        tmux.wait_for("kept answer")
+        tmux.keys("/new", "Enter")
+        tmux.wait_for("new conversation")
+        tmux.keys("/quit", "Enter")
+        assert tmux.exit_code() == 0
+        shown = tmux.screen().replace("\n", "")
+    assert "nothing was said in this conversation, so it was not kept" in shown
+    assert "--continue" not in shown
+    (saved,) = (workspace / ".agentkit" / "conversations").glob("*.json")
+    assert [m["content"] for m in json.loads(saved.read_text())["messages"][1:]] == [
+        "hello",
+        "kept answer",
+    ]
+
+
+def test_piped_chat_and_demo_with_no_input_leave_nothing_behind(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """`agentkit chat </dev/null` keeps no conversation and says why; the demo's copy
+    of the sample project goes too (it said it stayed, with nothing in it)."""
+    env = cli_env(AGENTKIT_DEMO_LATENCY="0", TMPDIR=str(tmp_path), **NO_WORKERS)
+    with FakeOpenAIServer([]) as server:
+        for extra in ([], ["--demo"]):
+            where = [] if extra else ["-w", str(workspace)]
+            proc = subprocess.run(
+                [sys.executable, "-m", "agentkit", "chat", "--jsonl", *where, *extra],
+                env={**env, **({} if extra else cli_env(server.base_url, TMPDIR=str(tmp_path)))},
+                cwd=REPO, input="", capture_output=True, text=True, timeout=120,
+            )  # fmt: skip
+            assert proc.returncode == 0, proc.stderr
+            last = proc.stderr.strip().splitlines()[-1]
+            assert last == "agentkit: nothing was said in this conversation, so it was not kept"
+    assert list((workspace / ".agentkit" / "conversations").glob("*.json")) == []
+    assert list(tmp_path.glob("agentkit-demo-*")) == []
+    assert server.requests == []
+
+
+@needs_tmux
 def test_new_and_ctrl_d_ask_before_ending_running_subagents(
     workspace: Path, tmp_path: Path
 ) -> None:

@@ -12,8 +12,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from isolation_front_helpers import APP, git, make_repo, two_isolated_and_a_shared, version
-from subagent_helpers import wait_until
+from isolation_front_helpers import (
+    APP,
+    create,
+    git,
+    make_repo,
+    two_isolated_and_a_shared,
+    version,
+)
+from subagent_helpers import Router, call, calls, finish, wait_until
 from web_helpers import running_web
 
 from agentkit.subagent.record import read_record
@@ -148,3 +155,40 @@ def test_deleting_with_copies_discard_drops_them_and_marks_their_records(
         record = read_record(workspace / f"sub_agent_results/agent_{n}", workspace)
         assert record is not None and record["discarded"] is True
     assert (workspace / "app.py").read_text() == APP  # the workspace untouched
+
+
+def test_copies_that_changed_no_file_are_dropped_without_asking(workspace: Path) -> None:
+    """Regression (a fresh user's trial): an isolated sub-agent that only read left a
+    copy with 0 changes, and deleting its conversation was refused until someone
+    chose keep or discard. A copy without changes (counted again at the delete) holds
+    no work: it is dropped and the conversation deleted; one with changes still asks."""
+    make_repo(workspace)
+    router = Router(
+        main=[calls(create(1), create(2)), "done"],
+        subs={
+            1: [calls(call("read_file", path="app.py")), finish("read it.")],
+            2: [calls(call("write_file", path="app.py", content=version(2))), finish("done.")],
+        },
+    )
+    with running_web(workspace, router, subagent_isolation="available") as web:
+        cid = _finished(web, workspace)
+        refused = web.client.delete(f"/api/conversations/{cid}")
+        assert refused.status_code == 409 and refused.json()["reason"] == "unmerged_copies"
+        assert web.post(f"/api/conversations/{cid}/subagents/2/discard", {"confirm": True}).json()
+        record = read_record(workspace / "sub_agent_results/agent_1", workspace)
+        assert record is not None and record["changes"]["files"] == 0
+        stray = Path(record["isolation"]["worktree"]) / "edited-by-hand.txt"
+        stray.write_text("a person's edit after the end\n")  # counted now: work to keep
+        again = web.client.delete(f"/api/conversations/{cid}")
+        assert again.status_code == 409, again.text
+        assert [c["agent_id"] for c in again.json()["copies"]] == [1]
+        stray.unlink()
+        deleted = web.client.delete(f"/api/conversations/{cid}")
+        assert deleted.status_code == 200, deleted.text
+        assert deleted.json()["discarded"] is True
+        assert [c["agent_id"] for c in deleted.json()["copies"]] == [1]
+        assert web.client.get(f"/api/conversations/{cid}").status_code == 404
+    assert _branches(workspace) == []
+    assert git(workspace, "worktree", "list").count("\n") == 1
+    record = read_record(workspace / "sub_agent_results/agent_1", workspace)
+    assert record is not None and record["discarded"] is True
