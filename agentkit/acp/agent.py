@@ -100,6 +100,7 @@ class AcpAgent:
         self._workspaces: dict[Path, Any] = {}
         self.sessions: dict[str, AcpSession] = {}
         self._opening = asyncio.Lock()
+        self._initialized = False  # the editor's capabilities are known only after it
 
     def on_connect(self, conn: Any) -> None:
         """Called by the library with the connection (the client's methods)."""
@@ -129,6 +130,7 @@ class AcpAgent:
         from agentkit import __version__
 
         log.info("acp: initialize from %s (protocol %s)", client_info, protocol_version)
+        self._initialized = True
         return InitializeResponse(
             protocol_version=PROTOCOL_VERSION,
             agent_capabilities=AgentCapabilities(
@@ -144,9 +146,18 @@ class AcpAgent:
         )
 
     # -------------------------------------------------------------- sessions
+    def _check_initialized(self) -> None:
+        """Refuse a session request before ``initialize``: what the editor can do
+        (read files, run terminals) is not known yet."""
+        if not self._initialized:
+            raise RequestError(
+                -32600, "initialize first: send initialize before any session/ request"
+            )
+
     def _workspace(self, cwd: str) -> Any:
         from agentkit.chat import Workspace
 
+        self._check_initialized()
         if self.refusal is not None:
             raise RequestError(-32603, self.refusal)
         path = self.workspace or Path(cwd)
@@ -260,6 +271,7 @@ class AcpAgent:
         """``session/list``: the conversations of ``cwd`` (without one: of the workspace
         ``-w`` names, or of every workspace this agent has opened), most recently
         updated first, :data:`PAGE_SIZE` a page."""
+        self._check_initialized()
         if cwd is None and self.workspace is not None:
             cwd = str(self.workspace)  # every session's workspace: its list is the list
         chosen = [self._workspace(cwd)] if cwd is not None else None

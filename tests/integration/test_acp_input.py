@@ -115,6 +115,16 @@ def _bad_lines_get_errors(agent: RawAgent, workspace: Path) -> None:
     assert (code, message) == (-32601, "Method not found: no/such")
     assert error_of(agent.request("authenticate", {"methodId": "x"}, "m2"))[0] == -32601
 
+    # Regression: session/new before initialize opened a conversation, with the
+    # editor's capabilities unknown; every session request is refused until then.
+    early = [("session/new", {"cwd": str(workspace), "mcpServers": []}), ("session/list", {})]
+    for n, (method, params) in enumerate(early):
+        code, message = error_of(agent.request(method, params, f"early{n}"))
+        assert (code, message) == (
+            -32600,
+            "initialize first: send initialize before any session/ request",
+        )
+    assert not (workspace / ".agentkit" / "conversations").exists()
     init = agent.request("initialize", {"protocolVersion": 1}, "init")
     assert init["result"]["protocolVersion"] == 1
     assert init["result"]["agentCapabilities"]["loadSession"] is True
