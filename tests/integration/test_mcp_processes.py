@@ -124,7 +124,8 @@ def test_secrets_scrubbed_from_server_env_but_configured_env_kept(
 def test_slow_call_times_out_crash_restarts_once(workspace: Path) -> None:
     token = f"tok-{uuid.uuid4().hex}"
     servers = {"t": parse_server("t", stdio_entry(token))}
-    tools = MCPTools(workspace, settings(mcp_call_timeout=1), "main", servers=servers)
+    # 3 s: the quick calls must fit in it on a loaded machine; the slow one never does.
+    tools = MCPTools(workspace, settings(mcp_call_timeout=3), "main", servers=servers)
     try:
         slow = run(tools, "mcp__t__slow", workspace, seconds=30)
         assert not slow.ok and "timed out" in slow.output and "mcp_call_timeout" in slow.output
@@ -190,7 +191,8 @@ def http_server() -> Iterator[str]:
 
 def test_streamable_http_server(workspace: Path, http_server: str) -> None:
     servers = {"web": parse_server("web", {"url": http_server, "headers": {"X-Test": "1"}})}
-    tools = MCPTools(workspace, settings(mcp_call_timeout=1), "main", servers=servers)
+    # 3 s: the quick calls must fit in it on a loaded machine; the slow one never does.
+    tools = MCPTools(workspace, settings(mcp_call_timeout=3), "main", servers=servers)
     try:
         assert run(tools, "mcp__web__echo", workspace, text="over http").output == "echo: over http"
         assert json.loads(run(tools, "mcp__web__add", workspace, a=1, b=1).output) == {"total": 2}
