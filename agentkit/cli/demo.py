@@ -241,6 +241,13 @@ def demo_latency(default: float) -> float:
     return value
 
 
+def no_downloads() -> None:
+    """Keep the demo's promise of no network: tokens are estimated (inherited by the
+    workers too), so tiktoken never fetches its tables from the internet. An explicit
+    ``AGENTKIT_TOKENIZER`` is kept."""
+    os.environ.setdefault("AGENTKIT_TOKENIZER", "estimate")
+
+
 def main(
     workspace: str | None = None, language: str | None = None, latency: float | None = None
 ) -> int:
@@ -263,6 +270,7 @@ def main(
     except (FileNotFoundError, OSError) as exc:
         print(f"agentkit: {exc}")
         return 2
+    no_downloads()
     with FakeOpenAIServer(DemoModel(latency)) as server:
         print(
             "SCRIPTED DEMO: no real model and no network. A built-in script answers as the model, "

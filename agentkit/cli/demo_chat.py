@@ -29,6 +29,7 @@ from agentkit.cli.demo import (
     _strip_numbers,
     _tool_texts,
     demo_latency,
+    no_downloads,
     prepare_workspace,
 )
 
@@ -248,6 +249,7 @@ def start_demo_model(language: str | None, root: Path, where: str) -> DemoSetup:
     from agentkit.testing import FakeOpenAIServer
 
     latency = demo_latency(DEFAULT_LATENCY)
+    no_downloads()
     server = FakeOpenAIServer(ChatDemoModel(latency), models=[DEMO_MODEL]).start()
     lang = language or os.environ.get("AGENTKIT_LANGUAGE") or "en"
     print(

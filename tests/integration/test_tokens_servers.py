@@ -167,3 +167,48 @@ def test_estimate_can_be_forced(tmp_path: Path) -> None:
     assert (
         out["backend"] == "estimate" and out["describe"] == "estimate (AGENTKIT_TOKENIZER=estimate)"
     )
+
+
+def test_the_demo_never_tries_to_download_tiktokens_tables(tmp_path: Path) -> None:
+    """Regression (a fresh user's trial): `chat --demo` says "no network", yet its
+    first count fetched tiktoken's tables from openaipublic.blob.core.windows.net
+    (through the proxy, caught here by a listener standing in for it)."""
+    from cli_helpers import REPO, cli_env
+
+    trap = socket.socket()
+    trap.bind(("127.0.0.1", 0))
+    trap.listen(8)
+    trap.settimeout(0.2)
+    reached: list[str] = []
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.is_set():
+            try:
+                conn, _ = trap.accept()
+            except OSError:
+                continue
+            reached.append(conn.recv(200).decode(errors="replace"))
+            conn.close()
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    cache = tmp_path / "tiktoken-cache"
+    cache.mkdir()
+    proxy = f"http://127.0.0.1:{trap.getsockname()[1]}"
+    env = cli_env(AGENTKIT_DEMO_LATENCY="0", TMPDIR=str(tmp_path), TIKTOKEN_CACHE_DIR=str(cache))
+    env.pop("AGENTKIT_TOKENIZER")
+    env.update(HTTPS_PROXY=proxy, HTTP_PROXY=proxy, NO_PROXY="127.0.0.1,localhost")
+    try:
+        for command, given in ((["chat", "--jsonl"], "hello\n"), (["run", "hello"], "")):
+            proc = subprocess.run(
+                [sys.executable, "-m", "agentkit", *command, "--demo"],
+                env=env, cwd=REPO, input=given, capture_output=True, text=True, timeout=120,
+            )  # fmt: skip
+            assert proc.returncode == 0, proc.stderr
+    finally:
+        done.set()
+        watcher.join(5)
+        trap.close()
+    assert reached == []
+    assert list(cache.iterdir()) == []  # no table, and no failure remembered
