@@ -34,7 +34,6 @@ mode when no round runs). Only the standard library is imported at load time.
 from __future__ import annotations
 
 import argparse
-import os
 import queue
 import signal
 import sys
@@ -59,6 +58,7 @@ from agentkit.cli.common import (
 )
 from agentkit.cli.safe_text import echoed, json_line
 from agentkit.cli.signals import Signals
+from agentkit.cli.stdin_lines import read_batches
 
 if TYPE_CHECKING:
     from agentkit.chat import Session, Workspace
@@ -265,7 +265,9 @@ class JsonLinesChat:
 
     def run(self) -> int:
         """Read and act on standard input until ``/quit`` or its end; returns the exit code."""
-        reader = threading.Thread(target=self._read, name="agentkit-chat-stdin", daemon=True)
+        reader = threading.Thread(
+            target=read_batches, args=(self._lines,), name="agentkit-chat-stdin", daemon=True
+        )
         reader.start()
         with Signals(self._interrupt, lambda _signum: self._leave.set()) as signals:
             self._signals = signals
@@ -386,29 +388,3 @@ class JsonLinesChat:
         # The old conversation's subscription stays until it is closed (its last events
         # print), then goes with it; the new one is printed from now on.
         self._unsubscribe = self._subscribe(new)
-
-    def _read(self) -> None:
-        # os.read, not sys.stdin: a daemon thread blocked inside a buffered reader
-        # holds its lock, and the interpreter aborts at exit when it finds it taken.
-        pending = b""
-        try:
-            while chunk := os.read(sys.stdin.fileno(), 65536):
-                pending += chunk
-                *lines, pending = pending.split(b"\n")
-                self._put(lines)
-            self._put([pending])
-        except (OSError, ValueError):
-            pass
-        finally:
-            self._lines.put(None)
-
-    def _put(self, raws: list[bytes]) -> None:
-        """Queue the non-blank lines read together as one batch."""
-        batch = []
-        for raw in raws:
-            line = raw.decode("utf-8", errors="replace").rstrip("\r")
-            if line.strip():
-                command = message_text(line.lstrip()) is None  # "//..." is a message: kept
-                batch.append(line.strip() if command else line)
-        if batch:
-            self._lines.put(batch)

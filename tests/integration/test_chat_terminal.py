@@ -265,17 +265,23 @@ def _run_chat(workspace: Path, env: dict[str, str], text: str, *args: str) -> li
     return events
 
 
-def test_piped_lines_read_together_are_answered_one_by_one(workspace: Path) -> None:
-    def echo(request: dict[str, Any]) -> str:
-        return "ok: " + request["messages"][-1]["content"]
+@pytest.mark.parametrize("middle", ["bg x", "B" * 200_000], ids=["short", "longer-than-a-read"])
+def test_piped_lines_read_together_are_answered_one_by_one(workspace: Path, middle: str) -> None:
+    """Regression (a fresh user's trial) for the long line: a line longer than one read
+    of the pipe (64 KiB) split the input in two, and the second part, read while the
+    first line's round worked, joined that round unanswered."""
 
+    def echo(request: dict[str, Any]) -> str:
+        return "ok: " + request["messages"][-1]["content"][:20]
+
+    given = f"hello\n{middle}\nthird\n"
     with FakeOpenAIServer(echo) as server:
-        events = _run_chat(workspace, cli_env(server.base_url, **NO_WORKERS), "hello\nbg x\n")
+        events = _run_chat(workspace, cli_env(server.base_url, **NO_WORKERS), given)
         bodies = list(server.requests)
     answers = [e["final_text"] for e in events if e["type"] == "RoundFinished"]
-    assert answers == ["ok: hello", "ok: bg x"]  # one request each, not one for both
+    assert answers == ["ok: hello", f"ok: {middle[:20]}", "ok: third"]  # one request each
     users = [[m["content"] for m in b["messages"] if m["role"] == "user"] for b in bodies]
-    assert users == [["hello"], ["hello", "bg x"]]
+    assert users == [["hello"], ["hello", middle], ["hello", middle, "third"]]
 
 
 def test_max_turns_and_no_stream_reach_the_chat_s_requests(workspace: Path) -> None:
