@@ -23,7 +23,13 @@ import os
 from pathlib import Path
 from typing import Any
 
-from agentkit.conversation import PROCESS_GONE, SEED_COUNTERS, conversations_dir, utc_now
+from agentkit.conversation import (
+    PROCESS_GONE,
+    SEED_COUNTERS,
+    conversations_dir,
+    known_cost,
+    utc_now,
+)
 from agentkit.subagent.finalise import write_end
 from agentkit.subagent.record import FINAL_STATUSES, _stored_head, read_record
 from agentkit.subagent.record_folder import clean_temp_files
@@ -155,13 +161,22 @@ def sweep_rows(workspace: Path, rows: list[dict[str, Any]]) -> list[dict[str, An
 
 
 def _take_stats(row: dict[str, Any], record: dict[str, Any]) -> None:
-    """Give ``row`` its record's runtime and counters (journal applied): the file's row
-    was saved at the main agent's last turn (runtime 0 when that was the start), the
-    record at the sub-agent's last save or its end."""
+    """Give ``row`` its record's runtime, counters and usage (journal applied): the
+    file's row was saved at the main agent's last turn (runtime 0 and no tokens when
+    that was the start), the record at the sub-agent's last save or its end."""
     stats = record.get("stats")
-    if isinstance(stats, dict):
-        keys = ("runtime_seconds", *SEED_COUNTERS)
-        row.update({k: v for k in keys if type(v := stats.get(k)) is int and v >= 0})
+    if not isinstance(stats, dict):
+        return
+    keys = ("runtime_seconds", *SEED_COUNTERS)
+    row.update({k: v for k in keys if type(v := stats.get(k)) is int and v >= 0})
+    usage = stats.get("token_usage")
+    parts = ("prompt", "completion", "total")
+    if isinstance(usage, dict) and all(type(usage.get(k)) is int and usage[k] >= 0 for k in parts):
+        row["token_usage"] = {k: usage[k] for k in parts}
+        row["tokens"] = usage["total"]
+        row["cost_usd"] = known_cost(stats.get("cost_usd"))  # None: no known price
+        if stats.get("usage_estimated") is True:
+            row["usage_estimated"] = True
 
 
 def live_rows(

@@ -55,6 +55,26 @@ def test_reopened_rows_take_their_records_runtime_and_counters(tmp_path: Path) -
         assert row["runtime_seconds"] == 6 and row["files_read"] == 2 and row["commands"] == 1
 
 
+def test_reopened_rows_take_their_records_tokens_and_cost(tmp_path: Path) -> None:
+    """Regression (a fresh user's trial): /status of a reopened conversation showed a
+    killed sub-agent's "0 tokens" and a cost of 0, the row as saved at its start,
+    while its record held 3,185 tokens."""
+    priced, unpriced = _spec(tmp_path, 1), _spec(tmp_path, 2)
+    usage = {"prompt": 3167, "completion": 18, "total": 3185}
+    for spec, cost in ((priced, 0.0042), (unpriced, None)):
+        stats = {**STATS, "token_usage": dict(usage), "cost_usd": cost}
+        record = build_record(spec, "running", messages=[], stats=stats)
+        Path(spec.deliverables_path).mkdir(parents=True)
+        assert write_record(Path(spec.deliverables_path), record, root=tmp_path)
+    conversation = Conversation(subagents=[_row(priced), _row(unpriced)])
+    recovery_notes(tmp_path, conversation, Settings(model="m", api_key="k"))
+    rows = {r["agent_id"]: r for r in conversation.subagents}
+    for row in rows.values():
+        assert row["token_usage"] == usage and row["tokens"] == 3185
+    assert rows[1]["cost_usd"] == 0.0042 and usage_text(rows[1]) == "3,185 tokens · $0.004200"
+    assert rows[2]["cost_usd"] is None and usage_text(rows[2]) == "3,185 tokens · cost unknown"
+
+
 def test_a_worker_s_end_without_its_conversation_writes_its_runtime_to_now(
     tmp_path: Path,
 ) -> None:
