@@ -8,6 +8,7 @@ renderers, no subprocess."""
 from __future__ import annotations
 
 import argparse
+import asyncio
 import io
 import time
 from pathlib import Path
@@ -222,13 +223,18 @@ def test_acp_w_makes_one_folder_every_session_s_workspace(tmp_path: Path) -> Non
     chosen.mkdir()
     other.mkdir()
     settings = make_settings({"model": "m", "api_key": "k"})
-    agent = AcpAgent(settings, workspace=chosen.resolve())
+
+    def initialized(agent: AcpAgent) -> AcpAgent:
+        asyncio.run(agent.initialize(protocol_version=1))  # session requests come after it
+        return agent
+
+    agent = initialized(AcpAgent(settings, workspace=chosen.resolve()))
     opened = agent._workspace(str(other))
     try:
         assert opened.path == chosen.resolve()
     finally:
         opened.close()
-    plain = AcpAgent(settings)._workspace(str(other))
+    plain = initialized(AcpAgent(settings))._workspace(str(other))
     try:
         assert plain.path == other.resolve()
     finally:
