@@ -101,6 +101,7 @@ class AcpAgent:
         self.sessions: dict[str, AcpSession] = {}
         self._opening = asyncio.Lock()
         self._initialized = False  # the editor's capabilities are known only after it
+        self._closing = False  # shutdown has begun: no session opens any more
 
     def on_connect(self, conn: Any) -> None:
         """Called by the library with the connection (the client's methods)."""
@@ -177,7 +178,9 @@ class AcpAgent:
     async def _open(self, workspace: Any, settings: Settings, conversation_id: str | None) -> Any:
         """A live session of ``workspace``: new, or ``conversation_id``; when the
         workspace is full, the least recently used idle ACP session is put to sleep
-        once to make room."""
+        once to make room. Refused once shutdown has begun (the editor has left)."""
+        if self._closing:
+            raise RequestError(-32603, "agentkit acp is closing: the editor's input ended")
         for attempt in range(2):
             try:
                 if conversation_id is None:
@@ -354,7 +357,12 @@ class AcpAgent:
 
     # ----------------------------------------------------------------- close
     async def shutdown(self) -> None:
-        """Close every conversation (their sub-agents end, they are saved)."""
+        """Close every conversation (their sub-agents end, they are saved). A session
+        being opened is let finish first (its request answered, then closed with the
+        rest); one asked for from now on is refused."""
+        self._closing = True
+        async with self._opening:
+            pass
         for acp_session in list(self.sessions.values()):
             await acp_session.detach()
         workspaces, self._workspaces = list(self._workspaces.values()), {}

@@ -281,3 +281,32 @@ def test_session_list_without_cwd_lists_the_workspace_w_names_and_unknown_notes_
     assert [s["sessionId"] for s in listed["result"]["sessions"]] == [sid]
     err = b"".join(second.stderr).decode(errors="replace")
     assert code == 0 and "Traceback" not in err and "ERROR" not in err, err
+
+
+def test_requests_sent_just_before_the_input_ends_are_answered_and_leave_no_lock(
+    workspace: Path,
+) -> None:
+    """Regression (a fresh user's trial): `printf 'initialize\\nsession/new\\n' |
+    agentkit acp` answered only initialize, and left the new conversation's .lock
+    file behind with no conversation beside it. A session being opened at the end of
+    input is now let finish: answered, then closed and saved with the rest."""
+    lines = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}},
+        {"jsonrpc": "2.0", "id": 2, "method": "session/new",
+         "params": {"cwd": str(workspace), "mcpServers": []}},
+    ]  # fmt: skip
+    with FakeOpenAIServer([]) as server:
+        proc = subprocess.run(
+            AGENT, cwd=workspace, env=agent_env(server.base_url), capture_output=True,
+            input="".join(json.dumps(line) + "\n" for line in lines).encode(), timeout=60,
+        )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    answers = {m["id"]: m for m in map(json.loads, proc.stdout.splitlines()) if "id" in m}
+    assert sorted(answers) == [1, 2], answers
+    folder = workspace / ".agentkit" / "conversations"
+    if "error" in answers[2]:  # it came after the end was seen: refused, in words
+        assert "closing" in answers[2]["error"]["message"]
+        assert list(folder.glob("conv_*")) == []
+    else:
+        session_id = answers[2]["result"]["sessionId"]
+        assert sorted(p.name for p in folder.glob("conv_*")) == [f"{session_id}.json"]
