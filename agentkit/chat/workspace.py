@@ -116,6 +116,7 @@ class Workspace:
         self._discard_untouched = discard_untouched
         self._created: set[str] = set()
         self.discarded: set[str] = set()  # untouched conversations deleted at close
+        self.last_kept: str | None = None  # the conversation closed last and kept
 
     # ------------------------------------------------------------ opening
     def create(self, title: str | None = None, *, settings: Settings | None = None) -> Session:
@@ -353,13 +354,15 @@ class Workspace:
         discard = self._discard_untouched and session.id in self._created
         discard = discard and _untouched(session)
         session.close()
-        if discard and _untouched(session):
-            try:
-                delete_conversation(self.path, session.id)
-            except FileNotFoundError:
-                pass  # never saved (a memory store) or removed meanwhile
-            with self._lock:
-                self.discarded.add(session.id)
+        if not (discard and _untouched(session)):
+            self.last_kept = session.id
+            return
+        try:
+            delete_conversation(self.path, session.id)
+        except FileNotFoundError:
+            pass  # never saved (a memory store) or removed meanwhile
+        with self._lock:
+            self.discarded.add(session.id)
 
     def __enter__(self) -> Workspace:
         return self

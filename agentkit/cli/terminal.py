@@ -247,7 +247,13 @@ class TerminalChat:
             parts[0] = "left"
         elif not session.transcript_path.is_file():
             parts[0] = f"left: conversation {session.id}"
-        back = way_back(session.transcript_path, self._resume, session.id, discarded=discarded)
+        back = way_back(
+            session.transcript_path,
+            self._resume,
+            session.id,
+            discarded=discarded,
+            earlier=self.commands.workspace.last_kept,
+        )
         return "; ".join(parts) + "\n" + back
 
     def _interrupt(self) -> bool:

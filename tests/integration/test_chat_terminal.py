@@ -107,7 +107,8 @@ def test_a_chat_left_before_anything_was_said_keeps_no_conversation(
 ) -> None:
     """Regression (a fresh user's trial): a chat left at once saved an empty
     conversation, listed it, and offered `--continue` for it. A conversation opened
-    with /new and left unused is not kept either; one where something was said is."""
+    with /new and left unused is not kept either; one where something was said is, and
+    leaving names it as the way back."""
     with (
         FakeOpenAIServer(["kept answer"]) as server,
         tmux_chat(tmp_path, workspace, server) as tmux,
@@ -119,9 +120,11 @@ def test_a_chat_left_before_anything_was_said_keeps_no_conversation(
         tmux.keys("/quit", "Enter")
         assert tmux.exit_code() == 0
         shown = tmux.screen().replace("\n", "")
-    assert "nothing was said in this conversation, so it was not kept" in shown
-    assert "--continue" not in shown
     (saved,) = (workspace / ".agentkit" / "conversations").glob("*.json")
+    assert (
+        "nothing was said in this conversation, so it was not kept; continue the one before"
+        f" it with: agentkit chat --continue {saved.stem} -w {workspace}"
+    ) in shown  # the way back to what /new left
     assert [m["content"] for m in json.loads(saved.read_text())["messages"][1:]] == [
         "hello",
         "kept answer",

@@ -30,6 +30,7 @@ def test_left_by_a_switch_it_is_not_kept_either(tmp_path: Path) -> None:
         empty = chats.create()
         chats.switch(empty.id, first.id)
         assert chats.discarded == {empty.id}
+    assert chats.last_kept == first.id  # the chat's way back names it
     assert [c.id for c in list_conversations(tmp_path)] == [first.id]
 
 
