@@ -8,6 +8,8 @@ drops its branch. A shared sub-agent has no Changes tab."""
 from __future__ import annotations
 
 import os
+import shlex
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -136,6 +138,35 @@ def test_deleting_a_conversation_with_unmerged_work_asks_what_to_do(workspace: P
             api.expect(dialog).to_be_hidden()
             assert web.client.get(f"/api/conversations/{cid}").status_code == 200
             assert git(workspace, "branch", "--list", "agentkit/*").count("agent-") == 2
+
+            # Keep, on a second conversation: the notice shows the git commands it
+            # speaks of (a fresh user's trial found them only in the API's answer).
+            current = page.locator("[data-testid=conversation].current")
+            page.get_by_test_id("new-conversation").click()
+            api.expect(current).not_to_have_attribute("data-id", cid or "")
+            kept = page.evaluate("location.hash.slice(1)")
+            page.get_by_test_id("composer").fill("two versions")
+            page.get_by_test_id("send").click()
+            for agent_id in (1, 2):  # the page's state is idle before the round starts
+                row = page.locator(f'[data-testid=subagent][data-agent-id="{agent_id}"]')
+                api.expect(row).to_have_attribute("data-status", "completed")
+            api.expect(page.get_by_test_id("state")).to_have_text("idle", timeout=30_000)
+            drop = page.locator(f'[data-testid=conversation][data-id="{kept}"]')
+            drop.get_by_test_id("delete-conversation").click()
+            drop.get_by_test_id("delete-conversation").click()
+            page.get_by_test_id("copies-keep").click()
+            notice = page.locator('[data-testid=notice][data-key="kept-branches"]')
+            api.expect(notice).to_contain_text("branches were kept in git")
+            commands = notice.get_by_test_id("notice-commands").inner_text().splitlines()
+            listed = ("branch", "--list", "--format=%(refname:short)", "agentkit/*")
+            branches = git(workspace, *listed).split()
+            assert len(commands) == 6 and all(c.startswith("git --git-dir=") for c in commands)
+            for command in commands:  # run as shown: the kept copies go
+                subprocess.run(shlex.split(command), cwd=workspace, check=True, capture_output=True)
+            assert git(workspace, *listed).split() == [b for b in branches if kept not in b]
+            page.locator(f'[data-testid=conversation][data-id="{cid}"] .name').click()
+            api.expect(current).to_have_attribute("data-id", cid or "")
+            delete = current.get_by_test_id("delete-conversation")
 
             delete.click()
             delete.click()

@@ -5,13 +5,15 @@
 import { $, el } from "./common.js";
 
 /** Show ``text`` as the notice ``key`` (replacing one of the same key). ``kind``:
- * "error" (something failed) or "info". Returns the element. */
-export function showNotice(key, text, kind = "error") {
+ * "error" (something failed) or "info"; ``lines``: commands to copy, shown below
+ * it as they are. Returns the element. */
+export function showNotice(key, text, kind = "error", lines = []) {
   const box = $("notices");
   const node = el("div", { class: `page-notice ${kind}`, "data-testid": "notice", "data-key": key, "data-kind": kind });
   const close = el("button", { type: "button", class: "dismiss", title: "Dismiss", "aria-label": "Dismiss" }, "×");
   close.addEventListener("click", () => node.remove());
   node.append(el("span", { class: "text" }, text), close);
+  if (lines.length) node.append(el("pre", { class: "commands", "data-testid": "notice-commands" }, lines.join("\n")));
   const old = box.querySelector(`[data-key="${CSS.escape(key)}"]`);
   if (old) old.replaceWith(node);
   else box.append(node);

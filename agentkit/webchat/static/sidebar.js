@@ -141,7 +141,10 @@ async function deleteConversation(id) {
     page.current = null;
     await hooks.switchTo(null);
   } else await loadConversations();
-  if (done.kept) showNotice("kept-branches", done.kept, "info"); // after the switch cleared notices
+  if (done.kept) { // after the switch cleared notices; the git commands it speaks of
+    const commands = (done.copies || []).flatMap((c) => c.remove || []);
+    showNotice("kept-branches", done.kept, "info", commands);
+  }
 }
 
 /** The copies dialog: resolves "keep", "discard" or null (Cancel, Esc). */
@@ -152,7 +155,8 @@ function askCopies(copies) {
   $("copies-text").textContent =
     `${one ? "A sub-agent's work is" : `${copies.length} sub-agents' work is`} not merged: ` +
     `sub-agent${one ? "" : "s"} ${which}. Deleting the conversation leaves ${one ? "its branch" : "their branches"} ` +
-    "where agentkit no longer finds them. Keep the branches (to merge or remove with git), or discard the work?";
+    `where agentkit no longer finds ${one ? "it" : "them"}. Keep ${one ? "the branch" : "the branches"} ` +
+    "(to merge or remove with git), or discard the work?";
   return new Promise((resolve) => {
     const done = (choice) => {
       $("copies-keep").onclick = $("copies-discard").onclick = $("copies-cancel").onclick = dialog.onclose = null;
