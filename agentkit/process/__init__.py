@@ -27,6 +27,9 @@ The map (each module's docstring argues its design in full):
   is in force, and the notes naming a limit a command hit.
 * :mod:`~agentkit.process.pipes`: whether the reader of a pipe this process writes
   to (``| head``, an editor) has gone, seen without writing.
+* :mod:`~agentkit.process.mp_tempdir`: multiprocessing's temp folder (the worker
+  server's socket), named by its owner's pid so that the next start sweeps one a
+  SIGKILL left.
 * :mod:`~agentkit.process.loopback`: ``command_network = loopback``: the per-command
   relay in the agent, its folders, the bridge inside the sandbox and the host's
   listening ports.

@@ -107,7 +107,8 @@ def toolchain_paths(hidden: list[Path]) -> list[Path]:
 SOCKET_DIRS_VAR = "AGENTKIT_SOCKET_DIRS"
 """Folders holding the agent's own Unix sockets (``os.pathsep``-separated), set before
 the forkserver starts so that workers, forked from it, know its socket's folder."""
-_SOCKET_PREFIXES = ("pymp-", LOOPBACK_PREFIX)
+# multiprocessing's own name, agentkit's (agentkit.process.mp_tempdir.PREFIX), the relays'.
+_SOCKET_PREFIXES = ("pymp-", "akmp-", LOOPBACK_PREFIX)
 _SCAN_MAX = 4096  # entries of the temp folder looked at per command
 
 
@@ -131,7 +132,7 @@ def socket_folders() -> list[str]:
     the workspace and every shown folder, so none can show them again): the
     multiprocessing forkserver's, which unpickles whatever a connecting process sends,
     and the loopback relays'. Found by :data:`SOCKET_DIRS_VAR`, this process's
-    multiprocessing state, and every ``pymp-*`` and ``agentkit-loopback-*`` folder in
+    multiprocessing state, and every ``pymp-*``, ``akmp-*`` and ``agentkit-loopback-*`` folder in
     the temporary folder (other programs' forkservers included, and those that killed
     programs left: hundreds on a busy machine, so the scan stays cheap: one
     ``scandir``, no path resolution per entry). Returns absolute, resolved paths."""

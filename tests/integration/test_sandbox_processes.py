@@ -383,7 +383,7 @@ else:
     multiprocessing.get_context("forkserver")
     forkserver.ensure_running()  # its socket: <TMPDIR>/pymp-*/listener-*
     output = run(make_ctx(workspace, command_sandbox="bwrap", **extra), "python3 probe.py").output
-print("HOST", len(glob.glob(f"{host_tmp}/pymp-*/listener-*")))
+print("HOST", len(glob.glob(f"{host_tmp}/*mp-*/listener-*")))  # pymp-, or agentkit's akmp-
 print(output)
 """
 

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 import threading
 from pathlib import Path
@@ -205,3 +207,65 @@ def test_closing_waits_for_the_workers_of_ended_sub_agents(workspace: Path) -> N
         manager.shutdown()
     [handle] = launcher.handles
     assert handle._closed and handle.exit_code is not None
+
+
+HOLDER = """
+import sys
+from agentkit.subagent.launchers.local import prewarm
+prewarm("forkserver")
+print("ready", flush=True)
+sys.stdin.readline()  # a clean exit once told, unless killed first
+"""
+
+
+def test_a_killed_owners_forkserver_folder_is_swept_at_the_next_start() -> None:
+    """Regression (a fresh user's trial): every `kill -9` of chat or serve left a
+    `pymp-*` folder with the forkserver's dead socket in the temp folder, for good.
+    The folder is now named by its owner's pid; the next start removes a dead one."""
+    import signal
+
+    from agentkit.process.mp_tempdir import PREFIX
+
+    # A short temp folder: the forkserver's socket path must fit in 108 bytes.
+    temp = Path(tempfile.mkdtemp(prefix="mp-", dir="/tmp"))
+    env = {**cli_env(), "TMPDIR": str(temp)}
+
+    def holder() -> subprocess.Popen[str]:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", HOLDER], env=env, text=True,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        )  # fmt: skip
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        return proc
+
+    def folders() -> list[str]:
+        return sorted(p.name for p in temp.iterdir() if p.name.startswith(("pymp-", PREFIX)))
+
+    try:
+        killed = holder()
+        (mine,) = folders()
+        assert mine.startswith(f"{PREFIX}{killed.pid}-")
+        assert any(p.is_socket() for p in (temp / mine).iterdir())  # the forkserver's
+        killed.send_signal(signal.SIGKILL)
+        killed.wait(10)
+        assert folders() == [mine]  # what a kill leaves
+        second = holder()
+        (now,) = folders()
+        assert now.startswith(f"{PREFIX}{second.pid}-")  # the dead one swept, its own made
+        second.communicate("\n", timeout=30)
+        assert second.returncode == 0 and folders() == []  # a clean exit removes its own
+    finally:
+        shutil.rmtree(temp, ignore_errors=True)
+
+
+def test_the_sweep_spares_live_owners_other_names_and_files(tmp_path: Path) -> None:
+    from agentkit.process.mp_tempdir import PREFIX, sweep_dead
+
+    dead = 2**22 + 12_345  # above Linux's largest pid: never a live process
+    for name in (f"{PREFIX}{dead}-a", f"{PREFIX}{os.getpid()}-b", "pymp-c", f"{PREFIX}x-d"):
+        (tmp_path / name).mkdir()
+    (tmp_path / f"{PREFIX}{dead}-file").write_text("not a folder")
+    assert sweep_dead(str(tmp_path)) == [str(tmp_path / f"{PREFIX}{dead}-a")]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [f"{PREFIX}{os.getpid()}-b", "pymp-c", f"{PREFIX}x-d", f"{PREFIX}{dead}-file"]
+    )

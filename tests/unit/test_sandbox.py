@@ -66,7 +66,8 @@ def test_refusal_notes_only_when_confined() -> None:
         # The workspace holds a socket folder (TMPDIR inside it): covered.
         ("ws", None, {"ws/pymp-a"}),
         # A read-only root above the socket folders shows them again: all covered.
-        ("elsewhere", "tmp", {"pymp-1", "pymp-2", "agentkit-loopback-x", "ws/pymp-a"}),
+        # (akmp-: agentkit's own forkserver folders, other agentkit processes' included.)
+        ("elsewhere", "tmp", {"pymp-1", "pymp-2", "akmp-9-x", "agentkit-loopback-x", "ws/pymp-a"}),
         # The workspace inside a socket folder: that folder is covered, not its siblings.
         ("pymp-1/ws", None, {"pymp-1"}),
         # A read-only root inside a socket folder shows part of it: covered.
@@ -83,7 +84,15 @@ def test_socket_folders_are_covered_exactly_where_a_bind_reaches(
     # The launch checks every socket folder in the temporary folder (hundreds on a busy
     # machine) against every bind; this holds the rule, whatever the algorithm.
     tmp = (tmp_path / "tmp").resolve()
-    for name in ("pymp-1", "pymp-2", "agentkit-loopback-x", "ws/pymp-a", "elsewhere", "plain"):
+    for name in (
+        "pymp-1",
+        "pymp-2",
+        "akmp-9-x",
+        "agentkit-loopback-x",
+        "ws/pymp-a",
+        "elsewhere",
+        "plain",
+    ):
         (tmp / name).mkdir(parents=True, exist_ok=True)
     (tmp / "pymp-1" / "ws").mkdir()
     (tmp / "pymp-2" / "lib").mkdir()

@@ -137,14 +137,17 @@ def _ensure_forkserver(ctx: Any, api_key: str | None) -> None:
             del os.environ[name]
         os.environ["PYTHONPATH"] = root + (os.pathsep + saved_path if saved_path else "")
         try:
-            from multiprocessing import forkserver, util
+            from multiprocessing import forkserver
+
+            from agentkit.process.mp_tempdir import owned_temp_dir
 
             # Its socket goes in this folder: workers (forked from the server, with
             # its environment) must know it, to hide it from their commands' sandbox.
+            # Named by this pid, so that the next start sweeps it after a SIGKILL.
             from agentkit.process.sandbox_folders import SOCKET_DIRS_VAR
 
             folders = [f for f in os.environ.get(SOCKET_DIRS_VAR, "").split(os.pathsep) if f]
-            os.environ[SOCKET_DIRS_VAR] = os.pathsep.join([*folders, util.get_temp_dir()])
+            os.environ[SOCKET_DIRS_VAR] = os.pathsep.join([*folders, owned_temp_dir()])
             forkserver.ensure_running()
         finally:
             if saved_path is None:
