@@ -20,8 +20,9 @@ __all__ = ["READ_BYTES", "REST_WAIT", "read_batches"]
 
 READ_BYTES = 65536
 """Bytes one read of standard input takes (a pipe's usual capacity)."""
-REST_WAIT = 0.2
-"""Seconds to wait for the rest of a line cut by a read before acting on the lines."""
+REST_WAIT = 1.0
+"""Seconds to wait for the rest of a line cut by a read before acting on the lines (a
+writer descheduled on a loaded machine pauses between its writes)."""
 
 
 def read_batches(batches: queue.Queue[list[str] | None]) -> None:
