@@ -143,13 +143,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
                 code = chat.run()
                 # Standard output holds JSON only: the way back goes with the logs.
                 left = chat.commands.session
-                back = way_back(
-                    left.transcript_path,
-                    hint,
-                    left.id,
-                    discarded=left.id in chat_workspace.discarded,
-                )
-                print(f"agentkit: {back}", file=sys.stderr)
+                print(f"agentkit: {way_back(chat_workspace, left, hint)}", file=sys.stderr)
                 return code
             from agentkit.cli.terminal import TerminalChat
 

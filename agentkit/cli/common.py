@@ -33,6 +33,7 @@ from agentkit.errors import AgentkitError
 from agentkit.process.pipes import terminal
 
 if TYPE_CHECKING:
+    from agentkit.chat import Session, Workspace
     from agentkit.settings import Settings
 
 __all__ = [
@@ -364,25 +365,20 @@ def make_settings(given: dict[str, Any]) -> Settings:
 
 
 # ------------------------------------------------------------------ chat's end
-def way_back(
-    saved: Path,
-    hint: str,
-    conversation_id: str,
-    *,
-    discarded: bool = False,
-    earlier: str | None = None,
-) -> str:
-    """The line that ends a chat: ``continue it with: <hint>`` (``hint`` with ``{id}``
-    for ``conversation_id``) when the conversation file ``saved`` exists, else why
-    there is nothing to continue (a trial on a read-only workspace was told a
-    command that then found no saved conversation). ``discarded``: nothing was said
-    in it, so it was not kept; ``earlier``: the id of the chat's conversation kept
-    before it (left by /new or /switch), whose way back is given instead."""
-    if discarded:
+def way_back(workspace: Workspace, session: Session, hint: str) -> str:
+    """The line that ends a chat in ``session`` of ``workspace`` (both closed): ``continue
+    it with: <hint>`` (``hint`` with ``{id}``) when its conversation file exists, else
+    why there is nothing to continue (a trial on a read-only workspace was told a
+    command that then found no saved conversation). When nothing was said in it, so it
+    was not kept (``workspace.discarded``), the way back to the conversation the chat
+    kept before it (left by /new or /switch: ``workspace.last_kept``), if any."""
+    saved = session.transcript_path
+    if session.id in workspace.discarded:
         words = "nothing was said in this conversation, so it was not kept"
-        if earlier and earlier != conversation_id:
+        earlier = workspace.last_kept
+        if earlier and earlier != session.id:
             return f"{words}; continue the one before it with: {hint.format(id=earlier)}"
         return words
     if saved.is_file():
-        return f"continue it with: {hint.format(id=conversation_id)}"
+        return f"continue it with: {hint.format(id=session.id)}"
     return f"nothing to continue: the conversation could not be saved to {saved}"

@@ -242,19 +242,12 @@ class TerminalChat:
             parts.append(unsent_note(unsent))
         if ended:
             parts.append(f"sub-agents {', '.join(f'#{i}' for i in ended)} ended")
-        discarded = session.id in self.commands.workspace.discarded
-        if discarded:
+        workspace = self.commands.workspace
+        if session.id in workspace.discarded:
             parts[0] = "left"
         elif not session.transcript_path.is_file():
             parts[0] = f"left: conversation {session.id}"
-        back = way_back(
-            session.transcript_path,
-            self._resume,
-            session.id,
-            discarded=discarded,
-            earlier=self.commands.workspace.last_kept,
-        )
-        return "; ".join(parts) + "\n" + back
+        return "; ".join(parts) + "\n" + way_back(workspace, session, self._resume)
 
     def _interrupt(self) -> bool:
         """Ctrl-C: cancel the round, or say how to leave. Never ends the chat."""

@@ -153,6 +153,24 @@ def test_piped_chat_and_demo_with_no_input_leave_nothing_behind(
     assert server.requests == []
 
 
+def test_piped_chat_left_after_new_names_the_conversation_kept_before(workspace: Path) -> None:
+    """The JSON-lines chat's way back, as the terminal's: after /new, a conversation
+    where nothing was said points to the one /new left (a review found the JSON-lines
+    chat said only that nothing was kept)."""
+    with FakeOpenAIServer(["kept answer"]) as server:
+        proc = subprocess.run(
+            [sys.executable, "-m", "agentkit", "chat", "--jsonl", "-w", str(workspace)],
+            env=cli_env(server.base_url, **NO_WORKERS), cwd=REPO, input="hello\n/new\n",
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    (saved,) = (workspace / ".agentkit" / "conversations").glob("*.json")
+    assert proc.stderr.strip().splitlines()[-1] == (
+        "agentkit: nothing was said in this conversation, so it was not kept; continue the"
+        f" one before it with: agentkit chat --continue {saved.stem} -w {workspace}"
+    )
+
+
 @needs_tmux
 def test_new_and_ctrl_d_ask_before_ending_running_subagents(
     workspace: Path, tmp_path: Path
