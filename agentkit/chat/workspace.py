@@ -351,10 +351,8 @@ class Workspace:
     def _close(self, session: Session) -> None:
         """Close ``session``; with ``discard_untouched``, delete its file when this
         Workspace created it and nothing happened in it."""
-        discard = self._discard_untouched and session.id in self._created
-        discard = discard and _untouched(session)
-        session.close()
-        if not (discard and _untouched(session)):
+        session.close()  # saves what it held: queued messages, sub-agents' rows
+        if not (self._discard_untouched and session.id in self._created and _untouched(session)):
             self.last_kept = session.id
             return
         try:

@@ -21,6 +21,8 @@ from collections.abc import Callable
 from multiprocessing import util
 from pathlib import Path
 
+from agentkit.process.tree import process_alive
+
 __all__ = ["PREFIX", "owned_temp_dir"]
 
 PREFIX = "akmp-"
@@ -61,7 +63,7 @@ def sweep_dead(root: str | None = None) -> list[str]:
         return removed
     for entry in entries:
         found = _NAME.match(entry.name)
-        if found is None or _alive(int(found.group(1))):
+        if found is None or process_alive(int(found.group(1))):
             continue
         with contextlib.suppress(OSError):
             if entry.is_dir(follow_symlinks=False) and entry.stat().st_uid == os.getuid():
@@ -72,13 +74,3 @@ def sweep_dead(root: str | None = None) -> list[str]:
 
 def _remove(rmtree: Callable[..., None], folder: str) -> None:
     rmtree(folder, ignore_errors=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # another user's: it exists
-        return True
-    return True

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agentkit.process.loopback.folders import PREFIX as LOOPBACK_PREFIX
+from agentkit.process.mp_tempdir import PREFIX as MP_PREFIX
 
 __all__ = [
     "BLANKED",
@@ -107,8 +108,8 @@ def toolchain_paths(hidden: list[Path]) -> list[Path]:
 SOCKET_DIRS_VAR = "AGENTKIT_SOCKET_DIRS"
 """Folders holding the agent's own Unix sockets (``os.pathsep``-separated), set before
 the forkserver starts so that workers, forked from it, know its socket's folder."""
-# multiprocessing's own name, agentkit's (agentkit.process.mp_tempdir.PREFIX), the relays'.
-_SOCKET_PREFIXES = ("pymp-", "akmp-", LOOPBACK_PREFIX)
+# multiprocessing's own name, agentkit's worker servers' (mp_tempdir), the relays'.
+_SOCKET_PREFIXES = ("pymp-", MP_PREFIX, LOOPBACK_PREFIX)
 _SCAN_MAX = 4096  # entries of the temp folder looked at per command
 
 
